@@ -1,0 +1,29 @@
+/*
+ * buf.h — a growable byte buffer used by encoders and HTTP/JSON writers.
+ * Ownership: the buffer owns `data`; wt_buf_free() releases it, and
+ * wt_buf_steal() hands it to the caller (who then free()s it).
+ */
+#ifndef WT_BUF_H
+#define WT_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct wt_buf {
+	uint8_t *data;
+	size_t len, cap;
+	int oom; /* sticky: set once an append failed; further appends are no-ops */
+} wt_buf;
+
+#define WT_BUF_INIT {NULL, 0, 0, 0}
+
+int wt_buf_reserve(wt_buf *b, size_t extra);              /* 0 or WT_ENOMEM */
+int wt_buf_append(wt_buf *b, const void *p, size_t n);    /* 0 or WT_ENOMEM */
+int wt_buf_puts(wt_buf *b, const char *s);
+int wt_buf_printf(wt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int wt_buf_putc(wt_buf *b, char c);
+void wt_buf_reset(wt_buf *b);
+void wt_buf_free(wt_buf *b);
+uint8_t *wt_buf_steal(wt_buf *b, size_t *len);
+
+#endif

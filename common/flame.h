@@ -1,0 +1,48 @@
+/*
+ * flame.h — the query views shared by edge (local queries) and hub (global
+ * queries): a flame graph tree, a function table and a call graph, built from
+ * (stack of frame names ROOT FIRST, value) pairs, rendered as JSON (jansson).
+ *
+ * JSON shapes (docs/api.md):
+ *   flamegraph: {"unit":U,"total":N,"truncated":B,
+ *                "root":{"name":"total","self":S,"total":N,"children":[...]}}
+ *   table:      {"unit":U,"total":N,"rows":[{"function":F,"self":S,"total":T}]}
+ *               rows sorted by self desc, then total desc, then name.
+ *   callgraph:  {"unit":U,"total":N,"nodes":[{"id":i,"function":F,"self":S,
+ *                "total":T}],"edges":[{"from":i,"to":j,"value":V}]}
+ * Function totals count a function once per stack (recursion-safe).
+ *
+ * Ownership: wt_flame_new() returns a builder owned by the caller
+ * (wt_flame_free). The *_json() functions return new jansson references.
+ */
+#ifndef WT_FLAME_H
+#define WT_FLAME_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "profile.h"
+
+typedef struct wt_flame wt_flame;
+
+wt_flame *wt_flame_new(void);
+void wt_flame_free(wt_flame *f);
+
+/* Add value for the stack frames[0..n) given ROOT FIRST. 0 or WT_ENOMEM. */
+int wt_flame_add(wt_flame *f, const char *const *frames, size_t n, int64_t value);
+
+/* Add every sample of type type_idx of p. */
+int wt_flame_add_profile(wt_flame *f, const wt_profile *p, size_t type_idx, wt_err *err);
+
+int64_t wt_flame_total(const wt_flame *f);
+
+/* max_nodes bounds the tree (smallest subtrees are folded into their parent's
+ * self value and "truncated":true is set); 0 = no limit. */
+json_t *wt_flame_tree_json(const wt_flame *f, const char *unit, size_t max_nodes);
+/* limit rows (0 = all). */
+json_t *wt_flame_table_json(const wt_flame *f, const char *unit, size_t limit);
+json_t *wt_flame_callgraph_json(const wt_flame *f, const char *unit, size_t max_nodes);
+
+#endif

@@ -1,0 +1,24 @@
+/*
+ * sample_types.h — Watchtower's canonical sample type names and the mapping
+ * from each format's own (type, unit) pairs onto them (SPEC §3 "Sample
+ * types"; the per-format table is in docs/formats.md).
+ *
+ * An unmapped type keeps its own name: nothing is ever dropped.
+ */
+#ifndef WT_SAMPLE_TYPES_H
+#define WT_SAMPLE_TYPES_H
+
+/* Canonical name for a format's (type, unit). `hint` is the uploader's
+ * profile kind where the format is ambiguous (Go "contentions"/"delay" are
+ * mutex unless hint is "block"); may be NULL. Returns a static string, or
+ * `type` itself when unmapped. Never NULL (an empty type gives "samples"). */
+const char *wt_sample_type_canonical(const char *type, const char *unit, const char *hint);
+
+/* Unit a canonical type is reported in ("nanoseconds", "bytes", "count"),
+ * or NULL when the name is not canonical. */
+const char *wt_sample_type_unit(const char *canonical);
+
+/* 1 if `name` is one of the canonical names. */
+int wt_sample_type_is_canonical(const char *name);
+
+#endif
