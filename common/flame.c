@@ -1,0 +1,685 @@
+/*
+ * flame.c — flame graph tree, function table and call graph (see flame.h).
+ *
+ * One builder keeps all three views up to date as stacks are added:
+ *   tree      — nodes in flat arrays; a single hash map (parent, name) →
+ *               child makes finding a child O(1) however wide the node is;
+ *   table     — per distinct name: self (leaf) and total (once per stack);
+ *   callgraph — per (caller, callee) name pair: value, once per stack.
+ * "Once per stack" uses an epoch stamp per name / edge, so a recursive stack
+ * (a;b;a;b) adds its value to a's and b's totals and to a→b exactly once.
+ *
+ * Names are interned in the builder's own pool; nothing points into the
+ * caller's memory after wt_flame_add returns. Sums saturate at INT64 limits
+ * instead of wrapping.
+ */
+#include "flame.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#define ROOT_NAME "total"
+
+/* ---- small containers ---------------------------------------------------------- */
+
+/* Exact-key open-addressing map: uint64 key → uint32 value. */
+typedef struct kmap {
+	uint64_t *keys;
+	uint32_t *vals; /* UINT32_MAX = empty slot */
+	size_t cap, n;
+} kmap;
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static int kmap_grow(kmap *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 256, i, j;
+	uint64_t *nk = malloc(ncap * sizeof(*nk));
+	uint32_t *nv = malloc(ncap * sizeof(*nv));
+
+	if (!nk || !nv) {
+		free(nk);
+		free(nv);
+		return WT_ENOMEM;
+	}
+	memset(nv, 0xff, ncap * sizeof(*nv));
+	for (i = 0; i < m->cap; i++) {
+		if (m->vals[i] == UINT32_MAX)
+			continue;
+		for (j = mix64(m->keys[i]) & (ncap - 1); nv[j] != UINT32_MAX; j = (j + 1) & (ncap - 1))
+			;
+		nk[j] = m->keys[i];
+		nv[j] = m->vals[i];
+	}
+	free(m->keys);
+	free(m->vals);
+	m->keys = nk;
+	m->vals = nv;
+	m->cap = ncap;
+	return 0;
+}
+
+/* Slot of key (filled → found; empty → where to insert). */
+static int kmap_slot(kmap *m, uint64_t key, size_t *slot)
+{
+	size_t j;
+
+	if ((m->n + 1) * 2 > m->cap && kmap_grow(m))
+		return WT_ENOMEM;
+	for (j = mix64(key) & (m->cap - 1); m->vals[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
+		if (m->keys[j] == key)
+			break;
+	*slot = j;
+	return 0;
+}
+
+static void kmap_free(kmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t sz)
+{
+	size_t ncap;
+	void *na;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 64;
+	while (ncap < need)
+		ncap *= 2;
+	if (!(na = realloc(*arr, ncap * sz)))
+		return WT_ENOMEM;
+	*arr = na;
+	*cap = ncap;
+	return 0;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* ---- builder --------------------------------------------------------------------- */
+
+typedef struct fnode {
+	uint32_t name, parent, first_child, next_sibling;
+	int64_t self, total;
+} fnode;
+
+typedef struct fedge {
+	uint32_t from, to;
+	uint64_t mark;
+	int64_t value;
+} fedge;
+
+struct wt_flame {
+	/* names */
+	char *pool;
+	size_t pool_len, pool_cap;
+	uint32_t *name_off; /* name id → offset into pool */
+	int64_t *fself, *ftotal;
+	uint64_t *fmark;
+	size_t nnames, names_cap;
+	kmap name_idx; /* xxh3(name) → first id; collisions chain via name_next */
+	uint32_t *name_next;
+	size_t name_next_cap;
+
+	/* tree */
+	fnode *nodes;
+	size_t nnodes, nodes_cap;
+	kmap child_idx; /* parent << 32 | name → node */
+
+	/* call graph */
+	fedge *edges;
+	size_t nedges, edges_cap;
+	kmap edge_idx; /* from << 32 | to → edge */
+
+	uint64_t epoch;
+	uint32_t *ids; /* scratch: name ids of the stack being added */
+	size_t ids_cap;
+};
+
+static const char *fname(const wt_flame *f, uint32_t id)
+{
+	return f->pool + f->name_off[id];
+}
+
+static int name_intern(wt_flame *f, const char *s, uint32_t *id)
+{
+	size_t len = strlen(s), slot;
+	uint64_t h = XXH3_64bits(s, len);
+	uint32_t i, head;
+
+	if (kmap_slot(&f->name_idx, h, &slot))
+		return WT_ENOMEM;
+	head = f->name_idx.vals[slot];
+	for (i = head; i != UINT32_MAX; i = f->name_next[i])
+		if (!strcmp(fname(f, i), s)) {
+			*id = i;
+			return 0;
+		}
+	if (f->nnames >= UINT32_MAX - 1 || f->pool_len + len + 1 > UINT32_MAX)
+		return WT_ENOMEM;
+	if (f->nnames == f->names_cap) {
+		size_t c = f->names_cap, ncap = c ? c * 2 : 256;
+		void *a;
+
+		if (!(a = realloc(f->name_off, ncap * sizeof(*f->name_off))))
+			return WT_ENOMEM;
+		f->name_off = a;
+		if (!(a = realloc(f->fself, ncap * sizeof(*f->fself))))
+			return WT_ENOMEM;
+		f->fself = a;
+		if (!(a = realloc(f->ftotal, ncap * sizeof(*f->ftotal))))
+			return WT_ENOMEM;
+		f->ftotal = a;
+		if (!(a = realloc(f->fmark, ncap * sizeof(*f->fmark))))
+			return WT_ENOMEM;
+		f->fmark = a;
+		if (!(a = realloc(f->name_next, ncap * sizeof(*f->name_next))))
+			return WT_ENOMEM;
+		f->name_next = a;
+		f->names_cap = ncap;
+	}
+	if (grow((void **)&f->pool, &f->pool_cap, f->pool_len + len + 1, 1))
+		return WT_ENOMEM;
+	memcpy(f->pool + f->pool_len, s, len + 1);
+	i = (uint32_t)f->nnames++;
+	f->name_off[i] = (uint32_t)f->pool_len;
+	f->pool_len += len + 1;
+	f->fself[i] = f->ftotal[i] = 0;
+	f->fmark[i] = 0;
+	f->name_next[i] = head;
+	if (head == UINT32_MAX)
+		f->name_idx.n++;
+	f->name_idx.keys[slot] = h;
+	f->name_idx.vals[slot] = i;
+	*id = i;
+	return 0;
+}
+
+wt_flame *wt_flame_new(void)
+{
+	wt_flame *f = calloc(1, sizeof(*f));
+	uint32_t root_name;
+
+	if (!f)
+		return NULL;
+	if (name_intern(f, ROOT_NAME, &root_name) ||
+	    grow((void **)&f->nodes, &f->nodes_cap, 1, sizeof(*f->nodes))) {
+		wt_flame_free(f);
+		return NULL;
+	}
+	memset(&f->nodes[0], 0, sizeof(f->nodes[0]));
+	f->nodes[0].name = root_name;
+	f->nodes[0].parent = f->nodes[0].first_child = f->nodes[0].next_sibling = UINT32_MAX;
+	f->nnodes = 1;
+	return f;
+}
+
+void wt_flame_free(wt_flame *f)
+{
+	if (!f)
+		return;
+	free(f->pool);
+	free(f->name_off);
+	free(f->fself);
+	free(f->ftotal);
+	free(f->fmark);
+	free(f->name_next);
+	kmap_free(&f->name_idx);
+	free(f->nodes);
+	kmap_free(&f->child_idx);
+	free(f->edges);
+	kmap_free(&f->edge_idx);
+	free(f->ids);
+	free(f);
+}
+
+static int child_of(wt_flame *f, uint32_t parent, uint32_t name, uint32_t *out)
+{
+	uint64_t key = (uint64_t)parent << 32 | name;
+	size_t slot;
+	fnode *n;
+
+	if (kmap_slot(&f->child_idx, key, &slot))
+		return WT_ENOMEM;
+	if (f->child_idx.vals[slot] != UINT32_MAX) {
+		*out = f->child_idx.vals[slot];
+		return 0;
+	}
+	if (f->nnodes >= UINT32_MAX - 1 ||
+	    grow((void **)&f->nodes, &f->nodes_cap, f->nnodes + 1, sizeof(*f->nodes)))
+		return WT_ENOMEM;
+	n = &f->nodes[f->nnodes];
+	n->name = name;
+	n->parent = parent;
+	n->first_child = UINT32_MAX;
+	n->next_sibling = f->nodes[parent].first_child;
+	n->self = n->total = 0;
+	f->nodes[parent].first_child = (uint32_t)f->nnodes;
+	f->child_idx.keys[slot] = key;
+	f->child_idx.vals[slot] = (uint32_t)f->nnodes;
+	f->child_idx.n++;
+	*out = (uint32_t)f->nnodes++;
+	return 0;
+}
+
+static int edge_add(wt_flame *f, uint32_t from, uint32_t to, int64_t value)
+{
+	uint64_t key = (uint64_t)from << 32 | to;
+	size_t slot;
+	fedge *e;
+
+	if (kmap_slot(&f->edge_idx, key, &slot))
+		return WT_ENOMEM;
+	if (f->edge_idx.vals[slot] == UINT32_MAX) {
+		if (grow((void **)&f->edges, &f->edges_cap, f->nedges + 1, sizeof(*f->edges)))
+			return WT_ENOMEM;
+		e = &f->edges[f->nedges];
+		e->from = from;
+		e->to = to;
+		e->mark = 0;
+		e->value = 0;
+		f->edge_idx.keys[slot] = key;
+		f->edge_idx.vals[slot] = (uint32_t)f->nedges++;
+		f->edge_idx.n++;
+	}
+	e = &f->edges[f->edge_idx.vals[slot]];
+	if (e->mark != f->epoch) {
+		e->mark = f->epoch;
+		e->value = sat_add(e->value, value);
+	}
+	return 0;
+}
+
+/* ids: name ids ROOT FIRST. */
+static int add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value)
+{
+	uint32_t node = 0;
+	size_t i;
+
+	f->epoch++;
+	f->nodes[0].total = sat_add(f->nodes[0].total, value);
+	for (i = 0; i < n; i++) {
+		uint32_t id = ids[i];
+
+		if (child_of(f, node, id, &node))
+			return WT_ENOMEM;
+		f->nodes[node].total = sat_add(f->nodes[node].total, value);
+		if (f->fmark[id] != f->epoch) {
+			f->fmark[id] = f->epoch;
+			f->ftotal[id] = sat_add(f->ftotal[id], value);
+		}
+		if (i && edge_add(f, ids[i - 1], id, value))
+			return WT_ENOMEM;
+	}
+	f->nodes[node].self = sat_add(f->nodes[node].self, value);
+	if (n)
+		f->fself[ids[n - 1]] = sat_add(f->fself[ids[n - 1]], value);
+	return 0;
+}
+
+static int ensure_ids(wt_flame *f, size_t n)
+{
+	return grow((void **)&f->ids, &f->ids_cap, n ? n : 1, sizeof(*f->ids));
+}
+
+int wt_flame_add(wt_flame *f, const char *const *frames, size_t n, int64_t value)
+{
+	size_t i;
+
+	if (ensure_ids(f, n))
+		return WT_ENOMEM;
+	for (i = 0; i < n; i++)
+		if (name_intern(f, frames[i] ? frames[i] : "", &f->ids[i]))
+			return WT_ENOMEM;
+	return add_ids(f, f->ids, n, value);
+}
+
+int wt_flame_add_profile(wt_flame *f, const wt_profile *p, size_t type_idx, wt_err *err)
+{
+	uint32_t *fmap = NULL;
+	int64_t *sum = NULL;
+	uint8_t *seen = NULL;
+	char nbuf[256];
+	size_t i, j;
+	int rc = 0;
+
+	if (!p->nsamples)
+		return 0;
+	if (type_idx >= p->ntypes)
+		return wt_err_set(err, WT_EINVAL, "flame: sample type index %zu out of range (%zu types)",
+				  type_idx, p->ntypes);
+	if (!(fmap = malloc((p->nframes ? p->nframes : 1) * sizeof(*fmap))) ||
+	    !(sum = calloc(p->nstacks, sizeof(*sum))) || !(seen = calloc(p->nstacks, 1)))
+		goto oom;
+	for (i = 0; i < p->nframes; i++)
+		if (name_intern(f, wt_profile_frame_name(p, (uint32_t)i, nbuf, sizeof(nbuf)), &fmap[i]))
+			goto oom;
+	/* merge samples per stack first: labels and times do not matter here */
+	for (i = 0; i < p->nsamples; i++) {
+		uint32_t s = p->samples[i].stack;
+
+		sum[s] = sat_add(sum[s], wt_profile_values(p, i)[type_idx]);
+		seen[s] = 1;
+	}
+	for (i = 0; i < p->nstacks; i++) {
+		const uint32_t *fr;
+		size_t n;
+
+		if (!seen[i])
+			continue;
+		fr = wt_profile_stack(p, (uint32_t)i, &n);
+		if (ensure_ids(f, n))
+			goto oom;
+		for (j = 0; j < n; j++)
+			f->ids[j] = fmap[fr[n - 1 - j]]; /* leaf first → root first */
+		if (add_ids(f, f->ids, n, sum[i]))
+			goto oom;
+	}
+	goto cleanup;
+oom:
+	rc = wt_err_set(err, WT_ENOMEM, "flame: out of memory");
+cleanup:
+	free(fmap);
+	free(sum);
+	free(seen);
+	return rc;
+}
+
+int64_t wt_flame_total(const wt_flame *f)
+{
+	return f->nodes[0].total;
+}
+
+/* ---- JSON ---------------------------------------------------------------------------- */
+
+static json_t *unit_json(const char *unit)
+{
+	return unit ? json_string(unit) : json_null();
+}
+
+/* Max-heap of node ids by total (ties: lower id first, i.e. older). */
+typedef struct heap {
+	uint32_t *v;
+	size_t n;
+	const fnode *nodes;
+} heap;
+
+static int heap_less(const heap *h, uint32_t a, uint32_t b) /* a ranks below b */
+{
+	if (h->nodes[a].total != h->nodes[b].total)
+		return h->nodes[a].total < h->nodes[b].total;
+	return a > b;
+}
+
+static void heap_push(heap *h, uint32_t x)
+{
+	size_t i = h->n++;
+
+	while (i && heap_less(h, h->v[(i - 1) / 2], x)) {
+		h->v[i] = h->v[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h->v[i] = x;
+}
+
+static uint32_t heap_pop(heap *h)
+{
+	uint32_t top = h->v[0], x = h->v[--h->n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && heap_less(h, h->v[c], h->v[c + 1]))
+			c++;
+		if (!heap_less(h, x, h->v[c]))
+			break;
+		h->v[i] = h->v[c];
+		i = c;
+	}
+	if (h->n)
+		h->v[i] = x;
+	return top;
+}
+
+/* qsort_r comparators: the builder is the context (no globals, so views
+ * may be rendered from several threads at once). */
+static int child_name_cmp(const void *a, const void *b, void *ctx)
+{
+	const wt_flame *f = ctx;
+	const fnode *x = &f->nodes[*(const uint32_t *)a];
+	const fnode *y = &f->nodes[*(const uint32_t *)b];
+
+	return strcmp(fname(f, x->name), fname(f, y->name));
+}
+
+json_t *wt_flame_tree_json(const wt_flame *f, const char *unit, size_t max_nodes)
+{
+	uint8_t *keep = NULL;
+	json_t **kids = NULL; /* node → its "children" array */
+	uint32_t *stack = NULL, *tmp = NULL;
+	size_t sp = 0, i;
+	heap h = {NULL, 0, f->nodes};
+	json_t *root = NULL, *doc = NULL;
+	int truncated = 0;
+
+	if (!(keep = calloc(f->nnodes, 1)) || !(kids = calloc(f->nnodes, sizeof(*kids))) ||
+	    !(stack = malloc(f->nnodes * sizeof(*stack))) || !(tmp = malloc(f->nnodes * sizeof(*tmp))))
+		goto fail;
+	if (!max_nodes || f->nnodes <= max_nodes) {
+		memset(keep, 1, f->nnodes);
+	} else {
+		/* grow the kept set from the root, always taking the biggest
+		 * frontier node: the result is connected and drops the smallest
+		 * subtrees */
+		truncated = 1;
+		if (!(h.v = malloc(f->nnodes * sizeof(*h.v))))
+			goto fail;
+		heap_push(&h, 0);
+		for (i = 0; i < max_nodes && h.n; i++) {
+			uint32_t x = heap_pop(&h), c;
+
+			keep[x] = 1;
+			for (c = f->nodes[x].first_child; c != UINT32_MAX; c = f->nodes[c].next_sibling)
+				heap_push(&h, c);
+		}
+	}
+	/* iterative pre-order walk; children sorted by name */
+	stack[sp++] = 0;
+	while (sp) {
+		uint32_t x = stack[--sp], c;
+		const fnode *n = &f->nodes[x];
+		int64_t self = n->self;
+		size_t nk = 0;
+		json_t *obj, *arr;
+
+		for (c = n->first_child; c != UINT32_MAX; c = f->nodes[c].next_sibling) {
+			if (keep[c])
+				tmp[nk++] = c;
+			else
+				self = sat_add(self, f->nodes[c].total);
+		}
+		arr = json_array();
+		obj = json_pack("{s:s,s:I,s:I}", "name", fname(f, n->name), "self", (json_int_t)self,
+				"total", (json_int_t)n->total);
+		if (!arr || !obj || json_object_set_new(obj, "children", arr)) {
+			json_decref(obj);
+			goto fail;
+		}
+		if (x == 0)
+			root = obj;
+		else if (json_array_append_new(kids[n->parent], obj))
+			goto fail;
+		kids[x] = arr; /* borrowed: owned by obj */
+		qsort_r(tmp, nk, sizeof(*tmp), child_name_cmp, (void *)f);
+		for (i = nk; i > 0; i--)
+			stack[sp++] = tmp[i - 1];
+	}
+	doc = json_pack("{s:o,s:I,s:b,s:o}", "unit", unit_json(unit), "total",
+			(json_int_t)f->nodes[0].total, "truncated", truncated, "root", root);
+	root = NULL;
+fail:
+	json_decref(root);
+	free(keep);
+	free(kids);
+	free(stack);
+	free(tmp);
+	free(h.v);
+	return doc;
+}
+
+static int fn_rank_cmp(const void *a, const void *b, void *ctx)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const wt_flame *f = ctx;
+
+	if (f->fself[x] != f->fself[y])
+		return f->fself[x] > f->fself[y] ? -1 : 1;
+	if (f->ftotal[x] != f->ftotal[y])
+		return f->ftotal[x] > f->ftotal[y] ? -1 : 1;
+	return strcmp(fname(f, x), fname(f, y));
+}
+
+static int fn_total_cmp(const void *a, const void *b, void *ctx)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const wt_flame *f = ctx;
+
+	if (f->ftotal[x] != f->ftotal[y])
+		return f->ftotal[x] > f->ftotal[y] ? -1 : 1;
+	return fn_rank_cmp(a, b, ctx);
+}
+
+/* Function ids that appeared in some stack (not the root's name unless a
+ * frame was literally named so), sorted with cmp. */
+static uint32_t *functions_sorted(const wt_flame *f,
+				  int (*cmp)(const void *, const void *, void *), size_t *n)
+{
+	uint32_t *ids = malloc((f->nnames ? f->nnames : 1) * sizeof(*ids));
+	size_t i, k = 0;
+
+	if (!ids)
+		return NULL;
+	for (i = 0; i < f->nnames; i++)
+		if (f->fmark[i])
+			ids[k++] = (uint32_t)i;
+	qsort_r(ids, k, sizeof(*ids), cmp, (void *)f);
+	*n = k;
+	return ids;
+}
+
+json_t *wt_flame_table_json(const wt_flame *f, const char *unit, size_t limit)
+{
+	size_t n, i;
+	uint32_t *ids = functions_sorted(f, fn_rank_cmp, &n);
+	json_t *rows = json_array(), *doc = NULL;
+
+	if (!ids || !rows)
+		goto cleanup;
+	if (limit && n > limit)
+		n = limit;
+	for (i = 0; i < n; i++) {
+		json_t *r = json_pack("{s:s,s:I,s:I}", "function", fname(f, ids[i]), "self",
+				      (json_int_t)f->fself[ids[i]], "total", (json_int_t)f->ftotal[ids[i]]);
+
+		if (!r || json_array_append_new(rows, r))
+			goto cleanup;
+	}
+	doc = json_pack("{s:o,s:I,s:o}", "unit", unit_json(unit), "total",
+			(json_int_t)f->nodes[0].total, "rows", rows);
+	rows = NULL;
+cleanup:
+	json_decref(rows);
+	free(ids);
+	return doc;
+}
+
+static int edge_cmp(const void *a, const void *b)
+{
+	const fedge *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value > y->value ? -1 : 1;
+	if (x->from != y->from)
+		return x->from < y->from ? -1 : 1;
+	return x->to < y->to ? -1 : x->to > y->to;
+}
+
+json_t *wt_flame_callgraph_json(const wt_flame *f, const char *unit, size_t max_nodes)
+{
+	size_t n, i, k = 0, total_fn;
+	uint32_t *ids = functions_sorted(f, fn_total_cmp, &n);
+	uint32_t *out_id = NULL; /* name id → node id in the output, or UINT32_MAX */
+	fedge *es = NULL;
+	json_t *nodes = json_array(), *edges = json_array(), *doc = NULL;
+
+	if (!ids || !nodes || !edges)
+		goto cleanup;
+	total_fn = n;
+	if (max_nodes && n > max_nodes)
+		n = max_nodes;
+	if (!(out_id = malloc((f->nnames ? f->nnames : 1) * sizeof(*out_id))))
+		goto cleanup;
+	memset(out_id, 0xff, (f->nnames ? f->nnames : 1) * sizeof(*out_id));
+	for (i = 0; i < n; i++) {
+		json_t *o = json_pack("{s:I,s:s,s:I,s:I}", "id", (json_int_t)i, "function",
+				      fname(f, ids[i]), "self", (json_int_t)f->fself[ids[i]], "total",
+				      (json_int_t)f->ftotal[ids[i]]);
+
+		if (!o || json_array_append_new(nodes, o))
+			goto cleanup;
+		out_id[ids[i]] = (uint32_t)i;
+	}
+	if (f->nedges && !(es = malloc(f->nedges * sizeof(*es))))
+		goto cleanup;
+	for (i = 0; i < f->nedges; i++) {
+		const fedge *e = &f->edges[i];
+
+		if (out_id[e->from] == UINT32_MAX || out_id[e->to] == UINT32_MAX)
+			continue;
+		es[k] = *e;
+		es[k].from = out_id[e->from];
+		es[k].to = out_id[e->to];
+		k++;
+	}
+	if (k)
+		qsort(es, k, sizeof(*es), edge_cmp);
+	for (i = 0; i < k; i++) {
+		json_t *o = json_pack("{s:I,s:I,s:I}", "from", (json_int_t)es[i].from, "to",
+				      (json_int_t)es[i].to, "value", (json_int_t)es[i].value);
+
+		if (!o || json_array_append_new(edges, o))
+			goto cleanup;
+	}
+	doc = json_pack("{s:o,s:I,s:b,s:o,s:o}", "unit", unit_json(unit), "total",
+			(json_int_t)f->nodes[0].total, "truncated", total_fn > n, "nodes", nodes,
+			"edges", edges);
+	nodes = edges = NULL;
+cleanup:
+	json_decref(nodes);
+	json_decref(edges);
+	free(ids);
+	free(out_id);
+	free(es);
+	return doc;
+}

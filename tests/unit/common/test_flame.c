@@ -1,0 +1,293 @@
+/*
+ * test_flame.c — flame tree, function table and call graph: hand-built
+ * stacks with recursion, tree totals against table sums, wide nodes,
+ * max_nodes truncation, and a real corpus file against an awk count.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "flame.h"
+#include "folded.h"
+
+static void add(wt_flame *f, const char *stack, int64_t v)
+{
+	const char *fr[64];
+	char tmp[512], *save = NULL, *tok;
+	size_t n = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s", stack);
+	for (tok = strtok_r(tmp, ";", &save); tok; tok = strtok_r(NULL, ";", &save))
+		fr[n++] = tok;
+	assert_int_equal(wt_flame_add(f, fr, n, v), 0);
+}
+
+/* Every node: total == self + sum(children totals); returns node count. */
+static size_t check_tree(json_t *node)
+{
+	json_t *kids = json_object_get(node, "children");
+	int64_t sum = json_integer_value(json_object_get(node, "self"));
+	size_t n = 1, i;
+	const char *prev = NULL;
+
+	assert_true(json_is_array(kids));
+	for (i = 0; i < json_array_size(kids); i++) {
+		json_t *c = json_array_get(kids, i);
+		const char *name = json_string_value(json_object_get(c, "name"));
+
+		if (prev)
+			assert_true(strcmp(prev, name) < 0); /* sorted, unique */
+		prev = name;
+		sum += json_integer_value(json_object_get(c, "total"));
+		n += check_tree(c);
+	}
+	assert_int_equal(sum, json_integer_value(json_object_get(node, "total")));
+	return n;
+}
+
+static json_t *child(json_t *node, const char *name)
+{
+	json_t *kids = json_object_get(node, "children");
+
+	for (size_t i = 0; i < json_array_size(kids); i++) {
+		json_t *c = json_array_get(kids, i);
+
+		if (!strcmp(json_string_value(json_object_get(c, "name")), name))
+			return c;
+	}
+	return NULL;
+}
+
+static json_t *row_of(json_t *table, const char *fn)
+{
+	json_t *rows = json_object_get(table, "rows");
+
+	for (size_t i = 0; i < json_array_size(rows); i++) {
+		json_t *r = json_array_get(rows, i);
+
+		if (!strcmp(json_string_value(json_object_get(r, "function")), fn))
+			return r;
+	}
+	return NULL;
+}
+
+#define JI(o, k) json_integer_value(json_object_get((o), (k)))
+
+static void test_recursion(void **state)
+{
+	wt_flame *f = wt_flame_new();
+	json_t *tree, *tab, *cg, *a, *ab, *r;
+	int64_t self_sum = 0;
+	size_t i;
+	(void)state;
+
+	add(f, "a;b;a;b", 10);
+	add(f, "a;c", 5);
+	add(f, "a;b", 7);
+	assert_int_equal(wt_flame_add(f, NULL, 0, 3), 0); /* empty stack: root self */
+	assert_int_equal(wt_flame_total(f), 25);
+
+	tree = wt_flame_tree_json(f, "samples", 0);
+	assert_non_null(tree);
+	assert_string_equal(json_string_value(json_object_get(tree, "unit")), "samples");
+	assert_int_equal(JI(tree, "total"), 25);
+	assert_false(json_is_true(json_object_get(tree, "truncated")));
+	r = json_object_get(tree, "root");
+	assert_string_equal(json_string_value(json_object_get(r, "name")), "total");
+	assert_int_equal(JI(r, "self"), 3);
+	assert_int_equal(check_tree(r), 1 + 5); /* a, a;b, a;b;a, a;b;a;b, a;c */
+	a = child(r, "a");
+	ab = child(a, "b");
+	assert_int_equal(JI(a, "total"), 22);
+	assert_int_equal(JI(ab, "total"), 17);
+	assert_int_equal(JI(ab, "self"), 7);
+	assert_int_equal(JI(child(child(ab, "a"), "b"), "self"), 10);
+
+	tab = wt_flame_table_json(f, "samples", 0);
+	assert_int_equal(JI(tab, "total"), 25);
+	assert_int_equal(JI(row_of(tab, "a"), "total"), 22); /* once per stack */
+	assert_int_equal(JI(row_of(tab, "b"), "total"), 17);
+	assert_int_equal(JI(row_of(tab, "b"), "self"), 17);
+	assert_int_equal(JI(row_of(tab, "c"), "self"), 5);
+	assert_int_equal(JI(row_of(tab, "a"), "self"), 0);
+	for (i = 0; i < json_array_size(json_object_get(tab, "rows")); i++)
+		self_sum += JI(json_array_get(json_object_get(tab, "rows"), i), "self");
+	assert_int_equal(self_sum + 3, JI(r, "total")); /* + empty-stack self */
+	/* order: self desc */
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(json_object_get(tab, "rows"), 0), "function")), "b");
+
+	cg = wt_flame_callgraph_json(f, "samples", 0);
+	{
+		json_t *nodes = json_object_get(cg, "nodes"), *edges = json_object_get(cg, "edges");
+		int64_t id_a = -1, id_b = -1, ab_v = -1, ba_v = -1;
+
+		assert_int_equal(json_array_size(nodes), 3);
+		for (i = 0; i < 3; i++) {
+			json_t *n = json_array_get(nodes, i);
+			const char *fn = json_string_value(json_object_get(n, "function"));
+
+			if (!strcmp(fn, "a"))
+				id_a = JI(n, "id");
+			if (!strcmp(fn, "b"))
+				id_b = JI(n, "id");
+		}
+		for (i = 0; i < json_array_size(edges); i++) {
+			json_t *e = json_array_get(edges, i);
+
+			if (JI(e, "from") == id_a && JI(e, "to") == id_b)
+				ab_v = JI(e, "value");
+			if (JI(e, "from") == id_b && JI(e, "to") == id_a)
+				ba_v = JI(e, "value");
+		}
+		assert_int_equal(ab_v, 17); /* a→b twice in a;b;a;b, counted once */
+		assert_int_equal(ba_v, 10);
+		assert_int_equal(json_array_size(edges), 3); /* a→b, b→a, a→c */
+	}
+	json_decref(tree);
+	json_decref(tab);
+	json_decref(cg);
+	wt_flame_free(f);
+}
+
+static void test_wide_and_truncated(void **state)
+{
+	wt_flame *f = wt_flame_new();
+	json_t *tree, *r, *cg, *tab;
+	char s[64];
+	int64_t total = 0;
+	size_t i, n;
+	(void)state;
+
+	/* a very wide node: 20000 children under main */
+	for (i = 0; i < 20000; i++) {
+		snprintf(s, sizeof(s), "main;fn%05zu;leaf", i);
+		add(f, s, (int64_t)(i % 100) + 1);
+		total += (int64_t)(i % 100) + 1;
+	}
+	add(f, "main;fn00099;leaf", 1000000); /* the biggest subtree */
+	total += 1000000;
+	tree = wt_flame_tree_json(f, "samples", 0);
+	r = json_object_get(tree, "root");
+	assert_int_equal(check_tree(r), 1 + 1 + 20000 * 2);
+	assert_int_equal(JI(r, "total"), total);
+	json_decref(tree);
+
+	/* truncated: at most 10 nodes, totals preserved, dropped → parent self */
+	tree = wt_flame_tree_json(f, "samples", 10);
+	assert_true(json_is_true(json_object_get(tree, "truncated")));
+	r = json_object_get(tree, "root");
+	n = check_tree(r);
+	assert_true(n <= 10 && n >= 3);
+	assert_int_equal(JI(r, "total"), total);
+	assert_non_null(child(child(r, "main"), "fn00099"));            /* biggest kept */
+	assert_non_null(child(child(child(r, "main"), "fn00099"), "leaf"));
+	assert_true(JI(child(r, "main"), "self") > 0);                  /* folded in */
+	json_decref(tree);
+
+	/* a limit above the node count truncates nothing */
+	tree = wt_flame_tree_json(f, "samples", 1000000);
+	assert_false(json_is_true(json_object_get(tree, "truncated")));
+	json_decref(tree);
+
+	cg = wt_flame_callgraph_json(f, NULL, 5);
+	assert_true(json_is_null(json_object_get(cg, "unit")));
+	assert_true(json_is_true(json_object_get(cg, "truncated")));
+	assert_int_equal(json_array_size(json_object_get(cg, "nodes")), 5);
+	for (i = 0; i < json_array_size(json_object_get(cg, "edges")); i++) {
+		json_t *e = json_array_get(json_object_get(cg, "edges"), i);
+		assert_true(JI(e, "from") < 5 && JI(e, "to") < 5);
+	}
+	json_decref(cg);
+
+	tab = wt_flame_table_json(f, "samples", 3);
+	assert_int_equal(json_array_size(json_object_get(tab, "rows")), 3);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(json_object_get(tab, "rows"), 0), "function")), "leaf");
+	json_decref(tab);
+	wt_flame_free(f);
+}
+
+/* Real file: tree total == decoded total == awk sum; table self per leaf
+ * function == awk sum over lines ending in that frame. */
+static void test_corpus(void **state)
+{
+	const char *root = getenv("WT_ROOT") ? getenv("WT_ROOT") : ".";
+	char path[1024], cmd[2048], line[4096];
+	FILE *fp;
+	char *buf;
+	size_t len, checked = 0;
+	wt_profile *p = NULL;
+	wt_flame *f = wt_flame_new();
+	json_t *tree, *tab;
+	wt_err e;
+	int64_t self_sum = 0;
+	(void)state;
+
+	snprintf(path, sizeof(path), "%s/../shared/corpus/folded/cargo-flamegraph__rust-rayon-stacks.folded",
+		 root);
+	fp = fopen(path, "rb");
+	assert_non_null(fp);
+	fseek(fp, 0, SEEK_END);
+	len = (size_t)ftell(fp);
+	rewind(fp);
+	buf = malloc(len);
+	assert_int_equal(fread(buf, 1, len, fp), len);
+	fclose(fp);
+	assert_int_equal(wt_folded_decode((const uint8_t *)buf, len, NULL, &p, &e), 0);
+	assert_int_equal(wt_flame_add_profile(f, p, 0, &e), 0);
+	tree = wt_flame_tree_json(f, "samples", 0);
+	check_tree(json_object_get(tree, "root"));
+	tab = wt_flame_table_json(f, "samples", 0);
+	for (size_t i = 0; i < json_array_size(json_object_get(tab, "rows")); i++)
+		self_sum += JI(json_array_get(json_object_get(tab, "rows"), i), "self");
+
+	snprintf(cmd, sizeof(cmd),
+		 "awk '{ c = $NF; k = $0; sub(/ [0-9]+$/, \"\", k); n = split(k, f, \";\"); "
+		 "s[f[n]] += c; t += c } END { print \"TOTAL\\t\" t; for (x in s) print x \"\\t\" s[x] }' '%s'",
+		 path);
+	fp = popen(cmd, "r");
+	assert_non_null(fp);
+	while (fgets(line, sizeof(line), fp)) {
+		char *tab1 = strchr(line, '\t');
+		long long v;
+
+		assert_non_null(tab1);
+		*tab1 = 0;
+		v = atoll(tab1 + 1);
+		if (!strcmp(line, "TOTAL")) {
+			assert_int_equal(JI(tree, "total"), v);
+			assert_int_equal(self_sum, v);
+			assert_int_equal(wt_profile_total(p, 0), v);
+		} else {
+			json_t *row = row_of(tab, line);
+
+			if (!row || JI(row, "self") != v)
+				fail_msg("%s: table self %lld, awk %lld", line, row ? (long long)JI(row, "self") : -1LL, v);
+			checked++;
+		}
+	}
+	pclose(fp);
+	assert_true(checked > 50);
+	json_decref(tree);
+	json_decref(tab);
+	wt_flame_free(f);
+	wt_profile_free(p);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_recursion),
+		cmocka_unit_test(test_wide_and_truncated),
+		cmocka_unit_test(test_corpus),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

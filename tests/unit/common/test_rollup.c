@@ -1,0 +1,259 @@
+/*
+ * test_rollup.c — per-minute function rollups: recursion counted once per
+ * stack, minute bucketing (sample time, profile time, fallback), several
+ * sample types, row order, and on a real corpus file per-function totals
+ * against an awk count over the folded text.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "folded.h"
+#include "rollup.h"
+
+#define MIN_NS 60000000000LL
+
+static uint32_t frame_named(wt_profile *p, const char *name, int64_t line)
+{
+	uint32_t fn, fr;
+	wt_frame f = {0, WT_NO_MAPPING, 0, 0};
+
+	assert_int_equal(wt_profile_add_function_named(p, name, strlen(name), NULL, &fn, NULL), 0);
+	f.function = fn;
+	f.line = line;
+	assert_int_equal(wt_profile_add_frame(p, &f, &fr, NULL), 0);
+	return fr;
+}
+
+/* Add a sample for a stack given ROOT FIRST as "a;b;c". */
+static void add(wt_profile *p, const char *stack, int64_t t, const int64_t *v)
+{
+	uint32_t ids[64], st;
+	size_t n = 0;
+	char tmp[256], *save = NULL, *tok;
+
+	snprintf(tmp, sizeof(tmp), "%s", stack);
+	for (tok = strtok_r(tmp, ";", &save); tok; tok = strtok_r(NULL, ";", &save))
+		ids[n++] = frame_named(p, tok, 0);
+	for (size_t i = 0; i < n / 2; i++) {
+		uint32_t x = ids[i];
+		ids[i] = ids[n - 1 - i];
+		ids[n - 1 - i] = x;
+	}
+	assert_int_equal(wt_profile_add_stack(p, ids, n, &st, NULL), 0);
+	assert_int_equal(wt_profile_add_sample(p, st, 0, t, v, NULL), 0);
+}
+
+static const wt_rollup_row *find(const wt_rollup *r, const char *type, int64_t minute, const char *fn)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (!strcmp(r->rows[i].type, type) && r->rows[i].minute == minute &&
+		    !strcmp(r->rows[i].function, fn))
+			return &r->rows[i];
+	return NULL;
+}
+
+static void expect(const wt_rollup *r, const char *type, int64_t minute, const char *fn,
+		   int64_t self, int64_t total)
+{
+	const wt_rollup_row *row = find(r, type, minute, fn);
+
+	if (!row)
+		fail_msg("no row (%s, %lld, %s)", type, (long long)minute, fn);
+	if (row->self != self || row->total != total)
+		fail_msg("(%s, %lld, %s): self %lld total %lld, want %lld %lld", type, (long long)minute,
+			 fn, (long long)row->self, (long long)row->total, (long long)self, (long long)total);
+}
+
+static void test_recursion_and_minutes(void **state)
+{
+	wt_profile *p = wt_profile_new(NULL);
+	size_t ti;
+	int64_t t0 = 1700000000LL * 1000000000LL, m0 = t0 / MIN_NS, v;
+	wt_rollup r;
+	wt_err e;
+	(void)state;
+
+	assert_int_equal(wt_profile_add_type(p, "cpu", "samples", NULL, &ti, NULL), 0);
+	v = 10; add(p, "a;b;a;b", t0, &v);           /* recursive: a and b once each */
+	v = 5; add(p, "a;c", t0 + 1000, &v);
+	v = 7; add(p, "a;b", t0 + MIN_NS, &v);        /* next minute */
+	v = 2; add(p, "a;b;b;b", t0 + MIN_NS + 1, &v); /* direct recursion */
+	assert_int_equal(wt_rollup_build(p, 0, &r, &e), 0);
+	assert_int_equal(r.n, 5);
+	expect(&r, "cpu", m0, "a", 0, 15);
+	expect(&r, "cpu", m0, "b", 10, 10);
+	expect(&r, "cpu", m0, "c", 5, 5);
+	expect(&r, "cpu", m0 + 1, "a", 0, 9);
+	expect(&r, "cpu", m0 + 1, "b", 9, 9);
+	/* sorted by (type, minute, function) */
+	assert_string_equal(r.rows[0].function, "a");
+	assert_string_equal(r.rows[2].function, "c");
+	assert_int_equal(r.rows[3].minute, m0 + 1);
+	assert_string_equal(r.rows[0].unit, "samples");
+	/* self sums equal the profile total */
+	{
+		int64_t s = 0;
+		for (size_t i = 0; i < r.n; i++)
+			s += r.rows[i].self;
+		assert_int_equal(s, wt_profile_total(p, 0));
+	}
+	wt_rollup_free(&r);
+	wt_profile_free(p);
+}
+
+static void test_time_fallbacks(void **state)
+{
+	wt_profile *p = wt_profile_new(NULL);
+	size_t ti;
+	int64_t v = 3;
+	wt_rollup r;
+	wt_err e;
+	(void)state;
+
+	assert_int_equal(wt_profile_add_type(p, "cpu", "samples", NULL, &ti, NULL), 0);
+	add(p, "main;f", 0, &v);
+	/* no sample time, no profile time → fallback */
+	assert_int_equal(wt_rollup_build(p, 125 * MIN_NS + 7, &r, &e), 0);
+	expect(&r, "cpu", 125, "f", 3, 3);
+	wt_rollup_free(&r);
+	/* profile time wins over fallback */
+	p->time_ns = 300 * MIN_NS;
+	assert_int_equal(wt_rollup_build(p, 125 * MIN_NS, &r, &e), 0);
+	expect(&r, "cpu", 300, "main", 0, 3);
+	assert_null(find(&r, "cpu", 125, "f"));
+	wt_rollup_free(&r);
+	wt_profile_free(p);
+
+	/* empty profile: no rows, no error */
+	p = wt_profile_new(NULL);
+	assert_int_equal(wt_rollup_build(p, 0, &r, &e), 0);
+	assert_int_equal(r.n, 0);
+	wt_rollup_free(&r);
+	wt_profile_free(p);
+}
+
+static void test_types_and_names(void **state)
+{
+	wt_profile *p = wt_profile_new(NULL);
+	size_t t1, t2;
+	int64_t v[2] = {4, 4096};
+	uint32_t ids[2], st;
+	wt_rollup r;
+	wt_err e;
+	(void)state;
+
+	assert_int_equal(wt_profile_add_type(p, "alloc_space", "bytes", NULL, &t1, NULL), 0);
+	assert_int_equal(wt_profile_add_type(p, "alloc_objects", "count", NULL, &t2, NULL), 0);
+	add(p, "main;alloc", 60 * MIN_NS, v);
+	/* the same function at two lines is one rollup function */
+	ids[0] = frame_named(p, "alloc", 10);
+	ids[1] = frame_named(p, "main", 99);
+	assert_int_equal(wt_profile_add_stack(p, ids, 2, &st, NULL), 0);
+	assert_int_equal(wt_profile_add_sample(p, st, 0, 60 * MIN_NS, v, NULL), 0);
+	v[0] = 0; v[1] = 0; /* all-zero sample adds no rows */
+	add(p, "main;zero", 60 * MIN_NS, v);
+	assert_int_equal(wt_rollup_build(p, 0, &r, &e), 0);
+	assert_int_equal(r.n, 4);
+	/* "alloc_objects" sorts before "alloc_space" */
+	assert_string_equal(r.rows[0].type, "alloc_objects");
+	assert_string_equal(r.rows[0].unit, "count");
+	expect(&r, "alloc_objects", 60, "alloc", 8192, 8192);
+	expect(&r, "alloc_space", 60, "alloc", 8, 8);
+	expect(&r, "alloc_space", 60, "main", 0, 8);
+	assert_null(find(&r, "alloc_space", 60, "zero"));
+	wt_rollup_free(&r);
+	wt_profile_free(p);
+}
+
+/* Real file with deep recursion (msort_with_tmp): total per function must
+ * equal the awk sum of counts over lines that contain the function at least
+ * once; self must equal the awk sum over lines whose last frame it is. */
+static void test_corpus_against_awk(void **state)
+{
+	const char *root = getenv("WT_ROOT") ? getenv("WT_ROOT") : ".";
+	const char *fns[] = {"msort_with_tmp", "main", "_start", "__libc_start_main_impl",
+			     "sort_strings", "_int_free"};
+	char path[1024], cmd[4096], line[256];
+	FILE *fp;
+	char *buf;
+	size_t len, i;
+	wt_profile *p = NULL;
+	wt_rollup r;
+	wt_err e;
+	(void)state;
+
+	snprintf(path, sizeof(path),
+		 "%s/../shared/corpus/gen/c/folded-gperftools-cpu.google-pprof-collapsed.txt", root);
+	fp = fopen(path, "rb");
+	assert_non_null(fp);
+	fseek(fp, 0, SEEK_END);
+	len = (size_t)ftell(fp);
+	rewind(fp);
+	buf = malloc(len);
+	assert_int_equal(fread(buf, 1, len, fp), len);
+	fclose(fp);
+	assert_int_equal(wt_folded_decode((const uint8_t *)buf, len, NULL, &p, &e), 0);
+	assert_int_equal(wt_rollup_build(p, 0, &r, &e), 0);
+	for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		long long self = -1, total = -1;
+		const wt_rollup_row *row = NULL;
+
+		/* google-pprof frames carry "<address>" suffixes: strip them */
+		snprintf(cmd, sizeof(cmd),
+			 "awk -v fn='%s' '{ c = $NF; k = $0; sub(/ [0-9]+$/, \"\", k); "
+			 "n = split(k, f, \";\"); hit = 0; "
+			 "for (j = 1; j <= n; j++) { sub(/<[0-9a-f]+>$/, \"\", f[j]); if (f[j] == fn) hit = 1 } "
+			 "if (hit) t += c; if (f[n] == fn) s += c } END { printf \"%%d %%d\\n\", s, t }' '%s'",
+			 fns[i], path);
+		fp = popen(cmd, "r");
+		assert_non_null(fp);
+		assert_non_null(fgets(line, sizeof(line), fp));
+		pclose(fp);
+		assert_int_equal(sscanf(line, "%lld %lld", &self, &total), 2);
+		assert_true(total > 0);
+		for (size_t k = 0; k < r.n; k++) {
+			const char *f = r.rows[k].function;
+			size_t fl = strlen(fns[i]);
+
+			/* our names keep the <address> suffix: match the prefix */
+			if (!strncmp(f, fns[i], fl) && (f[fl] == 0 || f[fl] == '<')) {
+				assert_null(row);
+				row = &r.rows[k];
+			}
+		}
+		assert_non_null(row);
+		if (row->self != self || row->total != total)
+			fail_msg("%s: rollup self %lld total %lld, awk %lld %lld", fns[i],
+				 (long long)row->self, (long long)row->total, self, total);
+	}
+	{
+		int64_t s = 0;
+		for (i = 0; i < r.n; i++) {
+			s += r.rows[i].self;
+			assert_true(r.rows[i].total >= r.rows[i].self);
+			assert_true(r.rows[i].total <= wt_profile_total(p, 0));
+		}
+		assert_int_equal(s, wt_profile_total(p, 0));
+	}
+	wt_rollup_free(&r);
+	wt_profile_free(p);
+	free(buf);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_recursion_and_minutes),
+		cmocka_unit_test(test_time_fallbacks),
+		cmocka_unit_test(test_types_and_names),
+		cmocka_unit_test(test_corpus_against_awk),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
