@@ -1,0 +1,299 @@
+/*
+ * config.c — loading wt-edge's libconfig file into edge_config, with the
+ * documented defaults, and token lookup for the HTTP handlers.
+ */
+#include "config.h"
+
+#include <libconfig.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MB ((size_t)1024 * 1024)
+
+void edge_config_defaults(edge_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->id = strdup("edge1");
+	c->listen_host = strdup("127.0.0.1");
+	c->listen_port = 4040;
+	c->data_dir = strdup("/var/lib/watchtower/edge");
+	c->default_project = strdup("demo");
+	c->sync = 1;
+	c->workers = 4;
+	c->rollup_mode = EDGE_ROLLUP_MERGE;
+	c->max_connections = 1024;
+	c->max_body = 64 * MB;
+	c->max_decompressed = 512 * MB;
+	c->max_samples = 5000000;
+	c->max_stack_depth = 2048;
+	c->raw_hours_after_replication = 24;
+	c->rollup_days = 7;
+	c->disk_quota_bytes = (uint64_t)10240 * MB;
+	c->retention_interval_s = 60;
+	c->hub_url = strdup("");
+	c->hub_ca = strdup("");
+	c->hub_cert = strdup("");
+	c->hub_key = strdup("");
+}
+
+static void free_strv(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void edge_config_free(edge_config *c)
+{
+	free(c->id);
+	free(c->listen_host);
+	free(c->data_dir);
+	free(c->default_project);
+	for (size_t i = 0; i < c->nprojects; i++) {
+		free(c->projects[i].name);
+		free_strv(c->projects[i].upload_tokens, c->projects[i].n_upload);
+		free_strv(c->projects[i].read_tokens, c->projects[i].n_read);
+	}
+	free(c->projects);
+	free(c->hub_url);
+	free(c->hub_ca);
+	free(c->hub_cert);
+	free(c->hub_key);
+	memset(c, 0, sizeof(*c));
+}
+
+static int get_str(config_setting_t *g, const char *key, char **dst, const char *path, wt_err *err)
+{
+	config_setting_t *s = g ? config_setting_get_member(g, key) : NULL;
+	if (!s)
+		return 0;
+	const char *v = config_setting_get_string(s);
+	if (!v)
+		return wt_err_set(err, WT_EINVAL, "%s:%d: %s must be a string", path,
+				  config_setting_source_line(s), config_setting_name(s));
+	char *d = strdup(v);
+	if (!d)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	free(*dst);
+	*dst = d;
+	return 0;
+}
+
+static int get_int(config_setting_t *g, const char *key, long long lo, long long hi, long long *dst,
+		   const char *path, wt_err *err)
+{
+	config_setting_t *s = g ? config_setting_get_member(g, key) : NULL;
+	if (!s)
+		return 0;
+	int t = config_setting_type(s);
+	if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+		return wt_err_set(err, WT_EINVAL, "%s:%d: %s must be an integer", path,
+				  config_setting_source_line(s), key);
+	long long v = config_setting_get_int64(s);
+	if (v < lo || v > hi)
+		return wt_err_set(err, WT_EINVAL, "%s:%d: %s = %lld is outside [%lld, %lld]", path,
+				  config_setting_source_line(s), key, v, lo, hi);
+	*dst = v;
+	return 0;
+}
+
+static int get_bool(config_setting_t *g, const char *key, int *dst, const char *path, wt_err *err)
+{
+	config_setting_t *s = g ? config_setting_get_member(g, key) : NULL;
+	if (!s)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+		return wt_err_set(err, WT_EINVAL, "%s:%d: %s must be true or false", path,
+				  config_setting_source_line(s), key);
+	*dst = config_setting_get_bool(s);
+	return 0;
+}
+
+static int get_strv(config_setting_t *g, const char *key, char ***dst, size_t *n, const char *path, wt_err *err)
+{
+	config_setting_t *s = g ? config_setting_get_member(g, key) : NULL;
+	if (!s)
+		return 0;
+	if (!config_setting_is_array(s) && !config_setting_is_list(s))
+		return wt_err_set(err, WT_EINVAL, "%s:%d: %s must be an array of strings", path,
+				  config_setting_source_line(s), key);
+	int cnt = config_setting_length(s);
+	char **v = calloc(cnt ? (size_t)cnt : 1, sizeof(*v));
+	if (!v)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	for (int i = 0; i < cnt; i++) {
+		const char *e = config_setting_get_string_elem(s, i);
+		if (!e || !*e) {
+			free_strv(v, (size_t)i);
+			return wt_err_set(err, WT_EINVAL, "%s:%d: %s[%d] must be a non-empty string", path,
+					  config_setting_source_line(s), key, i);
+		}
+		v[i] = strdup(e);
+	}
+	*dst = v;
+	*n = (size_t)cnt;
+	return 0;
+}
+
+int edge_config_load(edge_config *c, const char *path, wt_err *err)
+{
+	config_t cf;
+	int rc = 0;
+	long long v;
+	char *listen = NULL, *mode = NULL;
+
+	config_init(&cf);
+	if (!config_read_file(&cf, path)) {
+		if (config_error_type(&cf) == CONFIG_ERR_FILE_IO)
+			rc = wt_err_set(err, WT_EIO, "%s: cannot read the file", path);
+		else
+			rc = wt_err_set(err, WT_EINVAL, "%s:%d: %s", path, config_error_line(&cf),
+					config_error_text(&cf));
+		goto out;
+	}
+	config_setting_t *e = config_lookup(&cf, "edge");
+	if ((rc = get_str(e, "id", &c->id, path, err)) ||
+	    (rc = get_str(e, "listen", &listen, path, err)) ||
+	    (rc = get_str(e, "data_dir", &c->data_dir, path, err)) ||
+	    (rc = get_str(e, "default_project", &c->default_project, path, err)) ||
+	    (rc = get_bool(e, "sync", &c->sync, path, err)) ||
+	    (rc = get_str(e, "rollup_mode", &mode, path, err)))
+		goto out;
+	v = c->workers;
+	if ((rc = get_int(e, "workers", 1, 256, &v, path, err)))
+		goto out;
+	c->workers = (int)v;
+	v = c->max_connections;
+	if ((rc = get_int(e, "max_connections", 1, 1000000, &v, path, err)))
+		goto out;
+	c->max_connections = (int)v;
+	if (listen) {
+		char *colon = strrchr(listen, ':');
+		char *end;
+		long port = colon ? strtol(colon + 1, &end, 10) : -1;
+		if (!colon || colon == listen || *end || port <= 0 || port > 65535) {
+			rc = wt_err_set(err, WT_EINVAL, "%s: edge.listen = \"%s\" is not host:port", path, listen);
+			goto out;
+		}
+		*colon = '\0';
+		free(c->listen_host);
+		c->listen_host = strdup(listen);
+		c->listen_port = (int)port;
+	}
+	if (mode) {
+		if (!strcmp(mode, "merge"))
+			c->rollup_mode = EDGE_ROLLUP_MERGE;
+		else if (!strcmp(mode, "rmw"))
+			c->rollup_mode = EDGE_ROLLUP_RMW;
+		else {
+			rc = wt_err_set(err, WT_EINVAL, "%s: edge.rollup_mode = \"%s\": expected merge or rmw", path, mode);
+			goto out;
+		}
+	}
+
+	config_setting_t *l = config_lookup(&cf, "limits");
+	v = (long long)(c->max_body / MB);
+	if ((rc = get_int(l, "max_body_mb", 1, 4096, &v, path, err)))
+		goto out;
+	c->max_body = (size_t)v * MB;
+	v = (long long)(c->max_decompressed / MB);
+	if ((rc = get_int(l, "max_decompressed_mb", 1, 65536, &v, path, err)))
+		goto out;
+	c->max_decompressed = (size_t)v * MB;
+	v = (long long)c->max_samples;
+	if ((rc = get_int(l, "max_samples", 1, 1000000000LL, &v, path, err)))
+		goto out;
+	c->max_samples = (size_t)v;
+	v = (long long)c->max_stack_depth;
+	if ((rc = get_int(l, "max_stack_depth", 1, 1000000, &v, path, err)))
+		goto out;
+	c->max_stack_depth = (size_t)v;
+
+	config_setting_t *r = config_lookup(&cf, "retention");
+	v = c->raw_hours_after_replication;
+	if ((rc = get_int(r, "raw_hours_after_replication", 0, 24 * 3650, &v, path, err)))
+		goto out;
+	c->raw_hours_after_replication = v;
+	v = c->rollup_days;
+	if ((rc = get_int(r, "rollup_days", 1, 3650, &v, path, err)))
+		goto out;
+	c->rollup_days = v;
+	v = (long long)(c->disk_quota_bytes / MB);
+	if ((rc = get_int(r, "disk_quota_mb", 1, 1LL << 40, &v, path, err)))
+		goto out;
+	c->disk_quota_bytes = (uint64_t)v * MB;
+	v = c->retention_interval_s;
+	if ((rc = get_int(r, "interval_s", 1, 86400, &v, path, err)))
+		goto out;
+	c->retention_interval_s = (int)v;
+
+	config_setting_t *h = config_lookup(&cf, "hub");
+	if ((rc = get_str(h, "url", &c->hub_url, path, err)) || (rc = get_str(h, "ca", &c->hub_ca, path, err)) ||
+	    (rc = get_str(h, "cert", &c->hub_cert, path, err)) || (rc = get_str(h, "key", &c->hub_key, path, err)))
+		goto out;
+
+	config_setting_t *ps = config_lookup(&cf, "projects");
+	if (ps) {
+		if (!config_setting_is_list(ps) && !config_setting_is_array(ps)) {
+			rc = wt_err_set(err, WT_EINVAL, "%s:%d: projects must be a list ( {...}, ... )", path,
+					config_setting_source_line(ps));
+			goto out;
+		}
+		int n = config_setting_length(ps);
+		c->projects = calloc(n ? (size_t)n : 1, sizeof(*c->projects));
+		if (!c->projects) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			config_setting_t *p = config_setting_get_elem(ps, (unsigned)i);
+			edge_project_cfg *pc = &c->projects[i];
+			c->nprojects = (size_t)i + 1;
+			if ((rc = get_str(p, "name", &pc->name, path, err)) ||
+			    (rc = get_strv(p, "upload_tokens", &pc->upload_tokens, &pc->n_upload, path, err)) ||
+			    (rc = get_strv(p, "read_tokens", &pc->read_tokens, &pc->n_read, path, err)))
+				goto out;
+			if (!pc->name || !*pc->name || strchr(pc->name, '/')) {
+				rc = wt_err_set(err, WT_EINVAL, "%s:%d: projects[%d].name must be a non-empty name without '/'",
+						path, config_setting_source_line(p), i);
+				goto out;
+			}
+		}
+	}
+out:
+	free(listen);
+	free(mode);
+	config_destroy(&cf);
+	return rc;
+}
+
+/* constant-time string equality (length leaks, content does not) */
+static int tok_eq(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = la != lb;
+	for (size_t i = 0; i < la && i < lb; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+const edge_project_cfg *edge_config_auth(const edge_config *c, const char *tok, int role)
+{
+	for (size_t i = 0; i < c->nprojects; i++) {
+		const edge_project_cfg *p = &c->projects[i];
+		char **v = role == EDGE_ROLE_READ ? p->read_tokens : p->upload_tokens;
+		size_t n = role == EDGE_ROLE_READ ? p->n_read : p->n_upload;
+		for (size_t j = 0; j < n; j++)
+			if (tok_eq(v[j], tok))
+				return p;
+	}
+	return NULL;
+}
+
+const edge_project_cfg *edge_config_project(const edge_config *c, const char *name)
+{
+	for (size_t i = 0; i < c->nprojects; i++)
+		if (!strcmp(c->projects[i].name, name))
+			return &c->projects[i];
+	return NULL;
+}

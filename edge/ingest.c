@@ -1,0 +1,725 @@
+/*
+ * ingest.c — POST /v1/profiles and the Pyroscope-compatible POST /ingest.
+ *
+ * Loop thread: authenticate, parse parameters, copy the body, hand a task to
+ * a worker. Worker: split multipart, wt_format_decode, build the raw record
+ * (zstd), the per-minute function rollup, the per-minute stacks for local
+ * queries and the rollup delta for replication, then submit everything as
+ * one edge_commit to the store's group commit. The reply (2xx only after
+ * the synced write) goes back on the loop thread.
+ */
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <sys/queue.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "buf.h"
+#include "compress.h"
+#include "format.h"
+#include "http_server.h"
+#include "keys.h"
+#include "log.h"
+#include "profile.h"
+#include "pyroscope.h"
+#include "rollup.h"
+#include "server.h"
+
+#define NS_PER_MIN 60000000000LL
+#define MAX_UPLOAD_LABELS 64
+#define MAX_NAME_LEN 256
+#define MULTIPART_SLACK (1u << 20)
+
+typedef struct ingest {
+	char project[MAX_NAME_LEN];
+	char *service, *type, *hint, *units, *spy, *aggregation, *requested;
+	wt_format fmt;
+	int64_t from_ns, until_ns, received_ns, sample_rate;
+	char *labels[2 * MAX_UPLOAD_LABELS];
+	size_t nlabels;
+	uint8_t *body;
+	size_t len;
+	int multipart, pyroscope;
+	char boundary[80];
+} ingest;
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void ingest_free(edge_task *t)
+{
+	ingest *in = t->priv;
+	if (!in)
+		return;
+	free(in->service);
+	free(in->type);
+	free(in->hint);
+	free(in->units);
+	free(in->spy);
+	free(in->aggregation);
+	free(in->requested);
+	for (size_t i = 0; i < 2 * in->nlabels; i++)
+		free(in->labels[i]);
+	free(in->body);
+	free(in);
+	t->priv = NULL;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* ---- building the commit (worker) ---------------------------------------- */
+
+typedef struct agg_ent {
+	uint32_t type, ls, stack, used;
+	int64_t minute, value;
+} agg_ent;
+
+typedef struct agg {
+	agg_ent *e;
+	size_t cap, n;
+} agg;
+
+static uint64_t agg_hash(uint32_t type, uint32_t ls, uint32_t stack, int64_t minute)
+{
+	uint64_t k[3] = {(uint64_t)type << 32 | ls, stack, (uint64_t)minute};
+	return XXH3_64bits(k, sizeof(k));
+}
+
+static int agg_add(agg *a, uint32_t type, uint32_t ls, uint32_t stack, int64_t minute, int64_t v)
+{
+	if ((a->n + 1) * 2 > a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 1024;
+		agg_ent *ne = calloc(nc, sizeof(*ne));
+		if (!ne)
+			return WT_ENOMEM;
+		for (size_t i = 0; i < a->cap; i++) {
+			if (!a->e[i].used)
+				continue;
+			size_t j = agg_hash(a->e[i].type, a->e[i].ls, a->e[i].stack, a->e[i].minute) & (nc - 1);
+			while (ne[j].used)
+				j = (j + 1) & (nc - 1);
+			ne[j] = a->e[i];
+		}
+		free(a->e);
+		a->e = ne;
+		a->cap = nc;
+	}
+	size_t j = agg_hash(type, ls, stack, minute) & (a->cap - 1);
+	while (a->e[j].used) {
+		agg_ent *x = &a->e[j];
+		if (x->type == type && x->ls == ls && x->stack == stack && x->minute == minute) {
+			if (__builtin_add_overflow(x->value, v, &x->value))
+				x->value = v > 0 ? INT64_MAX : INT64_MIN;
+			return 0;
+		}
+		j = (j + 1) & (a->cap - 1);
+	}
+	a->e[j] = (agg_ent){type, ls, stack, 1, minute, v};
+	a->n++;
+	return 0;
+}
+
+typedef struct cache {
+	uint32_t *off, *len;
+	uint64_t *hash;
+	uint8_t *done;
+	wt_buf data;
+} cache;
+
+static int cache_init(cache *c, size_t n)
+{
+	memset(c, 0, sizeof(*c));
+	n = n ? n : 1;
+	c->off = calloc(n, sizeof(*c->off));
+	c->len = calloc(n, sizeof(*c->len));
+	c->hash = calloc(n, sizeof(*c->hash));
+	c->done = calloc(n, 1);
+	return c->off && c->len && c->hash && c->done ? 0 : WT_ENOMEM;
+}
+
+static void cache_free(cache *c)
+{
+	free(c->off);
+	free(c->len);
+	free(c->hash);
+	free(c->done);
+	wt_buf_free(&c->data);
+}
+
+/* frames of stack s, root first, NUL-terminated names */
+static void stack_payload(const wt_profile *p, cache *c, uint32_t s)
+{
+	if (c->done[s])
+		return;
+	size_t n, start = c->data.len;
+	const uint32_t *fr = wt_profile_stack(p, s, &n);
+	char buf[256];
+	for (size_t i = n; i-- > 0;) {
+		const char *name = wt_profile_frame_name(p, fr[i], buf, sizeof(buf));
+		wt_buf_append(&c->data, name, strlen(name) + 1);
+	}
+	c->off[s] = (uint32_t)start;
+	c->len[s] = (uint32_t)(c->data.len - start);
+	c->hash[s] = XXH3_64bits(c->data.data + start, c->data.len - start);
+	c->done[s] = 1;
+}
+
+typedef struct lkv {
+	const char *k, *v;
+} lkv;
+
+static int kv_cmp(const void *a, const void *b)
+{
+	return strcmp(((const lkv *)a)->k, ((const lkv *)b)->k);
+}
+
+/* LE32 n, then key\0value\0 pairs sorted by key; sample labels override
+ * upload labels of the same key. */
+static void labels_payload(const wt_profile *p, const ingest *in, cache *c, uint32_t ls)
+{
+	if (c->done[ls])
+		return;
+	lkv pairs[MAX_UPLOAD_LABELS + 128];
+	char numbuf[128][24];
+	size_t np = 0, nl = 0, start = c->data.len;
+	const wt_label *l = wt_profile_labelset(p, ls, &nl);
+	for (size_t i = 0; i < nl && np < 128; i++) {
+		pairs[np].k = wt_profile_str(p, l[i].key);
+		if (l[i].str) {
+			pairs[np].v = wt_profile_str(p, l[i].str);
+		} else {
+			snprintf(numbuf[np], sizeof(numbuf[np]), "%lld", (long long)l[i].num);
+			pairs[np].v = numbuf[np];
+		}
+		np++;
+	}
+	size_t nsample = np;
+	for (size_t i = 0; i < in->nlabels; i++) {
+		int dup = 0;
+		for (size_t j = 0; j < nsample; j++)
+			if (!strcmp(pairs[j].k, in->labels[2 * i]))
+				dup = 1;
+		if (!dup) {
+			pairs[np].k = in->labels[2 * i];
+			pairs[np].v = in->labels[2 * i + 1];
+			np++;
+		}
+	}
+	qsort(pairs, np, sizeof(pairs[0]), kv_cmp);
+	uint8_t h[4] = {(uint8_t)np, (uint8_t)(np >> 8), 0, 0};
+	wt_buf_append(&c->data, h, 4);
+	for (size_t i = 0; i < np; i++) {
+		wt_buf_append(&c->data, pairs[i].k, strlen(pairs[i].k) + 1);
+		wt_buf_append(&c->data, pairs[i].v, strlen(pairs[i].v) + 1);
+	}
+	c->off[ls] = (uint32_t)start;
+	c->len[ls] = (uint32_t)(c->data.len - start);
+	c->hash[ls] = XXH3_64bits(c->data.data + start, c->data.len - start);
+	c->done[ls] = 1;
+}
+
+static int64_t sample_time(const wt_profile *p, size_t i, int64_t fallback)
+{
+	int64_t t = p->samples[i].time_ns;
+	if (!t)
+		t = p->time_ns;
+	if (!t)
+		t = fallback;
+	return t;
+}
+
+static int64_t minute_of(int64_t ns)
+{
+	int64_t m = ns / NS_PER_MIN;
+	if (ns < 0 && ns % NS_PER_MIN)
+		m--;
+	return m;
+}
+
+static int build_stacks(edge_task *t, ingest *in, const wt_profile *p)
+{
+	agg a = {0};
+	cache sc, lc;
+	int rc = 0;
+	wt_buf key = WT_BUF_INIT, val = WT_BUF_INIT;
+
+	if ((rc = cache_init(&sc, p->nstacks)) || (rc = cache_init(&lc, p->nlabelsets)))
+		goto out;
+	for (size_t i = 0; i < p->nsamples && rc == 0; i++) {
+		const int64_t *v = wt_profile_values(p, i);
+		int64_t m = minute_of(sample_time(p, i, in->received_ns));
+		for (size_t ty = 0; ty < p->ntypes && rc == 0; ty++)
+			if (v[ty])
+				rc = agg_add(&a, (uint32_t)ty, p->samples[i].labelset, p->samples[i].stack, m, v[ty]);
+	}
+	for (size_t j = 0; j < a.cap && rc == 0; j++) {
+		agg_ent *e = &a.e[j];
+		if (!e->used)
+			continue;
+		stack_payload(p, &sc, e->stack);
+		labels_payload(p, in, &lc, e->ls);
+		wt_buf_reset(&key);
+		wt_buf_reset(&val);
+		edge_key_stack(&key, in->project, in->service,
+			       wt_profile_str(p, p->types[e->type].canonical), e->minute, lc.hash[e->ls],
+			       sc.hash[e->stack]);
+		uint8_t v8[8];
+		edge_le64_put(v8, e->value);
+		wt_buf_append(&val, v8, 8);
+		wt_buf_append(&val, lc.data.data + lc.off[e->ls], lc.len[e->ls]);
+		wt_buf_append(&val, sc.data.data + sc.off[e->stack], sc.len[e->stack]);
+		if (key.oom || val.oom || sc.data.oom || lc.data.oom)
+			rc = WT_ENOMEM;
+		else
+			rc = edge_commit_op(&t->commit, EDGE_CF_STACKS, EDGE_OP_MERGE, key.data, key.len, val.data, val.len);
+	}
+out:
+	if (rc)
+		wt_err_set(&t->err, rc, "out of memory building stacks");
+	free(a.e);
+	cache_free(&sc);
+	cache_free(&lc);
+	wt_buf_free(&key);
+	wt_buf_free(&val);
+	return rc;
+}
+
+static json_t *labels_json(const ingest *in)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < in->nlabels; i++)
+		json_object_set_new(o, in->labels[2 * i], json_string(in->labels[2 * i + 1]));
+	return o;
+}
+
+static int build_rollup(edge_task *t, ingest *in, const wt_profile *p)
+{
+	wt_rollup r = {0};
+	wt_buf key = WT_BUF_INIT;
+	int rc = wt_rollup_build(p, in->received_ns, &r, &t->err);
+	json_t *rows = NULL, *log = NULL;
+	char *txt = NULL;
+	uint8_t *z = NULL;
+	size_t zl = 0;
+
+	if (rc)
+		return rc;
+	rows = json_array();
+	for (size_t i = 0; i < r.n && rc == 0; i++) {
+		const wt_rollup_row *row = &r.rows[i];
+		uint8_t v[16];
+		wt_buf_reset(&key);
+		edge_key_rollup(&key, in->project, in->service, row->type, row->minute, row->function);
+		edge_le64_put(v, row->self);
+		edge_le64_put(v + 8, row->total);
+		if (key.oom)
+			rc = WT_ENOMEM;
+		else
+			rc = edge_commit_op(&t->commit, EDGE_CF_ROLLUP, EDGE_OP_MERGE, key.data, key.len, v, 16);
+		json_array_append_new(rows, json_pack("[sssIII]", row->type, row->unit ? row->unit : "",
+						      row->function, (json_int_t)row->minute, (json_int_t)row->self,
+						      (json_int_t)row->total) ?: json_null());
+	}
+	/* series index for the services listing and retention */
+	for (size_t ty = 0; ty < p->ntypes && rc == 0; ty++) {
+		const char *canon = wt_profile_str(p, p->types[ty].canonical);
+		const char *unit = wt_profile_str(p, p->types[ty].unit);
+		wt_buf_reset(&key);
+		wt_buf_puts(&key, EDGE_META_TYPES);
+		edge_key_series(&key, in->project, in->service, canon);
+		rc = key.oom ? WT_ENOMEM
+			     : edge_commit_op(&t->commit, EDGE_CF_META, EDGE_OP_PUT, key.data, key.len, unit, strlen(unit));
+	}
+	if (rc) {
+		wt_err_set(&t->err, rc, "out of memory building the rollup");
+		goto out;
+	}
+	log = json_pack("{s:s,s:s,s:I,s:o,s:o}", "project", in->project, "service", in->service, "received_ns",
+			(json_int_t)in->received_ns, "labels", labels_json(in), "rows", rows);
+	rows = NULL;
+	txt = log ? json_dumps(log, JSON_COMPACT) : NULL;
+	if (!txt) {
+		rc = wt_err_set(&t->err, WT_ENOMEM, "out of memory encoding the rollup delta");
+		goto out;
+	}
+	if ((rc = wt_zstd_compress((const uint8_t *)txt, strlen(txt), 3, &z, &zl, &t->err)))
+		goto out;
+	t->commit.rolluplog = malloc(8 + zl);
+	if (!t->commit.rolluplog) {
+		rc = wt_err_set(&t->err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	edge_le64_put(t->commit.rolluplog, in->received_ns);
+	memcpy(t->commit.rolluplog + 8, z, zl);
+	t->commit.rolluplog_len = 8 + zl;
+out:
+	json_decref(rows);
+	json_decref(log);
+	free(txt);
+	free(z);
+	wt_buf_free(&key);
+	wt_rollup_free(&r);
+	return rc;
+}
+
+static int build_raw(edge_task *t, ingest *in, const uint8_t *data, size_t len, wt_format det,
+		     const uint8_t *stc, size_t stclen)
+{
+	json_t *h = json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:s,s:I}", "v", 1, "project", in->project,
+			      "service", in->service, "format", wt_format_name(det), "endpoint",
+			      in->pyroscope ? "/ingest" : "/v1/profiles", "from_ns", (json_int_t)in->from_ns,
+			      "until_ns", (json_int_t)in->until_ns, "received_ns", (json_int_t)in->received_ns,
+			      "labels", labels_json(in), "edge", t->srv->cfg->id, "bytes", (json_int_t)len);
+	if (!h)
+		return wt_err_set(&t->err, WT_ENOMEM, "out of memory building the raw header");
+	if (in->type)
+		json_object_set_new(h, "type", json_string(in->type));
+	if (in->hint)
+		json_object_set_new(h, "hint", json_string(in->hint));
+	if (in->requested)
+		json_object_set_new(h, "requested_format", json_string(in->requested));
+	if (in->spy)
+		json_object_set_new(h, "spy_name", json_string(in->spy));
+	if (in->units)
+		json_object_set_new(h, "units", json_string(in->units));
+	if (in->aggregation)
+		json_object_set_new(h, "aggregation", json_string(in->aggregation));
+	if (in->sample_rate)
+		json_object_set_new(h, "sample_rate", json_integer(in->sample_rate));
+	if (stc)
+		json_object_set_new(h, "sample_type_config", json_stringn((const char *)stc, stclen));
+	char *txt = json_dumps(h, JSON_COMPACT);
+	json_decref(h);
+	if (!txt)
+		return wt_err_set(&t->err, WT_ENOMEM, "out of memory encoding the raw header");
+	int rc = edge_raw_encode(in->received_ns, txt, data, len, &t->commit.raw, &t->commit.raw_len, &t->err);
+	free(txt);
+	return rc;
+}
+
+static void commit_done(edge_commit *c)
+{
+	edge_task *t = c->arg;
+	if (c->rc) {
+		wt_err_set(&t->err, c->rc == WT_EUNAVAIL ? WT_EUNAVAIL : WT_EIO,
+			   c->rc == WT_EUNAVAIL ? "the edge is shutting down; the upload was not stored"
+						: "writing the upload to the buffer failed; nothing was stored");
+		if (t->reply) {
+			json_decref(t->reply);
+			t->reply = NULL;
+		}
+	} else if (t->reply) {
+		json_object_set_new(t->reply, "seq", json_integer((json_int_t)c->seq));
+	}
+	edge_task_finish(t);
+}
+
+/* Pyroscope units → our unit names for folded input. */
+static const char *pyro_unit(const char *u)
+{
+	if (!u)
+		return NULL;
+	if (!strcmp(u, "objects") || !strcmp(u, "goroutines") || !strcmp(u, "lock_samples"))
+		return "count";
+	if (!strcmp(u, "lock_nanoseconds"))
+		return "nanoseconds";
+	return u;
+}
+
+static void ingest_work(edge_task *t)
+{
+	ingest *in = t->priv;
+	const edge_config *cfg = t->srv->cfg;
+	const uint8_t *data = in->body, *stc = NULL;
+	size_t len = in->len, stclen = 0;
+	wt_profile *p = NULL;
+	wt_format det = WT_FMT_AUTO;
+	int rc;
+
+	if (in->multipart) {
+		edge_mp_part parts[EDGE_MP_MAX_PARTS];
+		size_t np = 0;
+		if ((rc = edge_mp_parse(in->body, in->len, in->boundary, parts, &np, &t->err)))
+			goto fail;
+		const edge_mp_part *pp = edge_mp_find(parts, np, "profile");
+		if (!pp) {
+			rc = wt_err_set(&t->err, WT_EINVAL, "multipart: no part named \"profile\" among %zu parts", np);
+			goto fail;
+		}
+		data = pp->data;
+		len = pp->len;
+		if (len > cfg->max_body) {
+			rc = wt_err_set(&t->err, WT_ELIMIT, "multipart: profile part of %zu bytes exceeds the limit of %zu bytes",
+					len, cfg->max_body);
+			goto fail;
+		}
+		const edge_mp_part *sp = edge_mp_find(parts, np, "sample_type_config");
+		if (sp) {
+			stc = sp->data;
+			stclen = sp->len;
+			json_error_t je;
+			json_t *j = json_loadb((const char *)stc, stclen, 0, &je);
+			if (!j || !json_is_object(j)) {
+				json_decref(j);
+				rc = wt_err_set(&t->err, WT_EINVAL, "multipart: sample_type_config is not a JSON object (line %d: %s)",
+						je.line, je.text);
+				goto fail;
+			}
+			json_decref(j);
+		}
+	}
+	if (len == 0) {
+		rc = wt_err_set(&t->err, WT_EINVAL, "the profile body is empty");
+		goto fail;
+	}
+
+	wt_decode_opts o;
+	wt_decode_opts_default(&o);
+	o.lim.max_body = cfg->max_body;
+	o.lim.max_decompressed = cfg->max_decompressed;
+	o.lim.max_samples = cfg->max_samples;
+	o.lim.max_stack_depth = cfg->max_stack_depth;
+	o.hint = in->hint;
+	if (in->type)
+		o.type = in->type;
+	if (in->units)
+		o.unit = pyro_unit(in->units);
+	o.sample_rate = in->sample_rate;
+	o.time_ns = in->from_ns ? in->from_ns : in->received_ns;
+	rc = wt_format_decode(data, len, in->fmt, &o, &p, &det, &t->err);
+	if (rc) {
+		if (!t->err.code)
+			wt_err_set(&t->err, rc, "decoding the %s upload failed", wt_format_name(in->fmt));
+		goto fail;
+	}
+	if (in->from_ns) {
+		p->time_ns = in->from_ns;
+		if (in->until_ns > in->from_ns)
+			p->duration_ns = in->until_ns - in->from_ns;
+	} else if (!p->time_ns) {
+		p->time_ns = in->received_ns;
+	}
+	t->fmt = (int)det;
+	t->bytes = in->len;
+	t->samples = p->nsamples;
+
+	if ((rc = build_raw(t, in, data, len, det, stc, stclen)) || (rc = build_rollup(t, in, p)) ||
+	    (rc = build_stacks(t, in, p)))
+		goto fail;
+
+	json_t *types = json_array();
+	for (size_t i = 0; i < p->ntypes; i++)
+		json_array_append_new(types, json_string(wt_profile_str(p, p->types[i].canonical)));
+	t->reply = json_pack("{s:s,s:s,s:s,s:I,s:o}", "project", in->project, "service", in->service, "format",
+			     wt_format_name(det), "samples", (json_int_t)p->nsamples, "types", types);
+	wt_profile_free(p);
+	p = NULL;
+	/* the body is in the raw record now; free it before waiting for the commit */
+	free(in->body);
+	in->body = NULL;
+	t->commit.done = commit_done;
+	t->commit.arg = t;
+	edge_store_submit(t->srv->store, &t->commit);
+	return;
+fail:
+	if (!t->err.code)
+		wt_err_set(&t->err, rc ? rc : WT_EINVAL, "upload failed");
+	wt_profile_free(p);
+	edge_task_finish(t);
+}
+
+/* ---- request parsing (loop thread) ------------------------------------------ */
+
+static int valid_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n >= MAX_NAME_LEN)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20)
+			return 0;
+	return 1;
+}
+
+static int parse_time_param(const struct evkeyvalq *q, const char *key, int64_t *ns, wt_err *err)
+{
+	const char *v = wt_http_param(q, key);
+	*ns = 0;
+	if (!v || !*v)
+		return 0;
+	if (wt_http_parse_time(v, ns) != 0)
+		return wt_err_set(err, WT_EINVAL, "%s=\"%s\" is not unix seconds or RFC 3339", key, v);
+	return 0;
+}
+
+static int add_label(ingest *in, const char *k, const char *v, wt_err *err)
+{
+	if (in->nlabels >= MAX_UPLOAD_LABELS)
+		return wt_err_set(err, WT_ELIMIT, "more than %d labels", MAX_UPLOAD_LABELS);
+	if (!valid_name(k) || strlen(v) >= 4096)
+		return wt_err_set(err, WT_EINVAL, "label \"%s\" has an invalid key or a value over 4095 bytes", k);
+	in->labels[2 * in->nlabels] = strdup(k);
+	in->labels[2 * in->nlabels + 1] = strdup(v);
+	in->nlabels++;
+	if (!in->labels[2 * in->nlabels - 2] || !in->labels[2 * in->nlabels - 1])
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	return 0;
+}
+
+static int parse_v1(ingest *in, const struct evkeyvalq *q, wt_err *err)
+{
+	const char *f = wt_http_param(q, "format");
+	const char *svc = wt_http_param(q, "service");
+	const char *type = wt_http_param(q, "type");
+	int rc;
+
+	if (!f || !*f)
+		f = "auto";
+	if (wt_format_parse(f, &in->fmt) != 0)
+		return wt_err_set(err, WT_EFORMAT, "format=\"%s\" is not one of auto, pprof, folded, perf, jfr, otlp, cpuprofile, speedscope", f);
+	in->requested = strdup(f);
+	if (!svc || !valid_name(svc))
+		return wt_err_set(err, WT_EINVAL, "service is required (1..%d printable bytes)", MAX_NAME_LEN - 1);
+	in->service = strdup(svc);
+	if (type && *type) {
+		if (!valid_name(type))
+			return wt_err_set(err, WT_EINVAL, "type=\"%s\" is not a valid sample type name", type);
+		in->type = strdup(type);
+		/* Go's contentions/delay are ambiguous: block_* says block */
+		in->hint = strdup(!strncmp(type, "block", 5) ? "block" : !strncmp(type, "mutex", 5) ? "mutex" : type);
+	}
+	if ((rc = parse_time_param(q, "from", &in->from_ns, err)) || (rc = parse_time_param(q, "until", &in->until_ns, err)))
+		return rc;
+	const struct evkeyval *kv;
+	TAILQ_FOREACH(kv, q, next) {
+		if (!strncmp(kv->key, "label.", 6) && (rc = add_label(in, kv->key + 6, kv->value, err)))
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_pyroscope(ingest *in, struct evhttp_request *req, const struct evkeyvalq *q, wt_err *err)
+{
+	const char *name = wt_http_param(q, "name");
+	const char *f = wt_http_param(q, "format");
+	const char *rate = wt_http_param(q, "sampleRate");
+	const char *ctype = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+	edge_pyro_name pn;
+	int rc;
+
+	in->pyroscope = 1;
+	if (!name)
+		return wt_err_set(err, WT_EINVAL, "name is required (app.cpu{k=v,...})");
+	if ((rc = edge_pyro_parse_name(name, &pn, err)))
+		return rc;
+	if (!valid_name(pn.service))
+		return wt_err_set(err, WT_EINVAL, "pyroscope: application name \"%s\" is invalid", pn.service);
+	in->service = strdup(pn.service);
+	for (size_t i = 0; i < pn.nlabels; i++)
+		if ((rc = add_label(in, pn.labels[2 * i], pn.labels[2 * i + 1], err)))
+			return rc;
+	if (!f || !*f)
+		f = "folded";
+	if (wt_format_parse(f, &in->fmt) != 0)
+		return wt_err_set(err, WT_EFORMAT, "format=\"%s\" is not one of folded, lines, pprof, jfr", f);
+	in->requested = strdup(f);
+	if (pn.type) {
+		in->hint = dup_or_null(edge_pyro_type_hint(pn.type));
+		/* for folded input the suffix names the sample type */
+		if (in->fmt == WT_FMT_FOLDED)
+			in->type = strdup(pn.type);
+	}
+	if (rate && *rate) {
+		char *end;
+		long long r = strtoll(rate, &end, 10);
+		if (*end || r <= 0 || r > 1000000000)
+			return wt_err_set(err, WT_EINVAL, "sampleRate=\"%s\" is not a positive integer", rate);
+		in->sample_rate = r;
+	}
+	in->spy = dup_or_null(wt_http_param(q, "spyName"));
+	in->units = dup_or_null(wt_http_param(q, "units"));
+	in->aggregation = dup_or_null(wt_http_param(q, "aggregationType"));
+	if ((rc = parse_time_param(q, "from", &in->from_ns, err)) || (rc = parse_time_param(q, "until", &in->until_ns, err)))
+		return rc;
+	if (ctype && !strncasecmp(ctype, "multipart/", 10)) {
+		if (edge_mp_boundary(ctype, in->boundary, sizeof(in->boundary)) != 0)
+			return wt_err_set(err, WT_EINVAL, "Content-Type \"%s\": multipart/form-data without a valid boundary", ctype);
+		in->multipart = 1;
+	}
+	return 0;
+}
+
+void edge_ingest_handle(edge_server *srv, struct evhttp_request *req, int pyroscope)
+{
+	char tok[512];
+	struct evkeyvalq q;
+	wt_err err = {0};
+	const edge_project_cfg *proj;
+	ingest *in = NULL;
+	edge_task *t = NULL;
+	int rc;
+
+	TAILQ_INIT(&q);
+	if (wt_http_bearer(req, tok, sizeof(tok)) != 0) {
+		edge_reject(srv, req, WT_EAUTH, "missing or malformed Authorization: Bearer <upload token>");
+		return;
+	}
+	if (!(proj = edge_config_auth(srv->cfg, tok, EDGE_ROLE_UPLOAD))) {
+		edge_reject(srv, req, WT_EAUTH, "the token is not an upload token of any project on this edge");
+		return;
+	}
+	if (wt_http_query(req, &q) != 0) {
+		edge_reject(srv, req, WT_EINVAL, "the query string is malformed");
+		return;
+	}
+	in = calloc(1, sizeof(*in));
+	if (!in) {
+		rc = wt_err_set(&err, WT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	snprintf(in->project, sizeof(in->project), "%s", proj->name);
+	in->received_ns = now_ns();
+	rc = pyroscope ? parse_pyroscope(in, req, &q, &err) : parse_v1(in, &q, &err);
+	if (rc)
+		goto fail;
+	if (!in->service || (in->nlabels && !in->labels[2 * in->nlabels - 1])) {
+		rc = wt_err_set(&err, WT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((rc = wt_http_body(req, srv->cfg->max_body + (in->multipart ? MULTIPART_SLACK : 0), &in->body, &in->len, &err)))
+		goto fail;
+	if (in->len == 0) {
+		rc = wt_err_set(&err, WT_EINVAL, "the request body is empty");
+		goto fail;
+	}
+	t = edge_task_new(srv, req);
+	if (!t) {
+		rc = wt_err_set(&err, WT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	t->priv = in;
+	t->cleanup = ingest_free;
+	t->work = ingest_work;
+	t->is_upload = 1;
+	evhttp_clear_headers(&q);
+	edge_task_start(t);
+	return;
+fail:
+	evhttp_clear_headers(&q);
+	if (in) {
+		edge_task tmp = {.priv = in};
+		ingest_free(&tmp);
+	}
+	wt_info("upload rejected error=%s detail=\"%s\"", wt_err_name(rc), err.msg);
+	edge_reject(srv, req, rc, err.msg);
+}

@@ -1,0 +1,347 @@
+/*
+ * server.c — wt-edge's evhttp server: routing, task hand-off between the
+ * event loop and workers, /healthz, /metrics and graceful shutdown.
+ */
+#include "server.h"
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/thread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "http_server.h"
+#include "log.h"
+
+/* Multipart framing around a max_body profile part. */
+#define MULTIPART_SLACK (1u << 20)
+#define MAX_HEADERS (64u << 10)
+#define HTTP_TIMEOUT_S 60
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void edge_reject(edge_server *srv, struct evhttp_request *req, int code, const char *detail)
+{
+	int i = -code;
+	if (i > 0 && i < EDGE_NERRCODES)
+		atomic_fetch_add(&srv->m.rejects[i], 1);
+	wt_http_send_error(req, code, detail);
+}
+
+static void task_reply_cb(evutil_socket_t fd, short what, void *arg)
+{
+	edge_task *t = arg;
+	edge_server *srv = t->srv;
+
+	if (t->err.code) {
+		if (t->is_upload)
+			wt_info("upload rejected error=%s detail=\"%s\"", wt_err_name(t->err.code), t->err.msg);
+		edge_reject(srv, t->req, t->err.code, t->err.msg);
+		if (t->reply)
+			json_decref(t->reply);
+	} else if (t->reply_text) {
+		wt_http_send_bytes(t->req, t->status ? t->status : 200, "application/json", t->reply_text,
+				   strlen(t->reply_text));
+		if (t->reply)
+			json_decref(t->reply);
+	} else {
+		wt_http_send_json(t->req, t->status ? t->status : 200, t->reply);
+	}
+	if (t->is_upload && !t->err.code) {
+		if (t->fmt >= 0 && t->fmt < EDGE_NFORMATS)
+			atomic_fetch_add(&srv->m.uploads[t->fmt], 1);
+		atomic_fetch_add(&srv->m.upload_bytes, t->bytes);
+		atomic_fetch_add(&srv->m.upload_samples, t->samples);
+	}
+	free(t->reply_text);
+	if (t->cleanup)
+		t->cleanup(t);
+	free(t->commit.raw);
+	free(t->commit.rolluplog);
+	wt_buf_free(&t->commit.ops);
+	event_free(t->ev);
+	free(t);
+	srv->pending--;
+}
+
+edge_task *edge_task_new(edge_server *srv, struct evhttp_request *req)
+{
+	edge_task *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->srv = srv;
+	t->req = req;
+	t->fmt = -1;
+	t->ev = event_new(srv->base, -1, 0, task_reply_cb, t);
+	if (!t->ev) {
+		free(t);
+		return NULL;
+	}
+	srv->pending++;
+	return t;
+}
+
+void edge_task_finish(edge_task *t)
+{
+	event_active(t->ev, 0, 1);
+}
+
+static void task_run(void *arg)
+{
+	edge_task *t = arg;
+	t->work(t);
+}
+
+void edge_task_start(edge_task *t)
+{
+	/* bound queued work: each queued upload holds its body in memory */
+	size_t max_queued = (size_t)t->srv->cfg->workers * 64;
+	if (edge_pool_submit(t->srv->pool, task_run, t, max_queued) != 0) {
+		atomic_fetch_add(&t->srv->m.busy, 1);
+		wt_err_set(&t->err, WT_EUNAVAIL, "the edge is busy (worker queue full); retry later");
+		edge_task_finish(t);
+	}
+}
+
+/* ---- /healthz, /metrics --------------------------------------------------- */
+
+static void handle_healthz(edge_server *srv, struct evhttp_request *req)
+{
+	json_t *o = json_object();
+	edge_store_stats st;
+	edge_store_stats_get(srv->store, &st);
+	json_object_set_new(o, "status", json_string(srv->shutting_down ? "stopping" : "ok"));
+	json_object_set_new(o, "id", json_string(srv->cfg->id));
+	json_object_set_new(o, "last_seq", json_integer((json_int_t)st.last_seq));
+	json_object_set_new(o, "uptime_s", json_integer((now_ns() - srv->started_ns) / 1000000000));
+	wt_http_send_json(req, srv->shutting_down ? 503 : 200, o);
+}
+
+static void handle_metrics(edge_server *srv, struct evhttp_request *req)
+{
+	wt_buf b = WT_BUF_INIT;
+	edge_store_stats st;
+	edge_store_stats_get(srv->store, &st);
+
+	wt_buf_puts(&b, "# HELP wt_edge_uploads_total Uploads accepted (durably stored), by detected format.\n"
+			"# TYPE wt_edge_uploads_total counter\n");
+	for (int f = 0; f < EDGE_NFORMATS; f++)
+		wt_buf_printf(&b, "wt_edge_uploads_total{format=\"%s\"} %llu\n", wt_format_name((wt_format)f),
+			      (unsigned long long)atomic_load(&srv->m.uploads[f]));
+	wt_buf_printf(&b, "# HELP wt_edge_upload_bytes_total Bytes of accepted uploads as received.\n"
+			  "# TYPE wt_edge_upload_bytes_total counter\nwt_edge_upload_bytes_total %llu\n",
+		      (unsigned long long)atomic_load(&srv->m.upload_bytes));
+	wt_buf_printf(&b, "# HELP wt_edge_upload_samples_total Distinct samples in accepted uploads.\n"
+			  "# TYPE wt_edge_upload_samples_total counter\nwt_edge_upload_samples_total %llu\n",
+		      (unsigned long long)atomic_load(&srv->m.upload_samples));
+	wt_buf_puts(&b, "# HELP wt_edge_rejects_total Rejected requests by reason.\n# TYPE wt_edge_rejects_total counter\n");
+	for (int i = 1; i < EDGE_NERRCODES; i++)
+		wt_buf_printf(&b, "wt_edge_rejects_total{reason=\"%s\"} %llu\n", wt_err_name(-i),
+			      (unsigned long long)atomic_load(&srv->m.rejects[i]));
+	wt_buf_printf(&b, "# HELP wt_edge_busy_total Requests answered 503 because the worker queue was full.\n"
+			  "# TYPE wt_edge_busy_total counter\nwt_edge_busy_total %llu\n",
+		      (unsigned long long)atomic_load(&srv->m.busy));
+	wt_buf_printf(&b, "# HELP wt_edge_queries_total Local queries served.\n"
+			  "# TYPE wt_edge_queries_total counter\nwt_edge_queries_total %llu\n",
+		      (unsigned long long)atomic_load(&srv->m.queries));
+	wt_buf_printf(&b, "# HELP wt_edge_buffer_bytes On-disk size of the RocksDB buffer (SST + memtables).\n"
+			  "# TYPE wt_edge_buffer_bytes gauge\nwt_edge_buffer_bytes %llu\n",
+		      (unsigned long long)st.disk_bytes);
+	wt_buf_printf(&b, "# HELP wt_edge_buffer_raw_bytes Bytes of raw originals in the buffer.\n"
+			  "# TYPE wt_edge_buffer_raw_bytes gauge\nwt_edge_buffer_raw_bytes %llu\n",
+		      (unsigned long long)st.raw_bytes);
+	wt_buf_printf(&b, "# HELP wt_edge_last_seq Sequence number of the last committed upload.\n"
+			  "# TYPE wt_edge_last_seq gauge\nwt_edge_last_seq %llu\n",
+		      (unsigned long long)st.last_seq);
+	wt_buf_printf(&b, "# HELP wt_edge_unreplicated_uploads Committed uploads the hub has not acknowledged.\n"
+			  "# TYPE wt_edge_unreplicated_uploads gauge\nwt_edge_unreplicated_uploads %llu\n",
+		      (unsigned long long)st.unreplicated);
+	double age = st.oldest_unreplicated_ns ? (double)(now_ns() - st.oldest_unreplicated_ns) / 1e9 : 0;
+	wt_buf_printf(&b, "# HELP wt_edge_oldest_unreplicated_age_seconds Age of the oldest upload not yet replicated.\n"
+			  "# TYPE wt_edge_oldest_unreplicated_age_seconds gauge\nwt_edge_oldest_unreplicated_age_seconds %.3f\n",
+		      age < 0 ? 0 : age);
+	wt_buf_printf(&b, "# HELP wt_edge_raw_dropped_total Raw originals dropped because the disk quota was reached.\n"
+			  "# TYPE wt_edge_raw_dropped_total counter\nwt_edge_raw_dropped_total %llu\n",
+		      (unsigned long long)st.raw_dropped);
+	wt_buf_printf(&b, "# HELP wt_edge_raw_dropped_bytes_total Bytes of raw originals dropped by the disk quota.\n"
+			  "# TYPE wt_edge_raw_dropped_bytes_total counter\nwt_edge_raw_dropped_bytes_total %llu\n",
+		      (unsigned long long)st.raw_dropped_bytes);
+	wt_buf_printf(&b, "# HELP wt_edge_over_quota 1 when the disk quota is exceeded and nothing droppable is left.\n"
+			  "# TYPE wt_edge_over_quota gauge\nwt_edge_over_quota %d\n", st.over_quota);
+	wt_buf_printf(&b, "# HELP wt_edge_commit_groups_total Synced group commits.\n"
+			  "# TYPE wt_edge_commit_groups_total counter\nwt_edge_commit_groups_total %llu\n",
+		      (unsigned long long)st.commit_groups);
+	wt_buf_printf(&b, "# HELP wt_edge_commit_uploads_total Uploads written by group commits.\n"
+			  "# TYPE wt_edge_commit_uploads_total counter\nwt_edge_commit_uploads_total %llu\n",
+		      (unsigned long long)st.commit_items);
+	wt_buf_printf(&b, "# HELP wt_edge_commit_errors_total Group commits that failed (uploads answered 500).\n"
+			  "# TYPE wt_edge_commit_errors_total counter\nwt_edge_commit_errors_total %llu\n",
+		      (unsigned long long)st.commit_errors);
+	if (b.oom) {
+		wt_buf_free(&b);
+		wt_http_send_error(req, WT_ENOMEM, "out of memory rendering metrics");
+		return;
+	}
+	wt_http_send_bytes(req, 200, "text/plain; version=0.0.4", b.data, b.len);
+	wt_buf_free(&b);
+}
+
+/* ---- routing ---------------------------------------------------------------- */
+
+static void router(struct evhttp_request *req, void *arg)
+{
+	edge_server *srv = arg;
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+	enum evhttp_cmd_type m = evhttp_request_get_command(req);
+	int get = m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD;
+
+	if (!path) {
+		edge_reject(srv, req, WT_EINVAL, "request URI has no path");
+		return;
+	}
+	if (srv->shutting_down) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+		wt_http_send_error(req, WT_EUNAVAIL, "the edge is shutting down");
+		return;
+	}
+	if (!strcmp(path, "/healthz") && get) {
+		handle_healthz(srv, req);
+		return;
+	}
+	if (!strcmp(path, "/metrics") && get) {
+		handle_metrics(srv, req);
+		return;
+	}
+	if (!strcmp(path, "/v1/profiles") || !strcmp(path, "/ingest")) {
+		if (m != EVHTTP_REQ_POST) {
+			wt_http_send_error(req, WT_EINVAL, "use POST to upload profiles");
+			return;
+		}
+		edge_ingest_handle(srv, req, path[1] == 'i');
+		return;
+	}
+	static const char pfx[] = "/v1/projects/";
+	if (!strncmp(path, pfx, sizeof(pfx) - 1) && get) {
+		char proj[256];
+		const char *p = path + sizeof(pfx) - 1;
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : 0;
+		if (n > 0 && n < sizeof(proj)) {
+			memcpy(proj, p, n);
+			proj[n] = '\0';
+			char *dec = evhttp_uridecode(proj, 0, NULL);
+			if (dec) {
+				const char *rest = slash + 1;
+				if (!strcmp(rest, "services"))
+					edge_query_handle(srv, req, dec, "services");
+				else if (!strcmp(rest, "profiles/table"))
+					edge_query_handle(srv, req, dec, "table");
+				else if (!strcmp(rest, "profiles/flamegraph"))
+					edge_query_handle(srv, req, dec, "flamegraph");
+				else
+					wt_http_send_error(req, WT_ENOTFOUND, "no such endpoint on the edge");
+				free(dec);
+				return;
+			}
+		}
+	}
+	wt_http_send_error(req, WT_ENOTFOUND, "no such endpoint on the edge");
+}
+
+/* ---- lifecycle ------------------------------------------------------------------ */
+
+static void drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	edge_server *srv = arg;
+	if (srv->pending == 0)
+		event_base_loopbreak(srv->base);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	edge_server *srv = arg;
+	struct timeval tv = {0, 20000};
+	if (srv->shutting_down)
+		return;
+	srv->shutting_down = 1;
+	wt_info("signal %d: stop accepting, finishing %d in-flight requests", (int)sig, srv->pending);
+	if (srv->sock) {
+		evhttp_del_accept_socket(srv->http, srv->sock);
+		srv->sock = NULL;
+	}
+	srv->drain_timer = event_new(srv->base, -1, EV_PERSIST, drain_cb, srv);
+	if (srv->drain_timer)
+		event_add(srv->drain_timer, &tv);
+	else
+		event_base_loopbreak(srv->base);
+}
+
+int edge_server_init(edge_server *srv, const edge_config *cfg, edge_store *store, wt_err *err)
+{
+	static int threads_ready;
+	memset(srv, 0, sizeof(*srv));
+	srv->cfg = cfg;
+	srv->store = store;
+	srv->started_ns = now_ns();
+	if (!threads_ready) {
+		if (evthread_use_pthreads() != 0)
+			return wt_err_set(err, WT_EIO, "libevent: pthreads support unavailable");
+		threads_ready = 1;
+	}
+	srv->base = event_base_new();
+	if (!srv->base)
+		return wt_err_set(err, WT_EIO, "libevent: cannot create the event base");
+	srv->http = evhttp_new(srv->base);
+	if (!srv->http)
+		return wt_err_set(err, WT_EIO, "libevent: cannot create the HTTP server");
+	evhttp_set_max_body_size(srv->http, (ev_ssize_t)(cfg->max_body + MULTIPART_SLACK));
+	evhttp_set_max_headers_size(srv->http, MAX_HEADERS);
+	evhttp_set_timeout(srv->http, HTTP_TIMEOUT_S);
+	evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
+	evhttp_set_gencb(srv->http, router, srv);
+	srv->sock = evhttp_bind_socket_with_handle(srv->http, cfg->listen_host, (ev_uint16_t)cfg->listen_port);
+	if (!srv->sock)
+		return wt_err_set(err, WT_EIO, "cannot listen on %s:%d", cfg->listen_host, cfg->listen_port);
+	srv->pool = edge_pool_new(cfg->workers);
+	if (!srv->pool)
+		return wt_err_set(err, WT_ENOMEM, "cannot start %d worker threads", cfg->workers);
+	srv->sigterm = evsignal_new(srv->base, SIGTERM, signal_cb, srv);
+	srv->sigint = evsignal_new(srv->base, SIGINT, signal_cb, srv);
+	if (!srv->sigterm || !srv->sigint || event_add(srv->sigterm, NULL) || event_add(srv->sigint, NULL))
+		return wt_err_set(err, WT_EIO, "cannot install signal handlers");
+	signal(SIGPIPE, SIG_IGN);
+	wt_info("listening addr=%s:%d id=%s workers=%d", cfg->listen_host, cfg->listen_port, cfg->id, cfg->workers);
+	return 0;
+}
+
+int edge_server_run(edge_server *srv)
+{
+	return event_base_dispatch(srv->base) < 0 ? WT_EIO : 0;
+}
+
+void edge_server_free(edge_server *srv)
+{
+	/* workers first: they may still reference tasks whose events belong to base */
+	if (srv->pool)
+		edge_pool_free(srv->pool);
+	if (srv->http)
+		evhttp_free(srv->http);
+	if (srv->drain_timer)
+		event_free(srv->drain_timer);
+	if (srv->sigterm)
+		event_free(srv->sigterm);
+	if (srv->sigint)
+		event_free(srv->sigint);
+	if (srv->base)
+		event_base_free(srv->base);
+	memset(srv, 0, sizeof(*srv));
+}

@@ -1,0 +1,89 @@
+/*
+ * server.h — the edge's HTTP server (libevent evhttp): routing, the task
+ * object that carries a request from the event loop to a worker thread (and
+ * through the group commit) and back, metrics, health and shutdown.
+ *
+ * Threads: the event loop thread owns every evhttp_request. A worker fills
+ * task->reply (or task->err) and calls edge_task_finish(), which activates
+ * the task's event; the reply is sent on the loop thread.
+ */
+#ifndef EDGE_SERVER_H
+#define EDGE_SERVER_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "err.h"
+#include "format.h"
+#include "pool.h"
+#include "store.h"
+
+#define EDGE_NFORMATS 8
+#define EDGE_NERRCODES 10
+
+typedef struct edge_metrics {
+	_Atomic uint64_t uploads[EDGE_NFORMATS]; /* by detected wt_format */
+	_Atomic uint64_t upload_bytes;
+	_Atomic uint64_t upload_samples;
+	_Atomic uint64_t rejects[EDGE_NERRCODES]; /* by -WT_E* code */
+	_Atomic uint64_t queries;
+	_Atomic uint64_t busy;                   /* 503: worker queue full */
+} edge_metrics;
+
+typedef struct edge_server {
+	const edge_config *cfg;
+	edge_store *store;
+	edge_pool *pool;
+	struct event_base *base;
+	struct evhttp *http;
+	struct evhttp_bound_socket *sock;
+	struct event *sigterm, *sigint, *drain_timer;
+	int pending;         /* tasks in flight (loop thread only) */
+	int shutting_down;
+	int64_t started_ns;
+	edge_metrics m;
+} edge_server;
+
+typedef struct edge_task edge_task;
+struct edge_task {
+	edge_server *srv;
+	struct evhttp_request *req;
+	struct event *ev;
+	void (*work)(edge_task *t);     /* runs on a worker */
+	void (*cleanup)(edge_task *t);  /* frees priv; loop thread */
+	void *priv;
+	int is_upload;
+	/* reply */
+	int status;
+	json_t *reply;                  /* JSON body (owned) */
+	char *reply_text;               /* or preformatted JSON text (owned) */
+	wt_err err;                     /* err.code != 0 → error reply */
+	int fmt;                        /* detected format for metrics, -1 = n/a */
+	uint64_t bytes, samples;
+	edge_commit commit;
+};
+
+/* Create a task for req; NULL on OOM. */
+edge_task *edge_task_new(edge_server *srv, struct evhttp_request *req);
+/* Queue t->work on the pool; on failure reply 503 and free t. */
+void edge_task_start(edge_task *t);
+/* Worker/committer side: the reply is ready. Thread-safe. */
+void edge_task_finish(edge_task *t);
+
+/* Count a rejected request and send the JSON error (loop thread). */
+void edge_reject(edge_server *srv, struct evhttp_request *req, int code, const char *detail);
+
+int edge_server_init(edge_server *srv, const edge_config *cfg, edge_store *store, wt_err *err);
+/* Run the loop until SIGTERM/SIGINT and the in-flight tasks are done. */
+int edge_server_run(edge_server *srv);
+void edge_server_free(edge_server *srv);
+
+/* Handlers (ingest.c, query.c). */
+void edge_ingest_handle(edge_server *srv, struct evhttp_request *req, int pyroscope);
+void edge_query_handle(edge_server *srv, struct evhttp_request *req, const char *project, const char *view);
+
+#endif

@@ -1,0 +1,750 @@
+/*
+ * store.c — RocksDB buffer of the edge: opening the column families with
+ * their merge operators, the group-commit writer thread, and the retention
+ * thread (replicated raw expiry, rollup age, disk quota). See store.h.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "compress.h"
+#include "keys.h"
+#include "log.h"
+
+static const char *const cf_names[EDGE_CF_COUNT] = {
+	"default", "raw", "rolluplog", "rollup", "stacks", "meta", "config",
+};
+
+struct edge_store {
+	const edge_config *cfg;
+	rocksdb_t *db;
+	rocksdb_options_t *opts;
+	rocksdb_options_t *cf_opts[EDGE_CF_COUNT];
+	rocksdb_column_family_handle_t *cf[EDGE_CF_COUNT];
+	rocksdb_writeoptions_t *wopts;
+	rocksdb_readoptions_t *ropts;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;       /* committer: queue non-empty or stopping */
+	edge_commit *head, *tail;
+	int stopping;
+	pthread_t committer;
+
+	pthread_mutex_t rmu;
+	pthread_cond_t rcv;
+	int rstop;
+	pthread_t retention;
+	pthread_mutex_t retention_run_mu; /* one retention run at a time */
+
+	uint64_t seq; /* last assigned, committer-only after open */
+	_Atomic uint64_t last_seq;
+	_Atomic uint64_t raw_dropped, raw_dropped_bytes, raw_expired;
+	_Atomic uint64_t groups, items, errors;
+	_Atomic int over_quota;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- merge operators ---------------------------------------------------- */
+
+/* rollup: LE64 self, LE64 total — summed (saturating) */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static char *rollup_sum(const char *existing, size_t elen, const char *const *ops, const size_t *oplen,
+			int nops, unsigned char *success, size_t *outlen)
+{
+	int64_t self = 0, total = 0;
+	char *out = malloc(16);
+	if (!out) {
+		*success = 0;
+		return NULL;
+	}
+	if (existing && elen >= 16) {
+		self = edge_le64_get((const uint8_t *)existing);
+		total = edge_le64_get((const uint8_t *)existing + 8);
+	}
+	for (int i = 0; i < nops; i++) {
+		if (oplen[i] < 16)
+			continue;
+		self = sat_add(self, edge_le64_get((const uint8_t *)ops[i]));
+		total = sat_add(total, edge_le64_get((const uint8_t *)ops[i] + 8));
+	}
+	edge_le64_put((uint8_t *)out, self);
+	edge_le64_put((uint8_t *)out + 8, total);
+	*outlen = 16;
+	*success = 1;
+	return out;
+}
+
+static char *rollup_full(void *st, const char *k, size_t kl, const char *ev, size_t evl,
+			 const char *const *ops, const size_t *opl, int n, unsigned char *ok, size_t *ol)
+{
+	return rollup_sum(ev, evl, ops, opl, n, ok, ol);
+}
+
+static char *rollup_partial(void *st, const char *k, size_t kl, const char *const *ops, const size_t *opl,
+			    int n, unsigned char *ok, size_t *ol)
+{
+	return rollup_sum(NULL, 0, ops, opl, n, ok, ol);
+}
+
+/* stacks: LE64 value + payload; values summed, payload of the first kept */
+static char *stack_sum(const char *existing, size_t elen, const char *const *ops, const size_t *oplen,
+		       int nops, unsigned char *success, size_t *outlen)
+{
+	const char *payload = NULL;
+	size_t plen = 0;
+	int64_t v = 0;
+	if (existing && elen >= 8) {
+		v = edge_le64_get((const uint8_t *)existing);
+		payload = existing + 8;
+		plen = elen - 8;
+	}
+	for (int i = 0; i < nops; i++) {
+		if (oplen[i] < 8)
+			continue;
+		v = sat_add(v, edge_le64_get((const uint8_t *)ops[i]));
+		if (!payload) {
+			payload = ops[i] + 8;
+			plen = oplen[i] - 8;
+		}
+	}
+	char *out = malloc(8 + plen);
+	if (!out) {
+		*success = 0;
+		return NULL;
+	}
+	edge_le64_put((uint8_t *)out, v);
+	if (plen)
+		memcpy(out + 8, payload, plen);
+	*outlen = 8 + plen;
+	*success = 1;
+	return out;
+}
+
+static char *stack_full(void *st, const char *k, size_t kl, const char *ev, size_t evl,
+			const char *const *ops, const size_t *opl, int n, unsigned char *ok, size_t *ol)
+{
+	return stack_sum(ev, evl, ops, opl, n, ok, ol);
+}
+
+static char *stack_partial(void *st, const char *k, size_t kl, const char *const *ops, const size_t *opl,
+			   int n, unsigned char *ok, size_t *ol)
+{
+	return stack_sum(NULL, 0, ops, opl, n, ok, ol);
+}
+
+static void merge_delete(void *st, const char *v, size_t vl)
+{
+	free((void *)v);
+}
+
+static void merge_state_destroy(void *st) {}
+
+static const char *rollup_name(void *st) { return "wt.rollup.sum.v1"; }
+static const char *stack_name(void *st) { return "wt.stacks.sum.v1"; }
+
+/* ---- commit items ------------------------------------------------------- */
+
+int edge_commit_op(edge_commit *c, int cf, int kind, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	uint8_t h[10];
+	h[0] = (uint8_t)cf;
+	h[1] = (uint8_t)kind;
+	for (int i = 0; i < 4; i++) {
+		h[2 + i] = (uint8_t)(klen >> (8 * i));
+		h[6 + i] = (uint8_t)(vlen >> (8 * i));
+	}
+	wt_buf_append(&c->ops, h, sizeof(h));
+	wt_buf_append(&c->ops, key, klen);
+	wt_buf_append(&c->ops, val, vlen);
+	return c->ops.oom ? WT_ENOMEM : 0;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- committer ---------------------------------------------------------- */
+
+/* Read-modify-write of a rollup row inside the group batch (rollup_mode=rmw). */
+static int rmw_rollup(edge_store *s, rocksdb_writebatch_wi_t *wb, const uint8_t *k, size_t kl,
+		      const uint8_t *v, size_t vl)
+{
+	char *e = NULL, *cur;
+	size_t cl = 0;
+	unsigned char ok;
+	size_t ol;
+	const char *ops[1] = {(const char *)v};
+	size_t opl[1] = {vl};
+
+	cur = rocksdb_writebatch_wi_get_from_batch_and_db_cf(wb, s->db, s->ropts, s->cf[EDGE_CF_ROLLUP],
+							     (const char *)k, kl, &cl, &e);
+	if (e) {
+		wt_error("rmw get failed: %s", e);
+		free(e);
+		return WT_EIO;
+	}
+	char *sum = rollup_sum(cur, cl, ops, opl, 1, &ok, &ol);
+	free(cur);
+	if (!sum)
+		return WT_ENOMEM;
+	rocksdb_writebatch_wi_put_cf(wb, s->cf[EDGE_CF_ROLLUP], (const char *)k, kl, sum, ol);
+	free(sum);
+	return 0;
+}
+
+static void commit_group(edge_store *s, edge_commit *list)
+{
+	int rmw = s->cfg->rollup_mode == EDGE_ROLLUP_RMW;
+	rocksdb_writebatch_t *wb = rmw ? NULL : rocksdb_writebatch_create();
+	rocksdb_writebatch_wi_t *wbi = rmw ? rocksdb_writebatch_wi_create(0, 1) : NULL;
+	uint64_t seq = s->seq;
+	uint8_t key[8];
+	int rc = 0;
+	size_t n = 0;
+
+#define WB_PUT(cfi, k, kl, v, vl) \
+	(rmw ? rocksdb_writebatch_wi_put_cf(wbi, s->cf[cfi], (const char *)(k), kl, (const char *)(v), vl) \
+	     : rocksdb_writebatch_put_cf(wb, s->cf[cfi], (const char *)(k), kl, (const char *)(v), vl))
+#define WB_MERGE(cfi, k, kl, v, vl) \
+	(rmw ? rocksdb_writebatch_wi_merge_cf(wbi, s->cf[cfi], (const char *)(k), kl, (const char *)(v), vl) \
+	     : rocksdb_writebatch_merge_cf(wb, s->cf[cfi], (const char *)(k), kl, (const char *)(v), vl))
+
+	for (edge_commit *c = list; c; c = c->next, n++) {
+		c->seq = ++seq;
+		edge_be64_put(key, c->seq);
+		WB_PUT(EDGE_CF_RAW, key, 8, c->raw, c->raw_len);
+		WB_PUT(EDGE_CF_ROLLUPLOG, key, 8, c->rolluplog, c->rolluplog_len);
+		const uint8_t *p = c->ops.data, *e = c->ops.data + c->ops.len;
+		while (p + 10 <= e && rc == 0) {
+			int cf = p[0], kind = p[1];
+			uint32_t kl = rd32(p + 2), vl = rd32(p + 6);
+			const uint8_t *k = p + 10, *v = k + kl;
+			if (cf <= EDGE_CF_DEFAULT || cf >= EDGE_CF_COUNT || v + vl > e) {
+				rc = WT_EINVAL;
+				break;
+			}
+			if (kind == EDGE_OP_PUT)
+				WB_PUT(cf, k, kl, v, vl);
+			else if (rmw && cf == EDGE_CF_ROLLUP)
+				rc = rmw_rollup(s, wbi, k, kl, v, vl);
+			else
+				WB_MERGE(cf, k, kl, v, vl);
+			p = v + vl;
+		}
+	}
+	edge_be64_put(key, seq);
+	WB_PUT(EDGE_CF_META, EDGE_META_SEQ, strlen(EDGE_META_SEQ), key, 8);
+
+	if (rc == 0) {
+		char *err = NULL;
+		if (rmw)
+			rocksdb_write_writebatch_wi(s->db, s->wopts, wbi, &err);
+		else
+			rocksdb_write(s->db, s->wopts, wb, &err);
+		if (err) {
+			wt_error("group commit of %zu uploads failed: %s", n, err);
+			free(err);
+			rc = WT_EIO;
+		}
+	}
+	if (wb)
+		rocksdb_writebatch_destroy(wb);
+	if (wbi)
+		rocksdb_writebatch_wi_destroy(wbi);
+	if (rc == 0) {
+		s->seq = seq;
+		atomic_store(&s->last_seq, seq);
+	} else {
+		atomic_fetch_add(&s->errors, 1);
+	}
+	atomic_fetch_add(&s->groups, 1);
+	atomic_fetch_add(&s->items, n);
+	for (edge_commit *c = list, *next; c; c = next) {
+		next = c->next;
+		c->rc = rc;
+		if (rc)
+			c->seq = 0;
+		c->done(c);
+	}
+#undef WB_PUT
+#undef WB_MERGE
+}
+
+static void *committer_main(void *arg)
+{
+	edge_store *s = arg;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->head && !s->stopping)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (!s->head && s->stopping)
+			break;
+		edge_commit *list = s->head;
+		s->head = s->tail = NULL;
+		pthread_mutex_unlock(&s->mu);
+		commit_group(s, list);
+		pthread_mutex_lock(&s->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+void edge_store_submit(edge_store *s, edge_commit *c)
+{
+	c->next = NULL;
+	pthread_mutex_lock(&s->mu);
+	if (s->stopping) {
+		pthread_mutex_unlock(&s->mu);
+		c->rc = WT_EUNAVAIL;
+		c->done(c);
+		return;
+	}
+	if (s->tail)
+		s->tail->next = c;
+	else
+		s->head = c;
+	s->tail = c;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- raw records -------------------------------------------------------- */
+
+int edge_raw_encode(int64_t received_ns, const char *hdr, const uint8_t *body, size_t len,
+		    uint8_t **out, size_t *outlen, wt_err *err)
+{
+	uint8_t *z = NULL;
+	size_t zl = 0, hl = strlen(hdr);
+	int rc = wt_zstd_compress(body, len, 3, &z, &zl, err);
+	if (rc)
+		return rc;
+	uint8_t *r = malloc(16 + hl + zl);
+	if (!r) {
+		free(z);
+		return wt_err_set(err, WT_ENOMEM, "out of memory building the raw record");
+	}
+	memcpy(r, "WTR1", 4);
+	edge_le64_put(r + 4, received_ns);
+	for (int i = 0; i < 4; i++)
+		r[12 + i] = (uint8_t)(hl >> (8 * i));
+	memcpy(r + 16, hdr, hl);
+	memcpy(r + 16 + hl, z, zl);
+	free(z);
+	*out = r;
+	*outlen = 16 + hl + zl;
+	return 0;
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+static uint64_t prop_u64(edge_store *s, int cf, const char *name)
+{
+	char *v = rocksdb_property_value_cf(s->db, s->cf[cf], name);
+	uint64_t r = v ? strtoull(v, NULL, 10) : 0;
+	free(v);
+	return r;
+}
+
+static uint64_t disk_bytes(edge_store *s)
+{
+	uint64_t t = 0;
+	for (int i = 0; i < EDGE_CF_COUNT; i++)
+		t += prop_u64(s, i, "rocksdb.total-sst-files-size") + prop_u64(s, i, "rocksdb.size-all-mem-tables");
+	return t;
+}
+
+static uint64_t get_be64_meta(edge_store *s, const char *key)
+{
+	char *e = NULL;
+	size_t vl = 0;
+	char *v = rocksdb_get_cf(s->db, s->ropts, s->cf[EDGE_CF_META], key, strlen(key), &vl, &e);
+	uint64_t r = 0;
+	if (e)
+		free(e);
+	if (v && vl == 8)
+		r = edge_be64_get((const uint8_t *)v);
+	free(v);
+	return r;
+}
+
+void edge_store_stats_get(edge_store *s, edge_store_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->last_seq = atomic_load(&s->last_seq);
+	st->repl_cursor = get_be64_meta(s, EDGE_META_REPL_CURSOR);
+	st->disk_bytes = disk_bytes(s);
+	st->raw_bytes = prop_u64(s, EDGE_CF_RAW, "rocksdb.total-sst-files-size") +
+			prop_u64(s, EDGE_CF_RAW, "rocksdb.size-all-mem-tables");
+	st->unreplicated = st->last_seq > st->repl_cursor ? st->last_seq - st->repl_cursor : 0;
+	if (st->unreplicated) {
+		uint8_t k[8];
+		edge_be64_put(k, st->repl_cursor + 1);
+		rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[EDGE_CF_ROLLUPLOG]);
+		rocksdb_iter_seek(it, (const char *)k, 8);
+		if (rocksdb_iter_valid(it)) {
+			size_t vl;
+			const char *v = rocksdb_iter_value(it, &vl);
+			if (vl >= 8)
+				st->oldest_unreplicated_ns = edge_le64_get((const uint8_t *)v);
+		}
+		rocksdb_iter_destroy(it);
+	}
+	st->raw_dropped = atomic_load(&s->raw_dropped);
+	st->raw_dropped_bytes = atomic_load(&s->raw_dropped_bytes);
+	st->raw_expired = atomic_load(&s->raw_expired);
+	st->commit_groups = atomic_load(&s->groups);
+	st->commit_items = atomic_load(&s->items);
+	st->commit_errors = atomic_load(&s->errors);
+	st->over_quota = atomic_load(&s->over_quota);
+}
+
+/* ---- retention ---------------------------------------------------------- */
+
+/* Raw originals the hub acknowledged more than N hours ago: the replication
+ * client writes meta repl/ledger/BE64(seq) → LE64(acked_at_ns) for each acked
+ * batch; every raw seq ≤ such a seq is deleted once acked_at + N h < now. */
+static void expire_replicated(edge_store *s, int64_t now)
+{
+	const size_t pl = strlen(EDGE_META_REPL_LEDGER);
+	int64_t keep_ns = s->cfg->raw_hours_after_replication * 3600LL * 1000000000LL;
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[EDGE_CF_META]);
+	uint64_t upto = 0;
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+
+	for (rocksdb_iter_seek(it, EDGE_META_REPL_LEDGER, pl); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		const char *v = rocksdb_iter_value(it, &vl);
+		if (kl != pl + 8 || memcmp(k, EDGE_META_REPL_LEDGER, pl) != 0)
+			break;
+		if (vl != 8 || edge_le64_get((const uint8_t *)v) + keep_ns > now)
+			break;
+		upto = edge_be64_get((const uint8_t *)k + pl);
+		rocksdb_writebatch_delete_cf(wb, s->cf[EDGE_CF_META], k, kl);
+	}
+	rocksdb_iter_destroy(it);
+	if (upto) {
+		uint8_t a[8], b[8];
+		edge_be64_put(a, 0);
+		edge_be64_put(b, upto + 1);
+		rocksdb_writebatch_delete_range_cf(wb, s->cf[EDGE_CF_RAW], (char *)a, 8, (char *)b, 8);
+		rocksdb_writebatch_delete_range_cf(wb, s->cf[EDGE_CF_ROLLUPLOG], (char *)a, 8, (char *)b, 8);
+		char *e = NULL;
+		rocksdb_write(s->db, s->wopts, wb, &e);
+		if (e) {
+			wt_error("retention: expiring replicated raw up to seq %llu failed: %s", (unsigned long long)upto, e);
+			free(e);
+		} else {
+			atomic_fetch_add(&s->raw_expired, 1);
+			wt_info("retention: expired raw originals replicated more than %lld h ago seq_upto=%llu",
+				(long long)s->cfg->raw_hours_after_replication, (unsigned long long)upto);
+		}
+	}
+	rocksdb_writebatch_destroy(wb);
+}
+
+/* Local rollups and stacks older than rollup_days: delete_range per series
+ * (project/service/type) listed in meta types/. Unreplicated rollup deltas
+ * live in rolluplog and are not touched here. */
+static void expire_rollups(edge_store *s, int64_t now)
+{
+	const size_t pl = strlen(EDGE_META_TYPES);
+	int64_t cutoff_min = now / 60000000000LL - s->cfg->rollup_days * 1440;
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[EDGE_CF_META]);
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	int n = 0;
+
+	if (cutoff_min <= 0)
+		goto out;
+	for (rocksdb_iter_seek(it, EDGE_META_TYPES, pl); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		if (kl < pl || memcmp(k, EDGE_META_TYPES, pl) != 0)
+			break;
+		wt_buf a = WT_BUF_INIT, b = WT_BUF_INIT;
+		uint8_t m[8];
+		wt_buf_append(&a, k + pl, kl - pl);
+		wt_buf_append(&b, k + pl, kl - pl);
+		edge_be64_put(m, 0);
+		wt_buf_append(&a, m, 8);
+		edge_be64_put(m, (uint64_t)cutoff_min);
+		wt_buf_append(&b, m, 8);
+		if (!a.oom && !b.oom) {
+			rocksdb_writebatch_delete_range_cf(wb, s->cf[EDGE_CF_ROLLUP], (char *)a.data, a.len,
+							   (char *)b.data, b.len);
+			rocksdb_writebatch_delete_range_cf(wb, s->cf[EDGE_CF_STACKS], (char *)a.data, a.len,
+							   (char *)b.data, b.len);
+			n++;
+		}
+		wt_buf_free(&a);
+		wt_buf_free(&b);
+	}
+	if (n) {
+		char *e = NULL;
+		rocksdb_write(s->db, s->wopts, wb, &e);
+		if (e) {
+			wt_error("retention: expiring rollups failed: %s", e);
+			free(e);
+		}
+	}
+out:
+	rocksdb_iter_destroy(it);
+	rocksdb_writebatch_destroy(wb);
+}
+
+/* Disk quota: drop the oldest raw originals (replicated or not — they are
+ * the bulk; rollup deltas stay) until the DB is 10% under quota. */
+static void enforce_quota(edge_store *s)
+{
+	uint64_t quota = s->cfg->disk_quota_bytes;
+	uint64_t used = disk_bytes(s);
+	if (used <= quota) {
+		atomic_store(&s->over_quota, 0);
+		return;
+	}
+	uint64_t need = used - quota + quota / 10, freed = 0, dropped = 0;
+	uint8_t last[8];
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[EDGE_CF_RAW]);
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it) && freed < need; rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		rocksdb_iter_value(it, &vl);
+		rocksdb_writebatch_delete_cf(wb, s->cf[EDGE_CF_RAW], k, kl);
+		if (kl == 8)
+			memcpy(last, k, 8);
+		freed += kl + vl;
+		dropped++;
+	}
+	rocksdb_iter_destroy(it);
+	if (dropped) {
+		char *e = NULL;
+		rocksdb_write(s->db, s->wopts, wb, &e);
+		if (e) {
+			wt_error("retention: dropping raw originals over quota failed: %s", e);
+			free(e);
+			dropped = 0;
+		} else {
+			atomic_fetch_add(&s->raw_dropped, dropped);
+			atomic_fetch_add(&s->raw_dropped_bytes, freed);
+			wt_warn("retention: disk quota reached, dropped oldest raw originals used_bytes=%llu quota_bytes=%llu dropped=%llu dropped_bytes=%llu upto_seq=%llu",
+				(unsigned long long)used, (unsigned long long)quota, (unsigned long long)dropped,
+				(unsigned long long)freed, (unsigned long long)edge_be64_get(last));
+			rocksdb_flush_wal(s->db, 1, &e);
+			free(e);
+			rocksdb_compact_range_cf(s->db, s->cf[EDGE_CF_RAW], NULL, 0, (const char *)last, 8);
+		}
+	}
+	rocksdb_writebatch_destroy(wb);
+	if (freed < need) {
+		if (!atomic_exchange(&s->over_quota, 1))
+			wt_error("retention: disk quota exceeded and no raw originals left to drop; rollups are kept (never dropped unreplicated) used_bytes=%llu quota_bytes=%llu",
+				 (unsigned long long)used, (unsigned long long)quota);
+	} else {
+		atomic_store(&s->over_quota, 0);
+	}
+}
+
+void edge_store_retention_run(edge_store *s)
+{
+	pthread_mutex_lock(&s->retention_run_mu);
+	int64_t now = now_ns();
+	expire_replicated(s, now);
+	expire_rollups(s, now);
+	enforce_quota(s);
+	pthread_mutex_unlock(&s->retention_run_mu);
+}
+
+static void *retention_main(void *arg)
+{
+	edge_store *s = arg;
+	pthread_mutex_lock(&s->rmu);
+	while (!s->rstop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += s->cfg->retention_interval_s;
+		pthread_cond_timedwait(&s->rcv, &s->rmu, &ts);
+		if (s->rstop)
+			break;
+		pthread_mutex_unlock(&s->rmu);
+		edge_store_retention_run(s);
+		pthread_mutex_lock(&s->rmu);
+	}
+	pthread_mutex_unlock(&s->rmu);
+	return NULL;
+}
+
+/* ---- open / close ------------------------------------------------------- */
+
+static int mkdir_p(const char *path)
+{
+	char tmp[4096];
+	size_t n = strlen(path);
+	if (n >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(tmp, 0750) != 0 && errno != EEXIST)
+				return -1;
+			*p = '/';
+		}
+	}
+	if (mkdir(tmp, 0750) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+rocksdb_t *edge_store_db(edge_store *s) { return s->db; }
+rocksdb_column_family_handle_t *edge_store_cf(edge_store *s, int cf) { return s->cf[cf]; }
+
+int edge_store_open(const edge_config *cfg, const char *config_text, edge_store **out, wt_err *err)
+{
+	edge_store *s = calloc(1, sizeof(*s));
+	char *e = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (!s)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	s->cfg = cfg;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	pthread_mutex_init(&s->rmu, NULL);
+	pthread_cond_init(&s->rcv, NULL);
+	pthread_mutex_init(&s->retention_run_mu, NULL);
+	if (mkdir_p(cfg->data_dir) != 0) {
+		rc = wt_err_set(err, WT_EIO, "cannot create data_dir %s: %s", cfg->data_dir, strerror(errno));
+		goto fail;
+	}
+	s->opts = rocksdb_options_create();
+	rocksdb_options_set_create_if_missing(s->opts, 1);
+	rocksdb_options_set_create_missing_column_families(s->opts, 1);
+	rocksdb_options_increase_parallelism(s->opts, 2);
+	rocksdb_options_set_max_total_wal_size(s->opts, 256u << 20);
+	for (int i = 0; i < EDGE_CF_COUNT; i++) {
+		s->cf_opts[i] = rocksdb_options_create_copy(s->opts);
+		if (i == EDGE_CF_ROLLUP)
+			rocksdb_options_set_merge_operator(s->cf_opts[i],
+				rocksdb_mergeoperator_create(NULL, merge_state_destroy, rollup_full, rollup_partial, merge_delete, rollup_name));
+		else if (i == EDGE_CF_STACKS)
+			rocksdb_options_set_merge_operator(s->cf_opts[i],
+				rocksdb_mergeoperator_create(NULL, merge_state_destroy, stack_full, stack_partial, merge_delete, stack_name));
+		/* raw bodies are zstd already; rollups/stacks compress well */
+		rocksdb_options_set_compression(s->cf_opts[i],
+						i == EDGE_CF_RAW ? rocksdb_no_compression : rocksdb_lz4_compression);
+	}
+	s->db = rocksdb_open_column_families(s->opts, cfg->data_dir, EDGE_CF_COUNT, cf_names,
+					     (const rocksdb_options_t *const *)s->cf_opts, s->cf, &e);
+	if (e) {
+		rc = wt_err_set(err, WT_EIO, "opening RocksDB in %s: %s", cfg->data_dir, e);
+		free(e);
+		s->db = NULL;
+		goto fail;
+	}
+	s->wopts = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(s->wopts, cfg->sync ? 1 : 0);
+	s->ropts = rocksdb_readoptions_create();
+	s->seq = get_be64_meta(s, EDGE_META_SEQ);
+	atomic_store(&s->last_seq, s->seq);
+	if (config_text) {
+		rocksdb_put_cf(s->db, s->wopts, s->cf[EDGE_CF_CONFIG], "local", 5, config_text, strlen(config_text), &e);
+		free(e);
+		e = NULL;
+	}
+	if (pthread_create(&s->committer, NULL, committer_main, s) != 0) {
+		rc = wt_err_set(err, WT_ENOMEM, "cannot start the committer thread");
+		goto fail;
+	}
+	if (pthread_create(&s->retention, NULL, retention_main, s) != 0) {
+		pthread_mutex_lock(&s->mu);
+		s->stopping = 1;
+		pthread_cond_signal(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->committer, NULL);
+		rc = wt_err_set(err, WT_ENOMEM, "cannot start the retention thread");
+		goto fail;
+	}
+	wt_info("store opened data_dir=%s last_seq=%llu sync=%d rollup_mode=%s", cfg->data_dir,
+		(unsigned long long)s->seq, cfg->sync, cfg->rollup_mode == EDGE_ROLLUP_RMW ? "rmw" : "merge");
+	*out = s;
+	return 0;
+fail:
+	if (s->db) {
+		for (int i = 0; i < EDGE_CF_COUNT; i++)
+			if (s->cf[i])
+				rocksdb_column_family_handle_destroy(s->cf[i]);
+		rocksdb_close(s->db);
+	}
+	if (s->wopts)
+		rocksdb_writeoptions_destroy(s->wopts);
+	if (s->ropts)
+		rocksdb_readoptions_destroy(s->ropts);
+	for (int i = 0; i < EDGE_CF_COUNT; i++)
+		if (s->cf_opts[i])
+			rocksdb_options_destroy(s->cf_opts[i]);
+	if (s->opts)
+		rocksdb_options_destroy(s->opts);
+	free(s);
+	return rc;
+}
+
+void edge_store_close(edge_store *s)
+{
+	char *e = NULL;
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->rmu);
+	s->rstop = 1;
+	pthread_cond_signal(&s->rcv);
+	pthread_mutex_unlock(&s->rmu);
+	pthread_join(s->retention, NULL);
+	pthread_mutex_lock(&s->mu);
+	s->stopping = 1;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->committer, NULL);
+	rocksdb_flush_wal(s->db, 1, &e);
+	if (e) {
+		wt_error("flushing the WAL at shutdown failed: %s", e);
+		free(e);
+	}
+	rocksdb_cancel_all_background_work(s->db, 1);
+	for (int i = 0; i < EDGE_CF_COUNT; i++)
+		rocksdb_column_family_handle_destroy(s->cf[i]);
+	rocksdb_close(s->db);
+	rocksdb_writeoptions_destroy(s->wopts);
+	rocksdb_readoptions_destroy(s->ropts);
+	for (int i = 0; i < EDGE_CF_COUNT; i++)
+		rocksdb_options_destroy(s->cf_opts[i]);
+	rocksdb_options_destroy(s->opts);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->rmu);
+	pthread_cond_destroy(&s->rcv);
+	pthread_mutex_destroy(&s->retention_run_mu);
+	wt_info("store closed");
+	free(s);
+}

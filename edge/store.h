@@ -1,0 +1,89 @@
+/*
+ * store.h — the edge's durable buffer: one RocksDB database with column
+ * families raw, rolluplog, rollup, stacks, meta, config (layout in keys.h),
+ * a group-commit writer thread and the local retention job.
+ *
+ * Group commit: upload workers hand fully prepared edge_commit items to
+ * edge_store_submit(); one committer thread takes every item queued so far,
+ * assigns consecutive sequence numbers (the raw/rolluplog keys, so
+ * replication can read them in commit order), writes all of them in ONE
+ * WriteBatch with one synced write (WAL fsync when edge.sync is true) and
+ * then calls each item's done() — only then may the upload be answered 2xx.
+ *
+ * Ownership: the store owns the DB. A submitted item stays owned by the
+ * caller, who must not touch it until done() has been called (from the
+ * committer thread).
+ */
+#ifndef EDGE_STORE_H
+#define EDGE_STORE_H
+
+#include <rocksdb/c.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "config.h"
+#include "err.h"
+
+enum { EDGE_CF_DEFAULT, EDGE_CF_RAW, EDGE_CF_ROLLUPLOG, EDGE_CF_ROLLUP, EDGE_CF_STACKS,
+       EDGE_CF_META, EDGE_CF_CONFIG, EDGE_CF_COUNT };
+
+enum { EDGE_OP_PUT = 1, EDGE_OP_MERGE = 2 };
+
+typedef struct edge_commit {
+	/* in */
+	uint8_t *raw;         /* raw record (edge_raw_encode) */
+	size_t raw_len;
+	uint8_t *rolluplog;   /* rolluplog value */
+	size_t rolluplog_len;
+	wt_buf ops;           /* edge_commit_op() records */
+	void (*done)(struct edge_commit *c); /* called on the committer thread */
+	void *arg;
+	/* out */
+	int rc;
+	uint64_t seq;
+	struct edge_commit *next; /* queue link (store-private) */
+} edge_commit;
+
+/* Append an operation on cf to c->ops. 0 or WT_ENOMEM. */
+int edge_commit_op(edge_commit *c, int cf, int kind, const void *key, size_t klen,
+		   const void *val, size_t vlen);
+
+typedef struct edge_store edge_store;
+
+typedef struct edge_store_stats {
+	uint64_t last_seq;
+	uint64_t repl_cursor;
+	uint64_t disk_bytes;          /* SST + memtables of all column families */
+	uint64_t raw_bytes;           /* estimated live bytes in CF raw */
+	int64_t oldest_unreplicated_ns; /* received time of the oldest seq > cursor, 0 = none */
+	uint64_t unreplicated;        /* last_seq - cursor */
+	uint64_t raw_dropped, raw_dropped_bytes, raw_expired;
+	uint64_t commit_groups, commit_items, commit_errors;
+	int over_quota;               /* quota reached and nothing droppable left */
+} edge_store_stats;
+
+/* Open (creating) the DB under cfg->data_dir and start the committer and
+ * retention threads. cfg must outlive the store. config_text (may be NULL)
+ * is saved under config/"local". */
+int edge_store_open(const edge_config *cfg, const char *config_text, edge_store **out, wt_err *err);
+/* Drain the commit queue, stop the threads, flush and close the DB. */
+void edge_store_close(edge_store *s);
+
+/* Queue c for the next group commit. Never blocks on I/O. After close has
+ * begun, c->done is called at once with rc = WT_EUNAVAIL. */
+void edge_store_submit(edge_store *s, edge_commit *c);
+
+rocksdb_t *edge_store_db(edge_store *s);
+rocksdb_column_family_handle_t *edge_store_cf(edge_store *s, int cf);
+void edge_store_stats_get(edge_store *s, edge_store_stats *st);
+
+/* Run the retention job once now (also runs every retention.interval_s). */
+void edge_store_retention_run(edge_store *s);
+
+/* Raw record: "WTR1" LE64(received_ns) LE32(hdrlen) header-JSON zstd(body).
+ * *out is malloc'd (caller frees). */
+int edge_raw_encode(int64_t received_ns, const char *header_json, const uint8_t *body, size_t len,
+		    uint8_t **out, size_t *outlen, wt_err *err);
+
+#endif

@@ -1,0 +1,155 @@
+"""harness/edge.py — start a real wt-edge on a free loopback port.
+
+    from harness.edge import Edge
+    e = Edge(self)            # registers cleanup with a TestCase (or call stop())
+    e.start()
+    status, body = e.upload(data, format="folded", service="svc")
+    status, js = e.query("table", service="svc")
+    e.kill9(); e.start()      # restart on the same data dir and port
+
+The config is generated from the documented keys (appliance/edge.cfg) in a
+temp dir; the data dir lives there too and is removed at cleanup.
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+
+ROOT = os.environ.get("WT_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+BIN = os.environ.get("WT_BIN") or os.path.join(ROOT, os.environ.get("BUILD", "build"), "bin")
+CORPUS = os.path.abspath(os.path.join(ROOT, "..", "shared", "corpus"))
+
+UPLOAD_TOKEN = "test-upload-token"
+READ_TOKEN = "test-read-token"
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Edge:
+    def __init__(self, testcase=None, project="demo", sync=True, workers=4, max_body_mb=64,
+                 rollup_mode="merge", extra_limits="", extra_edge=""):
+        self.dir = tempfile.mkdtemp(prefix="wt-edge-test-")
+        self.port = free_port()
+        self.project = project
+        self.proc = None
+        self.cfg = os.path.join(self.dir, "edge.cfg")
+        self.log = os.path.join(self.dir, "edge.log")
+        with open(self.cfg, "w") as f:
+            f.write(f"""edge = {{
+  id = "edge-test";
+  listen = "127.0.0.1:{self.port}";
+  data_dir = "{self.dir}/data";
+  default_project = "{project}";
+  sync = {"true" if sync else "false"};
+  workers = {workers};
+  rollup_mode = "{rollup_mode}";
+  {extra_edge}
+}};
+limits = {{ max_body_mb = {max_body_mb}; max_decompressed_mb = 512; max_samples = 5000000; max_stack_depth = 2048; {extra_limits} }};
+retention = {{ raw_hours_after_replication = 24; rollup_days = 7; disk_quota_mb = 10240; }};
+projects = ( {{ name = "{project}"; upload_tokens = [ "{UPLOAD_TOKEN}" ]; read_tokens = [ "{READ_TOKEN}" ]; }} );
+hub = {{ url = ""; ca = ""; cert = ""; key = ""; }};
+""")
+        if testcase is not None:
+            testcase.addCleanup(self.cleanup)
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout=15):
+        logf = open(self.log, "ab")
+        self.proc = subprocess.Popen([os.path.join(BIN, "wt-edge"), "--config", self.cfg],
+                                     stdout=logf, stderr=logf)
+        logf.close()
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"wt-edge exited with {self.proc.returncode}: {self.read_log()[-2000:]}")
+            try:
+                st, _ = self.request("GET", "/healthz", timeout=1)
+                if st == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("wt-edge did not become healthy: " + self.read_log()[-2000:])
+
+    def read_log(self):
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def stop(self, timeout=20):
+        """SIGTERM and wait; returns the exit code (None if it was not running)."""
+        if not self.proc or self.proc.poll() is not None:
+            rc = self.proc.returncode if self.proc else None
+            self.proc = None
+            return rc
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            rc = "timeout"
+        self.proc = None
+        return rc
+
+    def kill9(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def cleanup(self):
+        self.kill9()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def request(self, method, path, body=None, headers=None, timeout=60):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    def upload(self, data, token=UPLOAD_TOKEN, path="/v1/profiles", headers=None, **params):
+        qs = urllib.parse.urlencode(params, safe="{}=,")
+        h = {"Authorization": f"Bearer {token}"} if token else {}
+        h.update(headers or {})
+        return self.request("POST", f"{path}?{qs}", body=data, headers=h)
+
+    def query(self, view, token=READ_TOKEN, project=None, **params):
+        project = project or self.project
+        qs = urllib.parse.urlencode(params)
+        path = f"/v1/projects/{project}/profiles/{view}" if view != "services" else f"/v1/projects/{project}/services"
+        st, body = self.request("GET", f"{path}?{qs}", headers={"Authorization": f"Bearer {token}"})
+        try:
+            return st, json.loads(body)
+        except ValueError:
+            return st, body
+
+    def metrics(self):
+        st, body = self.request("GET", "/metrics")
+        out = {}
+        for line in body.decode().splitlines():
+            if line and not line.startswith("#"):
+                k, v = line.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
