@@ -133,6 +133,16 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_EDGE) $(LIB_HUB) $(LIB_CLI) $(LIB_CO
 		$(if $(findstring /cli/,$@),$(LIB_CLI)) $(LIB_COMMON) \
 		$(LDLIBS) $(shell $(PKG_CONFIG) --libs cmocka)
 
+# ---- test tools: tests/tools/X.c -> $(BUILD)/tests/tools/X ---------------------
+# Helper programs the integration tests start; they link the CLI library and
+# common.
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOL_BINS := $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(TOOL_SRC))
+$(BUILD)/tests/tools/%: tests/tools/%.c $(LIB_CLI) $(LIB_COMMON) | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_CLI) $(LIB_COMMON) $(LDLIBS)
+
 # ---- benchmarks ----------------------------------------------------------------
 $(BUILD)/bench/%: bench/%.c $(LIB_COMMON)
 	@mkdir -p $(dir $@)
@@ -141,13 +151,13 @@ $(BUILD)/bench/%: bench/%.c $(LIB_COMMON)
 
 # ---- test entry points ---------------------------------------------------------
 # tests/run drives everything and prints "N passed, N failed".
-test: $(BINS) $(UNIT_BINS)
+test: $(BINS) $(UNIT_BINS) $(TOOL_BINS)
 	$(Q)BUILD=$(BUILD) tests/run all
 
 unit: $(BINS) $(UNIT_BINS)
 	$(Q)BUILD=$(BUILD) tests/run unit
 
-integration: $(BINS) $(UNIT_BINS)
+integration: $(BINS) $(UNIT_BINS) $(TOOL_BINS)
 	$(Q)BUILD=$(BUILD) tests/run integration
 
 asan:

@@ -1,0 +1,227 @@
+/*
+ * tls_client.c — mutual-TLS HTTPS client for edge→hub replication on one
+ * persistent libcurl easy handle (see tls_client.h).
+ */
+#include "tls_client.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+struct wt_tls_client {
+	CURL *h;
+	char *ca_file, *cert_file, *key_file;
+	struct curl_slist *resolve;
+	size_t max_response;
+	long connects;
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+/* Where the write callback puts the body. */
+typedef struct sink {
+	wt_buf *b;
+	size_t max, got;
+	int over, oom;
+} sink;
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	sink *s = arg;
+	size_t len = size * n;
+
+	if (s->got + len > s->max) {
+		s->over = 1;
+		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+	}
+	s->got += len;
+	if (s->b && wt_buf_append(s->b, p, len)) {
+		s->oom = 1;
+		return 0;
+	}
+	return len;
+}
+
+static int check_file(const char *what, const char *path, wt_err *err)
+{
+	if (!path || !*path)
+		return wt_err_set(err, WT_EINVAL, "tls client: %s file is required", what);
+	if (access(path, R_OK))
+		return wt_err_set(err, WT_EINVAL, "tls client: %s file %s is not readable", what, path);
+	return 0;
+}
+
+int wt_tls_client_set_files(wt_tls_client *c, const char *ca_file, const char *cert_file,
+			    const char *key_file, wt_err *err)
+{
+	char *ca, *cert, *key;
+	int rc;
+
+	if ((rc = check_file("CA", ca_file, err)) || (rc = check_file("certificate", cert_file, err)) ||
+	    (rc = check_file("key", key_file, err)))
+		return rc;
+	ca = strdup(ca_file);
+	cert = strdup(cert_file);
+	key = strdup(key_file);
+	if (!ca || !cert || !key) {
+		free(ca);
+		free(cert);
+		free(key);
+		return wt_err_set(err, WT_ENOMEM, "tls client: out of memory");
+	}
+	free(c->ca_file);
+	free(c->cert_file);
+	free(c->key_file);
+	c->ca_file = ca;
+	c->cert_file = cert;
+	c->key_file = key;
+	curl_easy_setopt(c->h, CURLOPT_CAINFO, c->ca_file);
+	curl_easy_setopt(c->h, CURLOPT_SSLCERT, c->cert_file);
+	curl_easy_setopt(c->h, CURLOPT_SSLKEY, c->key_file);
+	/* a connection opened with the old certificate must not be reused */
+	curl_easy_setopt(c->h, CURLOPT_FRESH_CONNECT, 1L);
+	return 0;
+}
+
+int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_err *err)
+{
+	wt_tls_client *c;
+	int rc;
+
+	*out = NULL;
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_rc != CURLE_OK)
+		return wt_err_set(err, WT_EIO, "tls client: curl_global_init: %s",
+				  curl_easy_strerror(curl_init_rc));
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return wt_err_set(err, WT_ENOMEM, "tls client: out of memory");
+	c->h = curl_easy_init();
+	if (!c->h) {
+		rc = wt_err_set(err, WT_ENOMEM, "tls client: curl_easy_init failed");
+		goto fail;
+	}
+	if ((rc = wt_tls_client_set_files(c, cfg->ca_file, cfg->cert_file, cfg->key_file, err)))
+		goto fail;
+	curl_easy_setopt(c->h, CURLOPT_FRESH_CONNECT, 0L);
+	for (const char *const *r = cfg->resolve; r && *r; r++) {
+		struct curl_slist *n = curl_slist_append(c->resolve, *r);
+		if (!n) {
+			rc = wt_err_set(err, WT_ENOMEM, "tls client: out of memory");
+			goto fail;
+		}
+		c->resolve = n;
+	}
+	c->max_response = cfg->max_response ? cfg->max_response : WT_TLS_CLIENT_MAX_RESPONSE;
+	curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c->h, CURLOPT_ERRORBUFFER, c->errbuf);
+	curl_easy_setopt(c->h, CURLOPT_PROTOCOLS_STR, "https"); /* never plain HTTP */
+	curl_easy_setopt(c->h, CURLOPT_SSLCERTTYPE, "PEM");
+	curl_easy_setopt(c->h, CURLOPT_SSLKEYTYPE, "PEM");
+	curl_easy_setopt(c->h, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c->h, CURLOPT_SSL_VERIFYHOST, 2L); /* hub name from the URL */
+	curl_easy_setopt(c->h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	curl_easy_setopt(c->h, CURLOPT_CONNECTTIMEOUT_MS,
+			 cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : WT_TLS_CLIENT_CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(c->h, CURLOPT_TIMEOUT_MS,
+			 cfg->timeout_ms > 0 ? cfg->timeout_ms : WT_TLS_CLIENT_TIMEOUT_MS);
+	curl_easy_setopt(c->h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, on_data);
+	if (c->resolve)
+		curl_easy_setopt(c->h, CURLOPT_RESOLVE, c->resolve);
+	*out = c;
+	return 0;
+fail:
+	wt_tls_client_free(c);
+	return rc;
+}
+
+int wt_tls_client_request(wt_tls_client *c, const char *method, const char *url,
+			  const char *const *headers, const void *body, size_t len, long *status,
+			  wt_buf *resp, wt_err *err)
+{
+	struct curl_slist *hl = NULL, *n;
+	sink s = {resp, c->max_response, 0, 0, 0};
+	CURLcode cc;
+	long conns = 0;
+	int rc = 0;
+
+	*status = 0;
+	for (const char *const *h = headers; h && *h; h++) {
+		if (!(n = curl_slist_append(hl, *h)))
+			goto oom;
+		hl = n;
+	}
+	/* No "Expect: 100-continue" round trip before large bodies. */
+	if (!(n = curl_slist_append(hl, "Expect:")))
+		goto oom;
+	hl = n;
+	curl_easy_setopt(c->h, CURLOPT_URL, url);
+	curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, hl);
+	curl_easy_setopt(c->h, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(c->h, CURLOPT_CUSTOMREQUEST, NULL);
+	if (!strcasecmp(method, "GET") && !len) {
+		curl_easy_setopt(c->h, CURLOPT_HTTPGET, 1L);
+	} else {
+		curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, body ? body : "");
+		curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+		if (strcasecmp(method, "POST"))
+			curl_easy_setopt(c->h, CURLOPT_CUSTOMREQUEST, method);
+	}
+	c->errbuf[0] = 0;
+	cc = curl_easy_perform(c->h);
+	curl_easy_setopt(c->h, CURLOPT_FRESH_CONNECT, 0L);
+	curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, NULL);
+	if (curl_easy_getinfo(c->h, CURLINFO_NUM_CONNECTS, &conns) == CURLE_OK)
+		c->connects += conns;
+	if (s.over) {
+		rc = wt_err_set(err, WT_ELIMIT, "%s: response larger than %zu bytes", url, c->max_response);
+	} else if (s.oom) {
+		rc = wt_err_set(err, WT_ENOMEM, "%s: out of memory for the response", url);
+	} else if (cc != CURLE_OK) {
+		rc = wt_err_set(err, WT_EUNAVAIL, "%s: %s", url, c->errbuf[0] ? c->errbuf : curl_easy_strerror(cc));
+	} else {
+		curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, status);
+	}
+	curl_slist_free_all(hl);
+	return rc;
+oom:
+	curl_slist_free_all(hl);
+	return wt_err_set(err, WT_ENOMEM, "tls client: out of memory");
+}
+
+int wt_tls_client_post(wt_tls_client *c, const char *url, const char *const *headers,
+		       const void *body, size_t len, long *status, wt_buf *resp, wt_err *err)
+{
+	return wt_tls_client_request(c, "POST", url, headers, body, len, status, resp, err);
+}
+
+long wt_tls_client_connects(const wt_tls_client *c)
+{
+	return c->connects;
+}
+
+void wt_tls_client_free(wt_tls_client *c)
+{
+	if (!c)
+		return;
+	if (c->h)
+		curl_easy_cleanup(c->h);
+	curl_slist_free_all(c->resolve);
+	free(c->ca_file);
+	free(c->cert_file);
+	free(c->key_file);
+	free(c);
+}
