@@ -1,0 +1,129 @@
+/*
+ * cli.c — wtctl's command table: global options, then "GROUP VERB ..."
+ * dispatched to the cmd_*.c files. Kept apart from main.c so unit tests
+ * link the whole CLI library.
+ */
+#include "cli.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd_pki.h"
+
+void cli_usage(FILE *f)
+{
+	fputs(
+	"usage: wtctl [--hub URL] [--edge URL] [--token T] [--json] COMMAND ...\n"
+	"\n"
+	"Global options (anywhere on the line; environment fallbacks in brackets):\n"
+	"  --hub URL     hub base URL [WT_HUB_URL]\n"
+	"  --edge URL    edge base URL [WT_EDGE_URL]; uploads and queries prefer it\n"
+	"  --token T     bearer token [WT_TOKEN; admin commands also WT_ADMIN_TOKEN]\n"
+	"  --json        machine-readable output\n"
+	"\n"
+	"Commands:\n"
+	"  profile upload FILE --service S [--format F] [--type T] [--label K=V]...\n"
+	"                 [--from T] [--until T]\n"
+	"      POST the file's bytes to {edge or hub}/v1/profiles; prints the answer.\n"
+	"      F: auto (default), pprof, folded, perf, jfr, otlp, cpuprofile, speedscope\n"
+	"      (what the server accepts). Exit 1 on a 4xx/5xx, the error on stderr.\n"
+	"  profile summary FILE [--format F] [--type T] [--top N]\n"
+	"      Offline, like `go tool pprof -top`: format, sample types with units and\n"
+	"      totals, time range, top N functions by self and by total (N=0: all).\n"
+	"  profile convert FILE --to folded|pprof [--type T] [-o OUT]\n"
+	"      Offline conversion. Inputs: what this build decodes (pprof and folded\n"
+	"      today; more formats arrive with the format work). --to speedscope is\n"
+	"      not supported yet.\n"
+	"  admin project create NAME [--retention-days N] [--exist-ok]\n"
+	"  admin token create --project P --role upload|read|admin|DeleteTelemetry\n"
+	"      Prints only the token on stdout (details on stderr, or all with --json).\n"
+	"  query table|flamegraph --project P --service S [--type T] [--from T]\n"
+	"                 [--until T] [--label K=V]... [--limit N]\n"
+	"      Query the edge (--edge) or hub (--hub) API with a read token.\n"
+	"  config set FILE [-o OUT] PATH=VALUE...   (libconfig values: '\"s\"', 42, [..])\n"
+	"  config get FILE PATH\n"
+	"      Generate a daemon config from an example (used by appliance/up).\n"
+	"  pki init|issue-edge|issue-hub|show ...   (site PKI for edge-hub mTLS;\n"
+	"      wtctl pki help)\n"
+	"  help, version\n", f);
+}
+
+static int unknown(const char *what)
+{
+	fprintf(stderr, "wtctl: unknown command: %s (try wtctl help)\n", what);
+	return CLI_EXIT_USAGE;
+}
+
+static int dispatch(const cli_global *g, int argc, char **argv)
+{
+	const char *grp = argc > 1 ? argv[1] : NULL;
+	const char *verb = argc > 2 ? argv[2] : NULL;
+
+	if (grp && !strcmp(grp, "pki")) {
+		if (g->help || !verb) {
+			fputs(cli_pki_usage, g->help ? stdout : stderr);
+			return g->help ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+		}
+		return cli_cmd_pki(argc - 2, argv + 2);
+	}
+	if (!grp || g->help || !strcmp(grp, "help")) {
+		cli_usage(grp ? stdout : stderr);
+		return grp ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+	}
+	if (!strcmp(grp, "version")) {
+		puts("wtctl (Watchtower) " WT_CLI_VERSION);
+		return CLI_EXIT_OK;
+	}
+	if (!verb)
+		return unknown(grp);
+	if (!strcmp(grp, "profile")) {
+		if (!strcmp(verb, "upload"))
+			return cli_cmd_upload(g, argc - 3, argv + 3);
+		if (!strcmp(verb, "summary"))
+			return cli_cmd_summary(g, argc - 3, argv + 3);
+		if (!strcmp(verb, "convert"))
+			return cli_cmd_convert(g, argc - 3, argv + 3);
+		return unknown(verb);
+	}
+	if (!strcmp(grp, "admin")) {
+		const char *act = argc > 3 ? argv[3] : "";
+		if (!strcmp(verb, "project") && !strcmp(act, "create"))
+			return cli_cmd_project_create(g, argc - 4, argv + 4);
+		if (!strcmp(verb, "token") && !strcmp(act, "create"))
+			return cli_cmd_token_create(g, argc - 4, argv + 4);
+		return unknown(verb);
+	}
+	if (!strcmp(grp, "query")) {
+		if (!strcmp(verb, "table") || !strcmp(verb, "flamegraph"))
+			return cli_cmd_query(g, verb, argc - 3, argv + 3);
+		return unknown(verb);
+	}
+	if (!strcmp(grp, "config")) {
+		if (!strcmp(verb, "set"))
+			return cli_cmd_config_set(g, argc - 3, argv + 3);
+		if (!strcmp(verb, "get"))
+			return cli_cmd_config_get(g, argc - 3, argv + 3);
+		return unknown(verb);
+	}
+	return unknown(grp);
+}
+
+int cli_main(int argc, char **argv, cli_getenv_fn getenv_fn)
+{
+	cli_global g;
+	char err[CLI_ERR_MAX];
+	int rc;
+
+	if (cli_parse_global(&argc, argv, &g, getenv_fn, err, sizeof(err))) {
+		fprintf(stderr, "wtctl: %s\n", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		fprintf(stderr, "wtctl: cannot initialise libcurl\n");
+		return CLI_EXIT_FAIL;
+	}
+	rc = dispatch(&g, argc, argv);
+	curl_global_cleanup();
+	return rc;
+}

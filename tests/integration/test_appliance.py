@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""test_appliance.py — the local cluster scripts (appliance/up, ctl, down).
+
+Starts a real cluster (private ClickHouse, hub, two edges) on a free port
+range in a temporary directory, from a private copy of the binaries so the
+test can "rebuild" one of them, and checks what SPEC §3 "Build and run"
+promises: DIR/env holds every key and the SPEC's ports, every process
+answers its health check, `up` again is a no-op, `up` after a rebuild
+restarts exactly the processes whose binary changed, `ctl stop/start/kill`
+act on one process and keep DIR/env current, and `down` leaves no process
+behind (also when a test fails: cleanup runs `down` and then kills any
+recorded process whose executable still matches).
+"""
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+import urllib.error
+
+ROOT = os.environ.get("WT_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("BUILD", "build")
+BIN = os.environ.get("WT_BIN") or os.path.join(ROOT, BUILD, "bin")
+CORPUS = os.path.join(ROOT, "..", "shared", "corpus")
+EDGES = 2
+REQUIRED_KEYS = ["WT_HUB_URL", "WT_EDGE_URLS", "WT_ADMIN_TOKEN", "WT_PROJECT",
+                 "WT_UPLOAD_TOKEN", "WT_READ_TOKEN", "WT_CLICKHOUSE_URL", "WT_BUILD_STAMP",
+                 "WT_PID_CLICKHOUSE", "WT_PID_HUB", "WT_PID_EDGE1", "WT_PID_EDGE2"]
+NAMES = ["clickhouse", "hub", "edge1", "edge2"]
+
+
+def port_free(p):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", p))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def free_port_base(span):
+    """A base N with N..N+span all free (the cluster uses N..N+10*EDGES+2)."""
+    import random
+    rnd = random.Random(os.getpid() ^ int(time.time()))
+    for _ in range(200):
+        base = rnd.randrange(20000, 60000, 50)
+        if all(port_free(base + i) for i in range(span + 1)):
+            return base
+    raise RuntimeError("no free port range")
+
+
+def read_env(d):
+    env = {}
+    with open(os.path.join(d, "env")) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            k, _, v = line.partition("=")
+            vals = shlex.split(v)  # shell syntax: KEY='value'
+            env[k] = vals[0] if vals else ""
+    return env
+
+
+def status_of(url, token=None, timeout=3):
+    req = urllib.request.Request(url)
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def exe_of(pid):
+    try:
+        return os.readlink("/proc/%s/exe" % pid)
+    except OSError:
+        return None
+
+
+def running(env, name):
+    """True while the recorded pid still runs the recorded executable."""
+    u = name.upper()
+    pid, exe = env.get("WT_PID_" + u), env.get("WT_EXE_" + u)
+    if not pid or not exe:
+        return False
+    cur = exe_of(pid)
+    return cur in (exe, exe + " (deleted)")
+
+
+class ApplianceTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="wt-appliance-")
+        cls.dir = os.path.join(cls.tmp, "run")
+        cls.bin = os.path.join(cls.tmp, "bin")
+        os.makedirs(cls.bin)
+        for b in ("wt-hub", "wt-edge", "wtctl"):
+            src = os.path.join(BIN, b)
+            if not os.access(src, os.X_OK):
+                raise unittest.SkipTest("%s not built" % src)
+            shutil.copy2(src, os.path.join(cls.bin, b))
+        cls.base = free_port_base(10 * EDGES + 2)
+        cls.seen_pids = {}  # every (pid, exe) we ever saw recorded
+        cls.addClassCleanup(cls.cleanup)
+        r = cls.run_script("up", "--port-base", str(cls.base), "--edges", str(EDGES))
+        cls.remember()
+        if r.returncode != 0:  # class cleanups still run (down + safety net)
+            raise AssertionError("appliance/up failed (exit %d):\n%s\n%s" % (r.returncode, r.stdout, r.stderr))
+
+    @classmethod
+    def run_script(cls, script, *args, timeout=240):
+        env = dict(os.environ, WT_BIN=cls.bin, WT_NO_BUILD="1", WT_ROOT=ROOT)
+        return subprocess.run([os.path.join(ROOT, "appliance", script), "--dir", cls.dir] + list(args),
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=timeout)
+
+    @classmethod
+    def remember(cls):
+        if not os.path.exists(os.path.join(cls.dir, "env")):
+            return
+        env = read_env(cls.dir)
+        for n in NAMES:
+            u = n.upper()
+            if env.get("WT_PID_" + u) and env.get("WT_EXE_" + u):
+                cls.seen_pids[env["WT_PID_" + u]] = env["WT_EXE_" + u]
+
+    @classmethod
+    def cleanup(cls):
+        try:
+            cls.remember()
+            if os.path.exists(os.path.join(cls.dir, "env")):
+                cls.run_script("down", timeout=120)
+        finally:
+            # Safety net: nothing we started may survive the test.
+            for pid, exe in cls.seen_pids.items():
+                if exe_of(pid) in (exe, exe + " (deleted)"):
+                    try:
+                        os.kill(int(pid), 9)
+                    except OSError:
+                        pass
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def ctl(self, action, name):
+        r = self.run_script("ctl", action, name)
+        self.remember()
+        self.assertEqual(r.returncode, 0, "ctl %s %s: %s" % (action, name, r.stderr))
+        return read_env(self.dir)
+
+    def health_url(self, env, name):
+        if name == "clickhouse":
+            return env["WT_CLICKHOUSE_URL"] + "/ping"
+        if name == "hub":
+            return env["WT_HUB_URL"] + "/healthz"
+        return env["WT_EDGE_URLS"].split()[int(name[4:]) - 1] + "/healthz"
+
+    # -- the steps run in name order and share the cluster ------------------------
+    def test_1_env_and_ports(self):
+        env = read_env(self.dir)
+        for k in REQUIRED_KEYS:
+            self.assertTrue(env.get(k), "DIR/env lacks %s" % k)
+        b = self.base
+        self.assertEqual(env["WT_PROJECT"], "demo")
+        self.assertEqual(env["WT_HUB_URL"], "http://127.0.0.1:%d" % b)
+        self.assertEqual(env["WT_CLICKHOUSE_URL"], "http://127.0.0.1:%d" % (b + 2))
+        self.assertEqual(env["WT_PORT_HUB_REPL"], str(b + 1))
+        self.assertEqual(env["WT_PORT_CLICKHOUSE_TCP"], str(b + 3))
+        self.assertEqual(env["WT_PORT_CLICKHOUSE_INTERSERVER"], str(b + 4))
+        self.assertEqual(env["WT_EDGE_URLS"].split(),
+                         ["http://127.0.0.1:%d" % (b + 10 * k) for k in range(1, EDGES + 1)])
+        for k in range(1, EDGES + 1):
+            self.assertEqual(env["WT_PORT_EDGE%d_OTLP_GRPC" % k], str(b + 10 * k + 1))
+            self.assertEqual(env["WT_PORT_EDGE%d_OTLP_HTTP" % k], str(b + 10 * k + 2))
+        self.assertNotEqual(env["WT_UPLOAD_TOKEN"], env["WT_READ_TOKEN"])
+        # the generated configs carry the ports and tokens (read back with libconfig)
+        wtctl = os.path.join(self.bin, "wtctl")
+        get = lambda f, k: subprocess.run([wtctl, "config", "get", f, k], stdout=subprocess.PIPE,
+                                          text=True).stdout.strip()
+        self.assertEqual(get(os.path.join(self.dir, "hub", "hub.cfg"), "hub.listen"), "127.0.0.1:%d" % b)
+        self.assertEqual(get(os.path.join(self.dir, "hub", "hub.cfg"), "hub.admin_token"),
+                         env["WT_ADMIN_TOKEN"])
+        self.assertEqual(get(os.path.join(self.dir, "edge2", "edge.cfg"), "edge.listen"),
+                         "127.0.0.1:%d" % (b + 20))
+        self.assertEqual(get(os.path.join(self.dir, "edge2", "edge.cfg"), "projects.[0].upload_tokens.[0]"),
+                         env["WT_UPLOAD_TOKEN"])
+
+    def test_2_every_process_healthy(self):
+        env = read_env(self.dir)
+        for n in NAMES:
+            self.assertTrue(running(env, n), "%s not running as recorded" % n)
+            self.assertEqual(status_of(self.health_url(env, n)), 200, "%s health" % n)
+        self.assertTrue(env["WT_EXE_HUB"].endswith("/wt-hub"))
+        self.assertTrue(env["WT_EXE_EDGE1"].endswith("/wt-edge"))
+
+    def test_3_tokens_work(self):
+        env = read_env(self.dir)
+        wtctl = os.path.join(self.bin, "wtctl")
+        prof = os.path.join(CORPUS, "gen", "go", "go-cpu.pb.gz")
+        for url in env["WT_EDGE_URLS"].split():
+            r = subprocess.run([wtctl, "--edge", url, "--token", env["WT_UPLOAD_TOKEN"], "profile", "upload",
+                                prof, "--service", "appliance-test"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = subprocess.run([wtctl, "--edge", url, "--token", "not-a-token", "profile", "upload",
+                                prof, "--service", "appliance-test"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("401", r.stderr)
+
+    def test_4_up_again_is_noop(self):
+        before = read_env(self.dir)
+        r = self.run_script("up")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        after = read_env(self.dir)
+        for n in NAMES:
+            self.assertEqual(before["WT_PID_" + n.upper()], after["WT_PID_" + n.upper()], n)
+        self.assertEqual(before["WT_UPLOAD_TOKEN"], after["WT_UPLOAD_TOKEN"])
+
+    def test_5_up_restarts_stale_binaries(self):
+        before = read_env(self.dir)
+        # "Rebuild" wt-edge the way a linker does: a new file renamed over the old.
+        path = os.path.join(self.bin, "wt-edge")
+        with open(path, "rb") as f:
+            data = f.read()
+        with open(path + ".new", "wb") as f:
+            f.write(data + b"\n# rebuilt\n")  # ELF ignores trailing bytes
+        os.chmod(path + ".new", 0o755)
+        os.rename(path + ".new", path)
+        r = self.run_script("up")
+        self.remember()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        after = read_env(self.dir)
+        for n in ("edge1", "edge2"):
+            self.assertNotEqual(before["WT_PID_" + n.upper()], after["WT_PID_" + n.upper()],
+                                "%s was not restarted" % n)
+            self.assertIsNone(exe_of(before["WT_PID_" + n.upper()]), "old %s still runs" % n)
+            self.assertEqual(status_of(self.health_url(after, n)), 200)
+        for n in ("clickhouse", "hub"):
+            self.assertEqual(before["WT_PID_" + n.upper()], after["WT_PID_" + n.upper()], n)
+        self.assertNotEqual(before["WT_BUILD_STAMP"], after["WT_BUILD_STAMP"])
+
+    def test_6_ctl_stop_start_kill(self):
+        env = read_env(self.dir)
+        old = env["WT_PID_EDGE2"]
+        env = self.ctl("stop", "edge2")
+        self.assertEqual(env["WT_PID_EDGE2"], "")
+        self.assertIsNone(exe_of(old))
+        self.assertIsNone(status_of(self.health_url(env, "edge2")))
+        self.assertEqual(status_of(self.health_url(env, "edge1")), 200)
+        env = self.ctl("start", "edge2")
+        self.assertTrue(env["WT_PID_EDGE2"] and env["WT_PID_EDGE2"] != old)
+        self.assertTrue(running(env, "edge2"))
+        self.assertEqual(status_of(self.health_url(env, "edge2")), 200)
+
+        old = env["WT_PID_HUB"]
+        t0 = time.time()
+        env = self.ctl("kill", "hub")
+        self.assertLess(time.time() - t0, 10)
+        self.assertEqual(env["WT_PID_HUB"], "")
+        self.assertIsNone(exe_of(old))
+        self.assertIsNone(status_of(self.health_url(env, "hub")))
+        for n in ("clickhouse", "edge1", "edge2"):
+            self.assertTrue(running(env, n), "%s died with the hub" % n)
+        env = self.ctl("start", "hub")
+        self.assertTrue(running(env, "hub"))
+        self.assertEqual(status_of(self.health_url(env, "hub")), 200)
+        # an unknown name is refused
+        r = self.run_script("ctl", "stop", "edge7")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("edge7", r.stderr)
+
+    def test_7_down_stops_everything(self):
+        self.remember()
+        env = read_env(self.dir)
+        r = self.run_script("down")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        after = read_env(self.dir)
+        for n in NAMES:
+            self.assertEqual(after["WT_PID_" + n.upper()], "", n)
+        for pid, exe in self.seen_pids.items():
+            self.assertNotIn(exe_of(pid), (exe, exe + " (deleted)"), "pid %s (%s) survived down" % (pid, exe))
+        for n in NAMES:
+            self.assertIsNone(status_of(self.health_url(env, n), timeout=1), "%s still answers" % n)
+        # down again is harmless
+        r = self.run_script("down")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class FailureTest(unittest.TestCase):
+    """A daemon that does not come up makes `up` fail naming it and its log;
+    `down` then stops what did start."""
+
+    def test_hub_that_exits_is_named(self):
+        wtctl = os.path.join(BIN, "wtctl")
+        if not os.access(wtctl, os.X_OK):
+            self.skipTest("wtctl not built")
+        tmp = tempfile.mkdtemp(prefix="wt-appliance-fail-")
+        d, b = os.path.join(tmp, "run"), os.path.join(tmp, "bin")
+        os.makedirs(b)
+        shutil.copy2(wtctl, os.path.join(b, "wtctl"))
+        for name in ("wt-hub", "wt-edge"):
+            with open(os.path.join(b, name), "w") as f:
+                f.write("#!/bin/sh\necho \"%s: refusing to start\" >&2\nexit 1\n" % name)
+            os.chmod(os.path.join(b, name), 0o755)
+        env = dict(os.environ, WT_BIN=b, WT_NO_BUILD="1", WT_ROOT=ROOT, WT_START_TIMEOUT="10")
+        script = lambda s, *a: subprocess.run([os.path.join(ROOT, "appliance", s), "--dir", d] + list(a),
+                                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                              text=True, timeout=180)
+        seen = {}
+
+        def cleanup():
+            try:
+                script("down")
+            finally:
+                for pid, exe in seen.items():
+                    if exe_of(pid) in (exe, exe + " (deleted)"):
+                        os.kill(int(pid), 9)
+                shutil.rmtree(tmp, ignore_errors=True)
+        self.addCleanup(cleanup)
+        r = script("up", "--port-base", str(free_port_base(10 * EDGES + 2)))
+        e = read_env(d)
+        if e.get("WT_PID_CLICKHOUSE"):
+            seen[e["WT_PID_CLICKHOUSE"]] = e["WT_EXE_CLICKHOUSE"]
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("hub did not come up", r.stderr)
+        self.assertIn(os.path.join(d, "hub", "log"), r.stderr)
+        self.assertIn("wt-hub: refusing to start", r.stderr)  # the log's tail is shown
+        self.assertTrue(running(e, "clickhouse"))
+        r = script("down")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(running(e, "clickhouse"))
+
+
+if __name__ == "__main__":
+    unittest.main()
