@@ -600,7 +600,7 @@ int wt_folded_decode(const uint8_t *buf, size_t len, const wt_folded_opts *opts,
 		     wt_profile **out, wt_err *err)
 {
 	dec d;
-	const char *s = (const char *)buf, *end = s + len, *nul;
+	const char *s = buf ? (const char *)buf : "", *end = s + (buf ? len : 0), *nul;
 	int rc = 0;
 
 	*out = NULL;

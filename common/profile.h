@@ -187,20 +187,20 @@ int wt_profile_add_sample(wt_profile *p, uint32_t stack, uint32_t labelset,
 /* Values of sample i: an array of ntypes. */
 static inline int64_t *wt_profile_values(const wt_profile *p, size_t i)
 {
-	return p->values + i * p->ntypes;
+	return p->values ? p->values + i * p->ntypes : NULL;
 }
 
 /* Frame ids of a stack, leaf first. */
 static inline const uint32_t *wt_profile_stack(const wt_profile *p, uint32_t s, size_t *n)
 {
 	*n = p->stacks[s].len;
-	return p->stack_frames + p->stacks[s].off;
+	return p->stack_frames ? p->stack_frames + p->stacks[s].off : NULL;
 }
 
 static inline const wt_label *wt_profile_labelset(const wt_profile *p, uint32_t ls, size_t *n)
 {
 	*n = p->labelsets[ls].len;
-	return p->labels + p->labelsets[ls].off;
+	return p->labels ? p->labels + p->labelsets[ls].off : NULL;
 }
 
 /* Printable name of a frame for views: the function name; else the system

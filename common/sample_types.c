@@ -42,6 +42,10 @@ static const struct {
 	{"inuse_samples", NULL, "inuse_objects"},
 	{"lock_count", NULL, "mutex_contentions"},
 	{"lock_time", NULL, "lock"},
+	{"alloc-samples", NULL, "alloc_objects"}, /* older .NET profilers: dashes */
+	{"alloc-size", NULL, "alloc_space"},
+	{"lock-count", NULL, "mutex_contentions"},
+	{"lock-time", NULL, "lock"},
 	{"exception", NULL, "exceptions"},
 	{"exceptions", NULL, "exceptions"},
 	{"offcpu", NULL, "offcpu"},
