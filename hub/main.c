@@ -1,3 +1,114 @@
-/* hub/main.c — wt-hub entry point (placeholder until the hub lands). */
+/*
+ * main.c — wt-hub entry point: `wt-hub --config hub.cfg`.
+ * Loads the config, starts the ClickHouse monitor (which migrates the
+ * schema whenever ClickHouse is reachable), opens the object store, starts
+ * the HTTP workers, and waits for SIGTERM/SIGINT to shut down in reverse
+ * order. ClickHouse being down at start is not fatal: /healthz says so and
+ * the hub becomes ready when ClickHouse answers.
+ */
+#include <curl/curl.h>
+#include <event2/thread.h>
+#include <signal.h>
 #include <stdio.h>
-int main(void) { fprintf(stderr, "wt-hub: not yet implemented\n"); return 1; }
+#include <stdlib.h>
+#include <string.h>
+
+#include "hub.h"
+#include "log.h"
+#include "server.h"
+
+#define STACK_CACHE_ENTRIES (1u << 20)
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: wt-hub --config hub.cfg\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *cfg_path = NULL;
+	hub_ctx ctx;
+	hub_server *srv = NULL;
+	wt_err err = {0, ""};
+	sigset_t set;
+	int i, sig = 0, rc = 1;
+
+	for (i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "--config") || !strcmp(argv[i], "-c")) && i + 1 < argc)
+			cfg_path = argv[++i];
+		else if (!strncmp(argv[i], "--config=", 9))
+			cfg_path = argv[i] + 9;
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage();
+			return 0;
+		} else {
+			usage();
+			return 2;
+		}
+	}
+	if (!cfg_path) {
+		usage();
+		return 2;
+	}
+	wt_log_init("hub");
+	memset(&ctx, 0, sizeof(ctx));
+	if (hub_config_load(cfg_path, &ctx.cfg, &err)) {
+		wt_error("msg=\"bad configuration\" error=\"%s\"", err.msg);
+		return 1;
+	}
+	/* Signals are handled by sigwait in this thread only. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) || evthread_use_pthreads()) {
+		wt_error("msg=\"library initialisation failed\"");
+		goto out_cfg;
+	}
+	ctx.chconf.url = ctx.cfg.ch_url;
+	ctx.chconf.database = ctx.cfg.ch_database;
+	ctx.chconf.user = ctx.cfg.ch_user;
+	ctx.chconf.password = ctx.cfg.ch_password;
+	ctx.chconf.timeout_ms = ctx.cfg.ch_timeout_ms;
+	ctx.chconf.connect_timeout_ms = ctx.cfg.ch_connect_timeout_ms;
+	ctx.chconf.retries = ctx.cfg.ch_retries;
+	ctx.chconf.backoff_ms = ctx.cfg.ch_backoff_ms;
+	ctx.chconf.max_result_bytes = ctx.cfg.max_result_bytes;
+
+	if (hub_objstore_open(&ctx.cfg, &ctx.os, &err)) {
+		wt_error("msg=\"object store unusable\" backend=%s error=\"%s\"", ctx.cfg.os_backend, err.msg);
+		goto out_curl;
+	}
+	ctx.auth = hub_auth_new(ctx.cfg.admin_token, ctx.cfg.token_cache_ttl_ms);
+	ctx.stacks = hub_stackcache_new(STACK_CACHE_ENTRIES);
+	if (!ctx.auth || !ctx.stacks) {
+		wt_error("msg=\"out of memory at start\"");
+		goto out_os;
+	}
+	if (hub_store_start(&ctx.store, &ctx.chconf, ctx.cfg.ch_database, ctx.cfg.health_interval_ms)) {
+		wt_error("msg=\"cannot start the clickhouse monitor\"");
+		goto out_os;
+	}
+	if (hub_server_start(&ctx, &srv, &err)) {
+		wt_error("msg=\"cannot start the HTTP server\" error=\"%s\"", err.msg);
+		goto out_store;
+	}
+	wt_info("msg=\"wt-hub started\" listen=%s clickhouse=%s database=%s object_store=%s",
+		ctx.cfg.listen, ctx.cfg.ch_url, ctx.cfg.ch_database, ctx.os->name);
+	sigwait(&set, &sig);
+	wt_info("msg=\"shutting down\" signal=%d", sig);
+	rc = 0;
+	hub_server_stop(srv);
+out_store:
+	hub_store_stop(&ctx.store);
+out_os:
+	hub_stackcache_free(ctx.stacks);
+	hub_auth_free(ctx.auth);
+	hub_objstore_close(ctx.os);
+out_curl:
+	curl_global_cleanup();
+out_cfg:
+	hub_config_free(&ctx.cfg);
+	return rc;
+}

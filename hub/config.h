@@ -1,0 +1,61 @@
+/*
+ * config.h — wt-hub configuration (libconfig file, e.g. appliance/hub.cfg).
+ * Every key, its default and its meaning is documented in docs/operations.md
+ * "## Hub configuration"; key names are stable (appliance scripts generate
+ * them).
+ *
+ * Ownership: hub_config_load() fills a caller-provided struct whose strings
+ * are owned by it; release with hub_config_free().
+ */
+#ifndef HUB_CONFIG_H
+#define HUB_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+typedef struct hub_config {
+	/* hub = { ... } */
+	char *listen;            /* "127.0.0.1:8080" */
+	char *data_dir;          /* "/var/lib/watchtower/hub" */
+	char *admin_token;       /* super-admin bearer token (required) */
+	int workers;             /* HTTP worker threads; 4 */
+	size_t max_body;         /* bytes of one upload body; 64 MiB */
+	size_t max_nodes;        /* default flame/callgraph node limit; 2048 */
+	size_t max_result_bytes; /* bound on one ClickHouse result; 256 MiB */
+	int token_cache_ttl_ms;  /* token lookups cached this long; 5000 */
+	int health_interval_ms;  /* ClickHouse health probe period; 1000 */
+	int default_range_s;     /* query range when `from` is absent; 3600 */
+
+	/* clickhouse = { ... } */
+	char *ch_url;            /* "http://127.0.0.1:8123" */
+	char *ch_database;       /* "watchtower" */
+	char *ch_user;           /* "default" */
+	char *ch_password;       /* "" */
+	int ch_timeout_ms;       /* per request; 30000 */
+	int ch_connect_timeout_ms; /* 2000 */
+	int ch_retries;          /* extra attempts for idempotent requests; 2 */
+	int ch_backoff_ms;       /* first retry delay, doubled per attempt; 100 */
+	size_t ch_insert_batch_rows; /* rows per INSERT; 200000 */
+
+	/* object_store = { backend = "fs"|"s3"; path; s3 = {...} } */
+	char *os_backend;
+	char *os_path;           /* fs: default "<data_dir>/objects" */
+	char *s3_endpoint;       /* "http://127.0.0.1:4569" */
+	char *s3_bucket;
+	char *s3_region;         /* "us-east-1" */
+	char *s3_access_key;
+	char *s3_secret_key;
+	int s3_timeout_ms;       /* 30000 */
+
+	/* replication = { listen; ca; cert; key; } (next issue; parsed, unused) */
+	char *repl_listen;
+	char *repl_ca, *repl_cert, *repl_key;
+} hub_config;
+
+/* Load path. Errors (WT_EINVAL) name the file, line and key. */
+int hub_config_load(const char *path, hub_config *c, wt_err *err);
+void hub_config_free(hub_config *c);
+
+#endif

@@ -1,0 +1,214 @@
+/*
+ * http_ingest.c — POST /v1/profiles on the hub (direct upload for sites
+ * without an edge). Same parameters and semantics as the edge: format,
+ * service, type, from, until, label.K=V; body raw or gzip. The reply is 2xx
+ * only after the original is in the object store and the rows are in
+ * ClickHouse; bad input gets a 4xx naming what was wrong and stores nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ch_format.h"
+#include "format.h"
+#include "http_server.h"
+#include "hub.h"
+#include "ingest.h"
+#include "log.h"
+#include "params.h"
+#include "sha.h"
+
+#define DEFAULT_RETENTION_DAYS 30
+
+static int retention_row(void *ctx, char **f, size_t n)
+{
+	int *days = ctx;
+	if (n >= 1)
+		*days = atoi(f[0]);
+	return 0;
+}
+
+/* The project's retention_days; WT_ENOTFOUND when the project is unknown. */
+static int project_retention(hub_ch *ch, const char *project, int *days, wt_err *err)
+{
+	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
+	int rc;
+
+	*days = -1;
+	wt_buf_puts(&sql, "SELECT retention_days FROM projects_v1 FINAL WHERE name = ");
+	hub_sql_quote(&sql, project);
+	wt_buf_puts(&sql, " FORMAT TabSeparated");
+	rc = hub_ch_query_buf(ch, &sql, &out, err);
+	if (!rc)
+		hub_tsv_each((char *)out.data, out.len, 1, retention_row, days);
+	if (!rc && *days < 0)
+		rc = wt_err_set(err, WT_ENOTFOUND, "project \"%s\" does not exist", project);
+	if (!rc && (*days <= 0 || *days > 65535))
+		*days = DEFAULT_RETENTION_DAYS;
+	wt_buf_free(&sql);
+	wt_buf_free(&out);
+	return rc;
+}
+
+/* Place sample times (SPEC §3 Ingest): with `from`, the profile starts at
+ * from and samples keep their offsets; without, the format's own clock, or
+ * the upload time for formats without one. */
+static void place_times(wt_profile *p, const hub_params *hp, int64_t now_ns)
+{
+	size_t i;
+
+	if (hp->has_from) {
+		int64_t shift = p->time_ns ? hp->from_ns - p->time_ns : 0;
+		for (i = 0; i < p->nsamples; i++) {
+			if (!p->samples[i].time_ns)
+				continue;
+			if (shift)
+				p->samples[i].time_ns += shift;
+			else if (!p->time_ns)
+				p->samples[i].time_ns = hp->from_ns; /* no base to keep offsets to */
+		}
+		p->time_ns = hp->from_ns;
+	} else if (!p->time_ns) {
+		p->time_ns = now_ns;
+	}
+}
+
+static int put_raw_index(hub_ch *ch, const char *project, const char *service, const char *upload_id,
+			 const char *key, const char *format, size_t size, int64_t tns, wt_err *err)
+{
+	wt_buf sql = WT_BUF_INIT;
+	int rc;
+
+	wt_buf_printf(&sql, "INSERT INTO raw_objects_v1 (date, time_ns, project, service, upload_id,"
+		      " object_key, format, size, deleted) VALUES (toDate(%u), %lld, ",
+		      (unsigned)hub_date_of_ns(tns), (long long)tns);
+	hub_sql_quote(&sql, project);
+	wt_buf_puts(&sql, ", ");
+	hub_sql_quote(&sql, service);
+	wt_buf_puts(&sql, ", ");
+	hub_sql_quote(&sql, upload_id);
+	wt_buf_puts(&sql, ", ");
+	hub_sql_quote(&sql, key);
+	wt_buf_puts(&sql, ", ");
+	hub_sql_quote(&sql, format);
+	wt_buf_printf(&sql, ", %zu, 0)", size);
+	rc = hub_ch_query_buf(ch, &sql, NULL, err);
+	wt_buf_free(&sql);
+	return rc;
+}
+
+void hub_handle_upload(hub_req *r)
+{
+	hub_ctx *ctx = r->ctx;
+	hub_principal who;
+	struct evkeyvalq q;
+	hub_params hp;
+	wt_err err = {0, ""};
+	const char *fmt_s, *project;
+	wt_format fmt = WT_FMT_AUTO, detected = WT_FMT_AUTO;
+	wt_decode_opts opts;
+	wt_profile *p = NULL;
+	uint8_t *body = NULL;
+	size_t len = 0, t;
+	int64_t now = hub_now_ns();
+	char upload_id[33], key[128];
+	uint8_t rnd[16];
+	hub_ingest_req rq;
+	hub_ingest_stats st;
+	json_t *types;
+	int days;
+
+	q.tqh_first = NULL; /* evhttp_clear_headers-safe before wt_http_query */
+	q.tqh_last = &q.tqh_first;
+	if (hub_req_auth(r, &who))
+		goto rejected;
+	if (wt_http_query(r->req, &q)) {
+		wt_err_set(&err, WT_EINVAL, "query string is malformed");
+		goto fail;
+	}
+	if (hub_params_parse(&q, &hp, &err))
+		goto fail;
+	project = who.super ? wt_http_param(&q, "project") : who.project;
+	if (!project || !hub_project_name_valid(project)) {
+		wt_err_set(&err, WT_EINVAL, "project: the admin token must name a valid project");
+		goto fail;
+	}
+	if (hub_auth_allows(&who, project, HUB_ROLE_UPLOAD, &err))
+		goto fail;
+	if (!hp.service) {
+		wt_err_set(&err, WT_EINVAL, "service: required");
+		goto fail;
+	}
+	fmt_s = wt_http_param(&q, "format");
+	if (fmt_s && *fmt_s && wt_format_parse(fmt_s, &fmt)) {
+		wt_err_set(&err, WT_EFORMAT, "format: unknown format \"%.32s\"", fmt_s);
+		goto fail;
+	}
+	if (wt_http_body(r->req, ctx->cfg.max_body, &body, &len, &err))
+		goto fail;
+	if (len == 0) {
+		wt_err_set(&err, WT_EINVAL, "body: empty");
+		goto fail;
+	}
+
+	wt_decode_opts_default(&opts);
+	opts.lim.max_body = ctx->cfg.max_body;
+	opts.hint = hp.type;
+	opts.type = hp.type;
+	opts.time_ns = hp.has_from ? hp.from_ns : now;
+	if (wt_format_decode(body, len, fmt, &opts, &p, &detected, &err))
+		goto fail;
+	place_times(p, &hp, now);
+
+	if (hub_store_check(&ctx->store, &err) || project_retention(r->ch, project, &days, &err))
+		goto fail;
+
+	/* Original first: a reply that says "stored" must be able to name it. */
+	if (hub_objstore_put_content(ctx->os, "raw", body, len, key, sizeof(key), &err)) {
+		atomic_fetch_add(&ctx->metrics.objstore_errors_total, 1);
+		if (err.code != WT_EUNAVAIL)
+			err.code = WT_EIO;
+		goto fail;
+	}
+	atomic_fetch_add(&ctx->metrics.objstore_puts_total, 1);
+
+	hub_random(rnd, sizeof(rnd));
+	hub_hex(rnd, sizeof(rnd), upload_id);
+	memset(&rq, 0, sizeof(rq));
+	rq.project = project;
+	rq.service = hp.service;
+	rq.upload_id = upload_id;
+	rq.retention_days = days;
+	rq.labels = hp.labels;
+	rq.nlabels = hp.nlabels;
+	rq.batch_rows = ctx->cfg.ch_insert_batch_rows;
+	rq.stacks = ctx->stacks;
+	rq.cache_generation = atomic_load(&ctx->store.transitions);
+	if (hub_ingest_profile(r->ch, &rq, p, now, &st, &err))
+		goto fail;
+	if (put_raw_index(r->ch, project, hp.service, upload_id, key, wt_format_name(detected), len,
+			  p->time_ns, &err))
+		goto fail;
+
+	atomic_fetch_add(&ctx->metrics.uploads_total, 1);
+	atomic_fetch_add(&ctx->metrics.upload_bytes_total, (long)len);
+	atomic_fetch_add(&ctx->metrics.upload_rows_total, (long)st.sample_rows);
+	atomic_fetch_add(&ctx->metrics.ch_insert_ns_total, (long)st.insert_ns);
+	types = json_array();
+	for (t = 0; t < p->ntypes; t++)
+		json_array_append_new(types, json_string(wt_profile_str(p, p->types[t].canonical)));
+	hub_req_json(r, 200, json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s}",
+				       "upload_id", upload_id, "project", project, "service", hp.service,
+				       "format", wt_format_name(detected), "types", types,
+				       "samples", (json_int_t)p->nsamples,
+				       "rows", (json_int_t)st.sample_rows,
+				       "stacks", (json_int_t)p->nstacks, "object_key", key));
+	goto done;
+fail:
+	hub_req_fail(r, &err);
+rejected:
+	atomic_fetch_add(&ctx->metrics.uploads_rejected_total, 1);
+done:
+	wt_profile_free(p);
+	free(body);
+	evhttp_clear_headers(&q);
+}

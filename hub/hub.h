@@ -1,0 +1,57 @@
+/*
+ * hub.h — the hub process context shared by all HTTP workers, and the
+ * per-request handler signature. Workers (server.c) each own an event base,
+ * an evhttp and a ClickHouse client; everything in hub_ctx is read-only
+ * after start or internally synchronised.
+ */
+#ifndef HUB_HUB_H
+#define HUB_HUB_H
+
+#include <event2/http.h>
+#include <jansson.h>
+#include <stdatomic.h>
+
+#include "auth.h"
+#include "ch_client.h"
+#include "config.h"
+#include "metrics.h"
+#include "objstore.h"
+#include "stackcache.h"
+#include "store.h"
+
+typedef struct hub_ctx {
+	hub_config cfg;
+	hub_ch_conf chconf;
+	hub_store store;
+	hub_objstore *os;
+	hub_auth *auth;
+	hub_stackcache *stacks;
+	hub_metrics metrics;
+} hub_ctx;
+
+/* What a handler gets: the shared context and this worker's ClickHouse
+ * client (blocking calls are fine: each worker serves its own connections). */
+typedef struct hub_req {
+	hub_ctx *ctx;
+	hub_ch *ch;
+	struct evhttp_request *req;
+	const char *path;
+} hub_req;
+
+/* Handlers (http_*.c). */
+void hub_handle_upload(hub_req *r);
+void hub_handle_query(hub_req *r, const char *project, const char *view);
+void hub_handle_admin_projects(hub_req *r);
+void hub_handle_admin_tokens(hub_req *r);
+void hub_handle_healthz(hub_req *r);
+void hub_handle_metrics(hub_req *r);
+
+/* Authenticate the request's bearer token; on failure the error reply has
+ * been sent and a negative code is returned. */
+int hub_req_auth(hub_req *r, hub_principal *p);
+/* Send err as the JSON error reply and count it. */
+void hub_req_fail(hub_req *r, const wt_err *err);
+/* Send a JSON reply (takes ownership of body) and count it. */
+void hub_req_json(hub_req *r, int status, json_t *body);
+
+#endif

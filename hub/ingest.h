@@ -1,0 +1,45 @@
+/*
+ * ingest.h — turn a decoded wt_profile into the hub's ClickHouse rows
+ * (profile_samples_v1, profile_stacks_v1, function_rollup_v1) and insert
+ * them in RowBinary batches. Used by the direct upload endpoint (and later
+ * by replication from edges).
+ */
+#ifndef HUB_INGEST_H
+#define HUB_INGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ch_client.h"
+#include "params.h"
+#include "profile.h"
+#include "stackcache.h"
+
+typedef struct hub_ingest_req {
+	const char *project;
+	const char *service;
+	const char *upload_id;
+	int retention_days;
+	const hub_label_param *labels; /* added to every sample (override) */
+	size_t nlabels;
+	size_t batch_rows;             /* rows per INSERT */
+	hub_stackcache *stacks;
+	long cache_generation;
+} hub_ingest_req;
+
+typedef struct hub_ingest_stats {
+	size_t sample_rows, stack_rows, rollup_rows;
+	int64_t insert_ns;
+} hub_ingest_stats;
+
+/* Sample times must already be placed (time_ns set on the profile or its
+ * samples). Inserts stacks first, then samples, then rollups. On error
+ * some tables may already hold rows (18.16 has no multi-table
+ * transactions); the error is returned (WT_EUNAVAIL / WT_EIO / WT_ENOMEM). */
+int hub_ingest_profile(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p,
+		       int64_t fallback_ns, hub_ingest_stats *st, wt_err *err);
+
+/* Days since 1970-01-01 of unix ns (for Date columns). Pure. */
+uint16_t hub_date_of_ns(int64_t ns);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * params.h — validation of the query-string parameters shared by the
+ * upload and query endpoints (service, type, from/until, label.K=V,
+ * span_id, trace_id). Errors name the parameter ("from: ...").
+ */
+#ifndef HUB_PARAMS_H
+#define HUB_PARAMS_H
+
+#include <event2/keyvalq_struct.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define HUB_MAX_LABEL_PARAMS 32
+#define HUB_SERVICE_MAX 256
+#define HUB_LABEL_KEY_MAX 64
+#define HUB_LABEL_VALUE_MAX 1024
+
+typedef struct hub_label_param {
+	const char *key;   /* points into the evkeyvalq (after "label.") */
+	const char *value;
+} hub_label_param;
+
+typedef struct hub_params {
+	const char *service;  /* NULL when absent */
+	const char *type;     /* NULL when absent */
+	int64_t from_ns, until_ns;
+	int has_from, has_until;
+	hub_label_param labels[HUB_MAX_LABEL_PARAMS];
+	size_t nlabels;
+} hub_params;
+
+/* Fill p from q. Borrowed pointers stay valid while q lives. Unknown
+ * parameters are ignored. 0 or WT_EINVAL naming the parameter. */
+int hub_params_parse(const struct evkeyvalq *q, hub_params *p, wt_err *err);
+
+/* 1 if s is a usable service name: 1-256 bytes, printable, no control
+ * characters. */
+int hub_service_valid(const char *s);
+/* 1 if s is a label key: [A-Za-z_][A-Za-z0-9_.-]{0,63}. */
+int hub_label_key_valid(const char *s);
+
+/* Parse a positive integer parameter within [lo, hi]; absent → def. */
+int hub_param_uint(const struct evkeyvalq *q, const char *name, long def, long lo, long hi,
+		   long *out, wt_err *err);
+
+#endif

@@ -1,0 +1,269 @@
+/*
+ * schema.c — version detection and versioned migrations of the hub's
+ * ClickHouse schema.
+ *
+ * Key design (details in docs/operations.md):
+ *  - profile_samples_v1: one row per (upload, sample type, stack, labels,
+ *    time); PARTITION BY day so retention drops whole partitions; ORDER BY
+ *    (project, service, sample_type, time_ns) so a query for one
+ *    project/service/type/time range reads a contiguous key range.
+ *  - profile_stacks_v1: stack_id → frame names, ROOT FIRST, deduplicated by
+ *    ReplacingMergeTree on (project, stack_id).
+ *  - function_rollup_v1: SummingMergeTree per minute and function.
+ * On servers with TTL support a TTL on `date + retention_days` is added; on
+ * 18.16 retention is the worker's job (partition drops / ALTER DELETE).
+ */
+#include "schema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ch_format.h"
+#include "log.h"
+
+int hub_features_from_version(const char *version, hub_ch_features *f)
+{
+	int major = 0, minor = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!version || sscanf(version, "%d.%d", &major, &minor) != 2 || major <= 0)
+		return WT_EINVAL;
+	snprintf(f->version, sizeof(f->version), "%s", version);
+	f->major = major;
+	f->minor = minor;
+#define AT_LEAST(M, m) (major > (M) || (major == (M) && minor >= (m)))
+	f->ttl = AT_LEAST(19, 6);
+	f->storage_policies = AT_LEAST(19, 15);
+	f->low_cardinality = AT_LEAST(19, 3);
+	f->dedup_token = AT_LEAST(22, 2);
+#undef AT_LEAST
+	return 0;
+}
+
+int hub_schema_detect(hub_ch *ch, hub_ch_features *f, wt_err *err)
+{
+	wt_buf out = WT_BUF_INIT;
+	int rc = hub_ch_query_nodb(ch, "SELECT version()", &out, err);
+
+	if (rc)
+		goto done;
+	while (out.len && (out.data[out.len - 1] == '\n' || out.data[out.len - 1] == '\r'))
+		out.len--;
+	if (wt_buf_putc(&out, '\0')) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (hub_features_from_version((const char *)out.data, f))
+		rc = wt_err_set(err, WT_EIO, "clickhouse: cannot parse version \"%s\"", (const char *)out.data);
+done:
+	wt_buf_free(&out);
+	return rc;
+}
+
+/* A migration writes its DDL into b, adapted to the server's features. */
+typedef struct migration {
+	int version;
+	const char *name;
+	int (*ddl)(wt_buf *b, const hub_ch_features *f);
+} migration;
+
+#define LC(f) ((f)->low_cardinality ? "LowCardinality(String)" : "String")
+
+static int m_samples(wt_buf *b, const hub_ch_features *f)
+{
+	wt_buf_printf(b,
+		"CREATE TABLE IF NOT EXISTS profile_samples_v1 ("
+		" date Date,"
+		" time_ns UInt64,"               /* unix ns; 18.16 has no DateTime64 */
+		" project %s, service %s, sample_type %s, unit %s,"
+		" stack_id UInt64,"
+		" value Int64,"
+		" host %s, thread String, container String,"
+		" span_id String, trace_id String,"
+		" labels Nested(key String, value String),"
+		" upload_id String,"
+		" retention_days UInt16"
+		") ENGINE = MergeTree()"
+		" PARTITION BY toYYYYMMDD(date)"
+		" ORDER BY (project, service, sample_type, time_ns, stack_id)",
+		LC(f), LC(f), LC(f), LC(f), LC(f));
+	if (f->ttl)
+		wt_buf_puts(b, " TTL date + toIntervalDay(retention_days)");
+	return wt_buf_puts(b, " SETTINGS index_granularity = 8192");
+}
+
+static int m_stacks(wt_buf *b, const hub_ch_features *f)
+{
+	return wt_buf_printf(b,
+		"CREATE TABLE IF NOT EXISTS profile_stacks_v1 ("
+		" project %s,"
+		" stack_id UInt64,"
+		" frames Array(String),"         /* ROOT FIRST */
+		" first_seen DateTime DEFAULT now()"
+		") ENGINE = ReplacingMergeTree()"
+		" ORDER BY (project, stack_id)", LC(f));
+}
+
+static int m_rollup(wt_buf *b, const hub_ch_features *f)
+{
+	wt_buf_printf(b,
+		"CREATE TABLE IF NOT EXISTS function_rollup_v1 ("
+		" minute DateTime,"
+		" project %s, service %s, sample_type %s, unit %s,"
+		" function String,"
+		" self Int64, total Int64,"
+		" retention_days UInt16"
+		") ENGINE = SummingMergeTree((self, total))"
+		" PARTITION BY toYYYYMMDD(minute)"
+		" ORDER BY (project, service, sample_type, function, minute, unit, retention_days)",
+		LC(f), LC(f), LC(f), LC(f));
+	if (f->ttl)
+		wt_buf_puts(b, " TTL minute + toIntervalDay(retention_days)");
+	return 0;
+}
+
+static int m_type_retention(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS profile_type_retention_v1 ("
+		" project String, sample_type String, retention_days UInt32,"
+		" updated_ns UInt64"
+		") ENGINE = ReplacingMergeTree(updated_ns)"
+		" ORDER BY (project, sample_type)");
+}
+
+static int m_projects(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS projects_v1 ("
+		" name String, retention_days UInt32,"
+		" created_at DateTime, updated_ns UInt64"
+		") ENGINE = ReplacingMergeTree(updated_ns)"
+		" ORDER BY name");
+}
+
+static int m_tokens(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS tokens_v1 ("
+		" token_sha256 String,"          /* hex sha256 of the secret */
+		" id String, project String, role String,"
+		" created_at DateTime, revoked UInt8, updated_ns UInt64"
+		") ENGINE = ReplacingMergeTree(updated_ns)"
+		" ORDER BY token_sha256");
+}
+
+static int m_audit(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS audit_events_v1 ("
+		" time_ns UInt64, project String, actor String, action String,"
+		" detail String, deletion_id String"
+		") ENGINE = MergeTree()"
+		" PARTITION BY toYYYYMM(toDate(toDateTime(intDiv(time_ns, 1000000000))))"
+		" ORDER BY (project, time_ns)");
+}
+
+static int m_raw_objects(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS raw_objects_v1 ("
+		" date Date, time_ns UInt64, project String, service String,"
+		" upload_id String, object_key String, format String, size UInt64,"
+		" deleted UInt8"
+		") ENGINE = MergeTree()"
+		" PARTITION BY toYYYYMM(date)"
+		" ORDER BY (project, time_ns)");
+}
+
+static const migration migrations[] = {
+	{1, "profile_samples_v1", m_samples},
+	{2, "profile_stacks_v1", m_stacks},
+	{3, "function_rollup_v1", m_rollup},
+	{4, "profile_type_retention_v1", m_type_retention},
+	{5, "projects_v1", m_projects},
+	{6, "tokens_v1", m_tokens},
+	{7, "audit_events_v1", m_audit},
+	{8, "raw_objects_v1", m_raw_objects},
+};
+#define NMIG (sizeof(migrations) / sizeof(migrations[0]))
+
+int hub_schema_version(void)
+{
+	return migrations[NMIG - 1].version;
+}
+
+static int applied_cb(void *ctx, char **fields, size_t n)
+{
+	unsigned char *done = ctx;
+	long v = n ? strtol(fields[0], NULL, 10) : 0;
+
+	if (v > 0 && (size_t)v <= NMIG)
+		done[v - 1] = 1;
+	return 0;
+}
+
+int hub_schema_migrate(hub_ch *ch, const char *db, const hub_ch_features *f, wt_err *err)
+{
+	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
+	unsigned char done[NMIG] = {0};
+	size_t i;
+	int rc;
+
+	wt_buf_printf(&sql, "CREATE DATABASE IF NOT EXISTS `%s`", db);
+	if (sql.oom || wt_buf_putc(&sql, '\0')) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = hub_ch_query_nodb(ch, (const char *)sql.data, NULL, err)))
+		goto out;
+	rc = hub_ch_query(ch,
+		"CREATE TABLE IF NOT EXISTS schema_migrations ("
+		" version UInt32, name String, applied_at DateTime, server_version String"
+		") ENGINE = ReplacingMergeTree() ORDER BY version", NULL, err);
+	if (rc)
+		goto out;
+	if ((rc = hub_ch_query(ch, "SELECT version FROM schema_migrations FORMAT TabSeparated", &out, err)))
+		goto out;
+	hub_tsv_each((char *)out.data, out.len, 1, applied_cb, done);
+
+	for (i = 0; i < NMIG; i++) {
+		const migration *m = &migrations[i];
+		if (done[i])
+			continue;
+		wt_buf_reset(&sql);
+		m->ddl(&sql, f);
+		if (sql.oom || wt_buf_putc(&sql, '\0')) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+			goto out;
+		}
+		if ((rc = hub_ch_query(ch, (const char *)sql.data, NULL, err))) {
+			wt_err_prefix(err, "migration %d (%s)", m->version, m->name);
+			goto out;
+		}
+		wt_buf_reset(&sql);
+		wt_buf_printf(&sql, "INSERT INTO schema_migrations (version, name, applied_at, server_version)"
+			      " VALUES (%d, ", m->version);
+		hub_sql_quote(&sql, m->name);
+		wt_buf_puts(&sql, ", now(), ");
+		hub_sql_quote(&sql, f->version);
+		wt_buf_puts(&sql, ")");
+		if (sql.oom || wt_buf_putc(&sql, '\0')) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+			goto out;
+		}
+		if ((rc = hub_ch_query(ch, (const char *)sql.data, NULL, err)))
+			goto out;
+		wt_info("msg=\"schema migration applied\" version=%d name=%s", m->version, m->name);
+	}
+out:
+	wt_buf_free(&sql);
+	wt_buf_free(&out);
+	return rc;
+}
