@@ -28,7 +28,7 @@ static int retention_row(void *ctx, char **f, size_t n)
 }
 
 /* The project's retention_days; WT_ENOTFOUND when the project is unknown. */
-static int project_retention(hub_ch *ch, const char *project, int *days, wt_err *err)
+int hub_project_retention(hub_ch *ch, const char *project, int *days, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
 	int rc;
@@ -159,7 +159,7 @@ void hub_handle_upload(hub_req *r)
 		goto fail;
 	place_times(p, &hp, now);
 
-	if (hub_store_check(&ctx->store, &err) || project_retention(r->ch, project, &days, &err))
+	if (hub_store_check(&ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err))
 		goto fail;
 
 	/* Original first: a reply that says "stored" must be able to name it. */

@@ -27,6 +27,8 @@
 	"INSERT INTO function_rollup_v1 (minute, project, service, sample_type, unit, function," \
 	" self, total, retention_days) FORMAT RowBinary"
 
+const char hub_samples_insert_sql[] = SAMPLES_INSERT;
+
 static const char *const column_labels[] = {"host", "thread", "container", "span_id", "trace_id"};
 #define NCOL_LABELS 5
 
@@ -227,18 +229,41 @@ static int do_samples(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p,
 		int64_t tns = s->time_ns ? s->time_ns : p->time_ns ? p->time_ns : fallback_ns;
 		uint32_t ls = s->labelset < p->nlabelsets ? s->labelset : 0;
 
+		uint16_t day = hub_date_of_ns(tns);
+		wt_buf *out = &rows;
+
+		if (rq->sink) {
+			size_t k;
+			hub_dayrows *dr;
+			for (k = 0; k < rq->nskip_days; k++)
+				if (rq->skip_days[k] == day)
+					break;
+			if (k < rq->nskip_days)
+				continue; /* this day's rows are already stored */
+			if (!(dr = hub_daysink_get(rq->sink, day))) {
+				rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+				goto out;
+			}
+			out = &dr->rows;
+			for (t = 0; t < p->ntypes; t++)
+				dr->nrows += v[t] != 0;
+		}
 		for (t = 0; t < p->ntypes; t++) {
 			if (!v[t])
 				continue;
-			hub_rb_u16(&rows, hub_date_of_ns(tns));
-			hub_rb_u64(&rows, (uint64_t)tns);
-			wt_buf_append(&rows, prefix.data + type_off[t], type_off[t + 1] - type_off[t]);
-			hub_rb_u64(&rows, ids[s->stack]);
-			hub_rb_i64(&rows, v[t]);
-			wt_buf_append(&rows, lab.data + lab_off[ls], lab_len[ls]);
-			wt_buf_append(&rows, tail.data, tail.len);
+			hub_rb_u16(out, day);
+			hub_rb_u64(out, (uint64_t)tns);
+			wt_buf_append(out, prefix.data + type_off[t], type_off[t + 1] - type_off[t]);
+			hub_rb_u64(out, ids[s->stack]);
+			hub_rb_i64(out, v[t]);
+			wt_buf_append(out, lab.data + lab_off[ls], lab_len[ls]);
+			wt_buf_append(out, tail.data, tail.len);
 			st->sample_rows++;
-			if (++batch >= rq->batch_rows) {
+			if (out->oom) {
+				rc = wt_err_set(err, WT_ENOMEM, "out of memory encoding rows");
+				goto out;
+			}
+			if (!rq->sink && ++batch >= rq->batch_rows) {
 				if ((rc = flush(ch, SAMPLES_INSERT, &rows, st, err)))
 					goto out;
 				batch = 0;
@@ -308,7 +333,7 @@ int hub_ingest_profile(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p
 	rc = do_stacks(ch, rq, p, ids, st, err);
 	if (!rc)
 		rc = do_samples(ch, rq, p, ids, fallback_ns, st, err);
-	if (!rc)
+	if (!rc && !rq->sink)
 		rc = do_rollup(ch, rq, p, fallback_ns, st, err);
 	free(ids);
 	return rc;

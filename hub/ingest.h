@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "ch_client.h"
+#include "daysink.h"
 #include "params.h"
 #include "profile.h"
 #include "stackcache.h"
@@ -25,6 +26,16 @@ typedef struct hub_ingest_req {
 	size_t batch_rows;             /* rows per INSERT */
 	hub_stackcache *stacks;
 	long cache_generation;
+	/* Replication (repl_apply.c): with a sink, sample rows are appended to
+	 * the sink's per-day buffers instead of being inserted (the caller
+	 * inserts each day atomically), rows of days listed in skip_days are
+	 * left out (they are already stored), and no rollup is computed (the
+	 * edge's own rollup is stored instead). Stacks are still inserted
+	 * directly: profile_stacks_v1 is a ReplacingMergeTree, so repeating
+	 * them is harmless. */
+	hub_daysink *sink;
+	const uint16_t *skip_days;
+	size_t nskip_days;
 } hub_ingest_req;
 
 typedef struct hub_ingest_stats {
@@ -38,6 +49,14 @@ typedef struct hub_ingest_stats {
  * transactions); the error is returned (WT_EUNAVAIL / WT_EIO / WT_ENOMEM). */
 int hub_ingest_profile(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p,
 		       int64_t fallback_ns, hub_ingest_stats *st, wt_err *err);
+
+/* Column list of profile_samples_v1 inserts (the row layout written by
+ * hub_ingest_profile into a sink). */
+extern const char hub_samples_insert_sql[];
+
+/* The project's retention_days (a default when unset); WT_ENOTFOUND when
+ * the project does not exist (http_ingest.c). */
+int hub_project_retention(hub_ch *ch, const char *project, int *days, wt_err *err);
 
 /* Days since 1970-01-01 of unix ns (for Date columns). Pure. */
 uint16_t hub_date_of_ns(int64_t ns);

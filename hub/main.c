@@ -15,6 +15,7 @@
 
 #include "hub.h"
 #include "log.h"
+#include "repl.h"
 #include "server.h"
 
 #define STACK_CACHE_ENTRIES (1u << 20)
@@ -29,6 +30,7 @@ int main(int argc, char **argv)
 	const char *cfg_path = NULL;
 	hub_ctx ctx;
 	hub_server *srv = NULL;
+	struct hub_repl_server *repl = NULL;
 	wt_err err = {0, ""};
 	sigset_t set;
 	int i, sig = 0, rc = 1;
@@ -60,6 +62,7 @@ int main(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) || evthread_use_pthreads()) {
@@ -94,11 +97,28 @@ int main(int argc, char **argv)
 		wt_error("msg=\"cannot start the HTTP server\" error=\"%s\"", err.msg);
 		goto out_store;
 	}
-	wt_info("msg=\"wt-hub started\" listen=%s clickhouse=%s database=%s object_store=%s",
-		ctx.cfg.listen, ctx.cfg.ch_url, ctx.cfg.ch_database, ctx.os->name);
-	sigwait(&set, &sig);
+	if (hub_repl_server_start(&ctx, &repl, &err)) {
+		wt_error("msg=\"cannot start the replication listener\" listen=%s error=\"%s\"",
+			 ctx.cfg.repl_listen, err.msg);
+		hub_server_stop(srv);
+		goto out_store;
+	}
+	wt_info("msg=\"wt-hub started\" listen=%s replication=%s clickhouse=%s database=%s object_store=%s",
+		ctx.cfg.listen, repl ? ctx.cfg.repl_listen : "off", ctx.cfg.ch_url, ctx.cfg.ch_database,
+		ctx.os->name);
+	for (;;) {
+		sigwait(&set, &sig);
+		if (sig != SIGHUP)
+			break;
+		/* certificate rotation: re-read the replication TLS files */
+		if (hub_repl_server_reload(repl, &err))
+			wt_error("msg=\"certificate reload failed; keeping the old ones\" error=\"%s\"", err.msg);
+		else
+			wt_info("msg=\"replication certificates reloaded\"");
+	}
 	wt_info("msg=\"shutting down\" signal=%d", sig);
 	rc = 0;
+	hub_repl_server_stop(repl);
 	hub_server_stop(srv);
 out_store:
 	hub_store_stop(&ctx.store);

@@ -182,6 +182,21 @@ static int m_raw_objects(wt_buf *b, const hub_ch_features *f)
 		" ORDER BY (project, time_ns)");
 }
 
+/* Replication ledger: one row per (edge, seq) and state. state 1 = being
+ * applied (written BEFORE any data row), 2 = applied, 3 = rejected by the
+ * hub (kept, never retried). A seq whose highest state is 1 was interrupted
+ * by a crash: repl_apply.c then checks which per-day parts landed. */
+static int m_repl_ledger(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS repl_ledger_v1 ("
+		" edge_id String, seq UInt64, state UInt8, upload_id String,"
+		" project String, service String, time_ns UInt64, detail String"
+		") ENGINE = MergeTree()"
+		" ORDER BY (edge_id, seq, state)");
+}
+
 static const migration migrations[] = {
 	{1, "profile_samples_v1", m_samples},
 	{2, "profile_stacks_v1", m_stacks},
@@ -191,6 +206,7 @@ static const migration migrations[] = {
 	{6, "tokens_v1", m_tokens},
 	{7, "audit_events_v1", m_audit},
 	{8, "raw_objects_v1", m_raw_objects},
+	{9, "repl_ledger_v1", m_repl_ledger},
 };
 #define NMIG (sizeof(migrations) / sizeof(migrations[0]))
 

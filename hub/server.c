@@ -22,6 +22,7 @@
 
 #include "http_server.h"
 #include "log.h"
+#include "repl.h"
 
 typedef struct worker {
 	hub_ctx *ctx;
@@ -110,6 +111,7 @@ void hub_handle_metrics(hub_req *r)
 
 	hub_metrics_render(&r->ctx->metrics, atomic_load(&r->ctx->store.ready),
 			   atomic_load(&r->ctx->store.transitions), &b);
+	hub_repl_metrics_render(&b);
 	count_status(r->ctx, 200);
 	wt_http_send_bytes(r->req, 200, "text/plain; version=0.0.4", b.data, b.len);
 	wt_buf_free(&b);

@@ -33,9 +33,13 @@ ADMIN_TOKEN = "test-admin-token-0123456789abcdef"
 
 class Hub:
     def __init__(self, testcase, ch, database="watchtower", workers=4, hub_extra="",
-                 clickhouse_extra="", object_store=None):
+                 clickhouse_extra="", object_store=None, pki=None):
+        """pki: None (replication listener off) or a directory made by
+        `wtctl pki init` (ca.crt, hub.crt, hub.key): the replication
+        listener then runs on self.repl_port with mutual TLS."""
         self.dir = tempfile.mkdtemp(prefix="wt-hub-test-")
         self.port = free_port()
+        self.repl_port = free_port() if pki else 0
         self.proc = None
         self.cfg = os.path.join(self.dir, "hub.cfg")
         self.log = os.path.join(self.dir, "hub.log")
@@ -64,8 +68,12 @@ clickhouse = {{
   {clickhouse_extra}
 }};
 object_store = {{ {object_store} }};
-replication = {{ listen = "127.0.0.1:0"; }};
 """)
+            if pki:
+                f.write(f'replication = {{ listen = "127.0.0.1:{self.repl_port}"; ca = "{pki}/ca.crt"; '
+                        f'cert = "{pki}/hub.crt"; key = "{pki}/hub.key"; }};\n')
+            else:
+                f.write('replication = { listen = ""; };\n')
         if testcase is not None:
             testcase.addCleanup(self.cleanup)
 
@@ -73,10 +81,14 @@ replication = {{ listen = "127.0.0.1:0"; }};
     def url(self):
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout=30, wait_ready=True):
+    @property
+    def repl_url(self):
+        return f"https://127.0.0.1:{self.repl_port}"
+
+    def start(self, timeout=30, wait_ready=True, env=None):
         logf = open(self.log, "ab")
         self.proc = subprocess.Popen([os.path.join(BIN, "wt-hub"), "--config", self.cfg],
-                                     stdout=logf, stderr=logf)
+                                     stdout=logf, stderr=logf, env=dict(os.environ, **(env or {})))
         logf.close()
         deadline = time.time() + timeout
         while time.time() < deadline:

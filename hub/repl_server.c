@@ -1,0 +1,275 @@
+/*
+ * repl_server.c — the hub's replication listener: mutual TLS on
+ * replication.listen (common/tls_server.c, worker threads), one endpoint
+ * `POST /v1/replicate` taking a zstd-compressed protobuf Batch from an edge
+ * whose certificate names it, applied by hub_repl_apply() (repl_apply.c).
+ *
+ * Each TLS worker thread lazily gets its own ClickHouse client (a libcurl
+ * handle is not shareable), freed when the thread ends. Per-edge progress
+ * (last acknowledged seq, lag) is kept here for /metrics.
+ */
+#include "repl.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compress.h"
+#include "hub.h"
+#include "log.h"
+#include "tls_server.h"
+
+#define MAX_BATCH_DECOMPRESSED (1024u << 20) /* 1 GiB of protobuf per batch */
+#define MAX_EDGES 1024
+
+typedef struct edge_prog {
+	char id[128];
+	uint64_t last_seq;
+	int64_t last_ok_ns;       /* when its last batch was applied */
+	int64_t newest_received_ns; /* received_ns of the newest upload applied */
+	uint64_t batches, applied, duplicates, rejected, recovered, errors;
+} edge_prog;
+
+typedef struct hub_repl_server {
+	hub_ctx *ctx;
+	wt_tls_server *tls;
+} hub_repl_server;
+
+static pthread_mutex_t prog_mu = PTHREAD_MUTEX_INITIALIZER;
+static edge_prog progs[MAX_EDGES];
+static size_t nprogs;
+static pthread_key_t ch_key;
+static pthread_once_t ch_once = PTHREAD_ONCE_INIT;
+
+static void ch_free_cb(void *p)
+{
+	hub_ch_free(p);
+}
+
+static void ch_key_init(void)
+{
+	pthread_key_create(&ch_key, ch_free_cb);
+}
+
+static hub_ch *thread_ch(hub_ctx *ctx)
+{
+	hub_ch *ch;
+
+	pthread_once(&ch_once, ch_key_init);
+	ch = pthread_getspecific(ch_key);
+	if (!ch && (ch = hub_ch_new(&ctx->chconf)))
+		pthread_setspecific(ch_key, ch);
+	return ch;
+}
+
+/* Progress entry of an edge (created on first use); call with prog_mu held. */
+static edge_prog *prog_of(const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < nprogs; i++)
+		if (!strcmp(progs[i].id, id))
+			return &progs[i];
+	if (nprogs == MAX_EDGES)
+		return NULL;
+	memset(&progs[nprogs], 0, sizeof(progs[0]));
+	snprintf(progs[nprogs].id, sizeof(progs[0].id), "%s", id);
+	return &progs[nprogs++];
+}
+
+static int reply_error(wt_tls_response *resp, int code, const char *msg)
+{
+	json_t *j = json_pack("{s:s,s:s}", "error", wt_err_name(code), "detail", msg);
+	char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	resp->status = wt_err_http_status(code);
+	snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
+	if (txt)
+		wt_buf_puts(&resp->body, txt);
+	free(txt);
+	json_decref(j);
+	return 0;
+}
+
+static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
+{
+	hub_repl_server *srv = vctx;
+	hub_ctx *ctx = srv->ctx;
+	const char *hdr_edge, *enc;
+	uint8_t *plain = NULL;
+	size_t plen = 0;
+	hub_repl_result res;
+	wt_err err = {0, ""};
+	hub_ch *ch;
+	edge_prog *pg;
+	int rc;
+
+	if (!strcmp(req->path, "/healthz")) {
+		snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
+		wt_buf_printf(&resp->body, "{\"status\":\"ok\",\"peer\":\"%s\"}", req->peer_id);
+		return 0;
+	}
+	if (strcmp(req->path, "/v1/replicate"))
+		return reply_error(resp, WT_ENOTFOUND, "no such endpoint on the replication port");
+	if (strcmp(req->method, "POST"))
+		return reply_error(resp, WT_EINVAL, "method: use POST");
+	hdr_edge = wt_tls_request_header(req, "x-wt-edge-id");
+	if (hdr_edge && strcmp(hdr_edge, req->peer_id)) {
+		wt_err_set(&err, WT_EFORBIDDEN, "X-WT-Edge-Id \"%.64s\" does not match the client certificate \"%.64s\"",
+			   hdr_edge, req->peer_id);
+		rc = err.code;
+		goto fail;
+	}
+	enc = wt_tls_request_header(req, "content-encoding");
+	if (enc && !strcmp(enc, "zstd")) {
+		if ((rc = wt_zstd_decompress(req->body, req->body_len, MAX_BATCH_DECOMPRESSED, &plain, &plen, &err)))
+			goto fail;
+	} else if (enc && strcmp(enc, "identity")) {
+		rc = wt_err_set(&err, WT_EFORMAT, "Content-Encoding \"%.32s\" is not supported (use zstd)", enc);
+		goto fail;
+	}
+	if (!(ch = thread_ch(ctx))) {
+		rc = wt_err_set(&err, WT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	rc = hub_repl_apply(ctx, ch, req->peer_id, plain ? plain : req->body, plain ? plen : req->body_len,
+			    &res, &err);
+	if (rc)
+		goto fail;
+	pthread_mutex_lock(&prog_mu);
+	if ((pg = prog_of(req->peer_id))) {
+		if (res.last_seq > pg->last_seq)
+			pg->last_seq = res.last_seq;
+		pg->last_ok_ns = hub_now_ns();
+		pg->batches++;
+		pg->applied += res.applied;
+		pg->duplicates += res.duplicates;
+		pg->rejected += res.rejected;
+		pg->recovered += res.recovered;
+	}
+	pthread_mutex_unlock(&prog_mu);
+	if (res.applied || res.duplicates || res.rejected)
+		wt_info("msg=\"batch applied\" edge=%s last_seq=%" PRIu64 " applied=%u duplicates=%u rejected=%u"
+			" recovered=%u sample_rows=%zu rollup_rows=%zu", req->peer_id, res.last_seq, res.applied,
+			res.duplicates, res.rejected, res.recovered, res.sample_rows, res.rollup_rows);
+	snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
+	wt_buf_printf(&resp->body, "{\"last_seq\":%" PRIu64 ",\"applied\":%u,\"duplicates\":%u,\"rejected\":%u}",
+		      res.last_seq, res.applied, res.duplicates, res.rejected);
+	free(plain);
+	return 0;
+fail:
+	pthread_mutex_lock(&prog_mu);
+	if ((pg = prog_of(req->peer_id)))
+		pg->errors++;
+	pthread_mutex_unlock(&prog_mu);
+	wt_warn("msg=\"batch refused\" edge=%s status=%d error=\"%s\"", req->peer_id, wt_err_http_status(rc),
+		err.msg);
+	free(plain);
+	return reply_error(resp, rc, err.msg);
+}
+
+int hub_repl_server_start(hub_ctx *ctx, hub_repl_server **out, wt_err *err)
+{
+	hub_repl_server *s;
+	wt_tls_server_config c;
+	char host[256];
+	const char *colon;
+	int rc;
+
+	*out = NULL;
+	if (!ctx->cfg.repl_listen || !*ctx->cfg.repl_listen)
+		return 0;
+	if (!ctx->cfg.repl_ca || !*ctx->cfg.repl_ca || !ctx->cfg.repl_cert || !*ctx->cfg.repl_cert ||
+	    !ctx->cfg.repl_key || !*ctx->cfg.repl_key)
+		return wt_err_set(err, WT_EINVAL, "replication.listen is set but replication.ca/cert/key are not");
+	colon = strrchr(ctx->cfg.repl_listen, ':');
+	if (!colon || (size_t)(colon - ctx->cfg.repl_listen) >= sizeof(host))
+		return wt_err_set(err, WT_EINVAL, "replication.listen \"%s\" is not host:port", ctx->cfg.repl_listen);
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - ctx->cfg.repl_listen), ctx->cfg.repl_listen);
+	if (host[0] == '[') { /* [::1]:8443 */
+		memmove(host, host + 1, strlen(host));
+		host[strcspn(host, "]")] = 0;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	s->ctx = ctx;
+	memset(&c, 0, sizeof(c));
+	c.host = host;
+	c.port = (uint16_t)atoi(colon + 1);
+	c.ca_file = ctx->cfg.repl_ca;
+	c.cert_file = ctx->cfg.repl_cert;
+	c.key_file = ctx->cfg.repl_key;
+	c.max_body = 256u << 20;
+	c.handler = handle;
+	c.ctx = s;
+	if ((rc = wt_tls_server_start(&c, &s->tls, err))) {
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void hub_repl_server_stop(hub_repl_server *s)
+{
+	if (!s)
+		return;
+	wt_tls_server_stop(s->tls);
+	free(s);
+}
+
+int hub_repl_server_reload(hub_repl_server *s, wt_err *err)
+{
+	return s ? wt_tls_server_reload(s->tls, err) : 0;
+}
+
+/* Prometheus text of replication progress (server.c's /metrics calls it). */
+int hub_repl_metrics_render(wt_buf *out)
+{
+	size_t i;
+	int64_t now = hub_now_ns();
+
+	wt_buf_puts(out, "# HELP wt_hub_repl_batches_total Replication batches applied, per edge.\n"
+			 "# TYPE wt_hub_repl_batches_total counter\n");
+	pthread_mutex_lock(&prog_mu);
+	for (i = 0; i < nprogs; i++)
+		wt_buf_printf(out, "wt_hub_repl_batches_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id, progs[i].batches);
+	wt_buf_puts(out, "# HELP wt_hub_repl_uploads_applied_total Replicated uploads stored.\n"
+			 "# TYPE wt_hub_repl_uploads_applied_total counter\n");
+	for (i = 0; i < nprogs; i++)
+		wt_buf_printf(out, "wt_hub_repl_uploads_applied_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id,
+			      progs[i].applied);
+	wt_buf_puts(out, "# HELP wt_hub_repl_duplicates_skipped_total Retried uploads that were already applied.\n"
+			 "# TYPE wt_hub_repl_duplicates_skipped_total counter\n");
+	for (i = 0; i < nprogs; i++)
+		wt_buf_printf(out, "wt_hub_repl_duplicates_skipped_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id,
+			      progs[i].duplicates);
+	wt_buf_puts(out, "# HELP wt_hub_repl_rejected_total Replicated uploads the hub could not decode.\n"
+			 "# TYPE wt_hub_repl_rejected_total counter\n");
+	for (i = 0; i < nprogs; i++)
+		wt_buf_printf(out, "wt_hub_repl_rejected_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id,
+			      progs[i].rejected);
+	wt_buf_puts(out, "# HELP wt_hub_repl_recovered_total Uploads completed after an interrupted apply.\n"
+			 "# TYPE wt_hub_repl_recovered_total counter\n");
+	for (i = 0; i < nprogs; i++)
+		wt_buf_printf(out, "wt_hub_repl_recovered_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id,
+			      progs[i].recovered);
+	wt_buf_puts(out, "# HELP wt_hub_repl_errors_total Batches refused (the edge retries).\n"
+			 "# TYPE wt_hub_repl_errors_total counter\n");
+	for (i = 0; i < nprogs; i++)
+		wt_buf_printf(out, "wt_hub_repl_errors_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id, progs[i].errors);
+	wt_buf_puts(out, "# HELP wt_hub_repl_last_seq Highest sequence acknowledged to the edge.\n"
+			 "# TYPE wt_hub_repl_last_seq gauge\n");
+	for (i = 0; i < nprogs; i++)
+		wt_buf_printf(out, "wt_hub_repl_last_seq{edge=\"%s\"} %" PRIu64 "\n", progs[i].id, progs[i].last_seq);
+	wt_buf_puts(out, "# HELP wt_hub_repl_seconds_since_last_batch Seconds since the edge's last applied batch.\n"
+			 "# TYPE wt_hub_repl_seconds_since_last_batch gauge\n");
+	for (i = 0; i < nprogs; i++)
+		wt_buf_printf(out, "wt_hub_repl_seconds_since_last_batch{edge=\"%s\"} %.3f\n", progs[i].id,
+			      progs[i].last_ok_ns ? (double)(now - progs[i].last_ok_ns) / 1e9 : -1.0);
+	pthread_mutex_unlock(&prog_mu);
+	return out->oom ? WT_ENOMEM : 0;
+}
