@@ -432,8 +432,10 @@ typedef struct { const uint32_t *f; size_t n; } stack_key;
 static int stack_eq(const wt_profile *p, uint32_t id, const void *key)
 {
 	const stack_key *k = key;
+	/* n == 0: stack_frames may still be NULL (only empty stacks so far) */
 	return p->stacks[id].len == k->n &&
-	       !memcmp(p->stack_frames + p->stacks[id].off, k->f, k->n * sizeof(uint32_t));
+	       (k->n == 0 || !memcmp(p->stack_frames + p->stacks[id].off, k->f,
+				     k->n * sizeof(uint32_t)));
 }
 
 int wt_profile_add_stack(wt_profile *p, const uint32_t *frames, size_t n, uint32_t *idx, wt_err *err)
