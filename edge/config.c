@@ -16,6 +16,8 @@ void edge_config_defaults(edge_config *c)
 	c->id = strdup("edge1");
 	c->listen_host = strdup("127.0.0.1");
 	c->listen_port = 4040;
+	c->otlp_http_listen = strdup("127.0.0.1:4318");
+	c->otlp_grpc_listen = strdup("127.0.0.1:4317");
 	c->data_dir = strdup("/var/lib/watchtower/edge");
 	c->default_project = strdup("demo");
 	c->sync = 1;
@@ -34,6 +36,12 @@ void edge_config_defaults(edge_config *c)
 	c->hub_ca = strdup("");
 	c->hub_cert = strdup("");
 	c->hub_key = strdup("");
+	c->repl_batch_max_uploads = 64;
+	c->repl_batch_max_bytes = 8 * MB;
+	c->repl_backoff_initial_ms = 200;
+	c->repl_backoff_max_ms = 30000;
+	c->repl_interval_ms = 500;
+	c->repl_zstd_level = 3;
 }
 
 static void free_strv(char **v, size_t n)
@@ -47,6 +55,8 @@ void edge_config_free(edge_config *c)
 {
 	free(c->id);
 	free(c->listen_host);
+	free(c->otlp_http_listen);
+	free(c->otlp_grpc_listen);
 	free(c->data_dir);
 	free(c->default_project);
 	for (size_t i = 0; i < c->nprojects; i++) {
@@ -154,11 +164,15 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 	config_setting_t *e = config_lookup(&cf, "edge");
 	if ((rc = get_str(e, "id", &c->id, path, err)) ||
 	    (rc = get_str(e, "listen", &listen, path, err)) ||
+	    (rc = get_str(e, "otlp_http_listen", &c->otlp_http_listen, path, err)) ||
+	    (rc = get_str(e, "otlp_grpc_listen", &c->otlp_grpc_listen, path, err)) ||
 	    (rc = get_str(e, "data_dir", &c->data_dir, path, err)) ||
 	    (rc = get_str(e, "default_project", &c->default_project, path, err)) ||
 	    (rc = get_bool(e, "sync", &c->sync, path, err)) ||
 	    (rc = get_str(e, "rollup_mode", &mode, path, err)))
 		goto out;
+	c->otlp_http_set = e && config_setting_get_member(e, "otlp_http_listen");
+	c->otlp_grpc_set = e && config_setting_get_member(e, "otlp_grpc_listen");
 	v = c->workers;
 	if ((rc = get_int(e, "workers", 1, 256, &v, path, err)))
 		goto out;
@@ -231,6 +245,48 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 	if ((rc = get_str(h, "url", &c->hub_url, path, err)) || (rc = get_str(h, "ca", &c->hub_ca, path, err)) ||
 	    (rc = get_str(h, "cert", &c->hub_cert, path, err)) || (rc = get_str(h, "key", &c->hub_key, path, err)))
 		goto out;
+	if (*c->hub_url) {
+		if (strncmp(c->hub_url, "https://", 8) != 0) {
+			rc = wt_err_set(err, WT_EINVAL, "%s: hub.url = \"%s\" must start with https:// (replication is mutual TLS only)",
+					path, c->hub_url);
+			goto out;
+		}
+		if (!*c->hub_ca || !*c->hub_cert || !*c->hub_key) {
+			rc = wt_err_set(err, WT_EINVAL, "%s: hub.url is set, so hub.ca, hub.cert and hub.key are required", path);
+			goto out;
+		}
+	}
+
+	config_setting_t *rp = config_lookup(&cf, "replication");
+	v = (long long)c->repl_batch_max_uploads;
+	if ((rc = get_int(rp, "batch_max_uploads", 1, 100000, &v, path, err)))
+		goto out;
+	c->repl_batch_max_uploads = (size_t)v;
+	v = (long long)c->repl_batch_max_bytes;
+	if ((rc = get_int(rp, "batch_max_bytes", 4096, 1LL << 32, &v, path, err)))
+		goto out;
+	c->repl_batch_max_bytes = (size_t)v;
+	v = c->repl_backoff_initial_ms;
+	if ((rc = get_int(rp, "backoff_initial_ms", 1, 3600000, &v, path, err)))
+		goto out;
+	c->repl_backoff_initial_ms = (int)v;
+	v = c->repl_backoff_max_ms;
+	if ((rc = get_int(rp, "backoff_max_ms", 1, 3600000, &v, path, err)))
+		goto out;
+	c->repl_backoff_max_ms = (int)v;
+	if (c->repl_backoff_max_ms < c->repl_backoff_initial_ms) {
+		rc = wt_err_set(err, WT_EINVAL, "%s: replication.backoff_max_ms (%d) is below backoff_initial_ms (%d)", path,
+				c->repl_backoff_max_ms, c->repl_backoff_initial_ms);
+		goto out;
+	}
+	v = c->repl_interval_ms;
+	if ((rc = get_int(rp, "interval_ms", 1, 3600000, &v, path, err)))
+		goto out;
+	c->repl_interval_ms = (int)v;
+	v = c->repl_zstd_level;
+	if ((rc = get_int(rp, "zstd_level", 1, 19, &v, path, err)))
+		goto out;
+	c->repl_zstd_level = (int)v;
 
 	config_setting_t *ps = config_lookup(&cf, "projects");
 	if (ps) {

@@ -27,6 +27,10 @@ typedef struct edge_config {
 	char *id;
 	char *listen_host;
 	int listen_port;
+	/* OTLP listeners "host:port" ("" = off); *_set: given in the file
+	 * (then failing to bind is fatal; a default that is taken only warns) */
+	char *otlp_http_listen, *otlp_grpc_listen;
+	int otlp_http_set, otlp_grpc_set;
 	char *data_dir;
 	char *default_project;
 	int sync;
@@ -48,6 +52,14 @@ typedef struct edge_config {
 	size_t nprojects;
 
 	char *hub_url, *hub_ca, *hub_cert, *hub_key;
+
+	/* replication = { ... } (edge/repl_client.c) */
+	size_t repl_batch_max_uploads;
+	size_t repl_batch_max_bytes;
+	int repl_backoff_initial_ms;
+	int repl_backoff_max_ms;
+	int repl_interval_ms;
+	int repl_zstd_level;
 } edge_config;
 
 /* Defaults for everything (no projects). */

@@ -44,6 +44,8 @@ typedef struct ingest {
 	size_t len;
 	int multipart, pyroscope;
 	char boundary[80];
+	const char *endpoint;     /* OTLP: the receiving endpoint (not owned) */
+	const char *otlp_service; /* OTLP: which service of the raw request this is */
 } ingest;
 
 static int64_t now_ns(void)
@@ -377,7 +379,7 @@ static int build_raw(edge_task *t, ingest *in, const uint8_t *data, size_t len, 
 {
 	json_t *h = json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:s,s:I}", "v", 1, "project", in->project,
 			      "service", in->service, "format", wt_format_name(det), "endpoint",
-			      in->pyroscope ? "/ingest" : "/v1/profiles", "from_ns", (json_int_t)in->from_ns,
+			      in->endpoint ? in->endpoint : in->pyroscope ? "/ingest" : "/v1/profiles", "from_ns", (json_int_t)in->from_ns,
 			      "until_ns", (json_int_t)in->until_ns, "received_ns", (json_int_t)in->received_ns,
 			      "labels", labels_json(in), "edge", t->srv->cfg->id, "bytes", (json_int_t)len);
 	if (!h)
@@ -396,6 +398,8 @@ static int build_raw(edge_task *t, ingest *in, const uint8_t *data, size_t len, 
 		json_object_set_new(h, "aggregation", json_string(in->aggregation));
 	if (in->sample_rate)
 		json_object_set_new(h, "sample_rate", json_integer(in->sample_rate));
+	if (in->otlp_service)
+		json_object_set_new(h, "otlp_service", json_string(in->otlp_service));
 	if (stc)
 		json_object_set_new(h, "sample_type_config", json_stringn((const char *)stc, stclen));
 	char *txt = json_dumps(h, JSON_COMPACT);
@@ -536,6 +540,41 @@ fail:
 		wt_err_set(&t->err, rc ? rc : WT_EINVAL, "upload failed");
 	wt_profile_free(p);
 	edge_task_finish(t);
+}
+
+/* Build the commit of one profile decoded outside /v1/profiles (OTLP, see
+ * edge/otlp.c) exactly as an upload: raw record (raw/rawlen, the whole
+ * request; its header names otlp_service), rollup and stacks. p->time_ns 0
+ * becomes received_ns. On error *c may hold partial buffers: the caller
+ * frees c->raw, c->rolluplog and c->ops in any case. Worker thread. */
+int edge_ingest_prepare(edge_server *srv, edge_commit *c, const char *project, const char *service,
+			int64_t received_ns, const char *endpoint, const uint8_t *raw, size_t rawlen,
+			wt_profile *p, wt_err *err)
+{
+	edge_task t;
+	ingest in;
+	int rc;
+
+	memset(&t, 0, sizeof(t));
+	memset(&in, 0, sizeof(in));
+	t.srv = srv;
+	snprintf(in.project, sizeof(in.project), "%s", project);
+	in.service = (char *)service;
+	in.received_ns = received_ns;
+	in.endpoint = endpoint;
+	in.otlp_service = service;
+	in.fmt = WT_FMT_OTLP;
+	if (!p->time_ns)
+		p->time_ns = received_ns;
+	rc = build_raw(&t, &in, raw, rawlen, WT_FMT_OTLP, NULL, 0);
+	if (!rc)
+		rc = build_rollup(&t, &in, p);
+	if (!rc)
+		rc = build_stacks(&t, &in, p);
+	*c = t.commit;
+	if (rc)
+		*err = t.err;
+	return rc;
 }
 
 /* ---- request parsing (loop thread) ------------------------------------------ */

@@ -15,6 +15,8 @@
 #include "buf.h"
 #include "http_server.h"
 #include "log.h"
+#include "otlp_recv.h"
+#include "repl_client.h"
 
 /* Multipart framing around a max_body profile part. */
 #define MULTIPART_SLACK (1u << 20)
@@ -182,6 +184,7 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 	wt_buf_printf(&b, "# HELP wt_edge_commit_uploads_total Uploads written by group commits.\n"
 			  "# TYPE wt_edge_commit_uploads_total counter\nwt_edge_commit_uploads_total %llu\n",
 		      (unsigned long long)st.commit_items);
+	edge_repl_metrics(srv->repl, srv->store, &st, &b);
 	wt_buf_printf(&b, "# HELP wt_edge_commit_errors_total Group commits that failed (uploads answered 500).\n"
 			  "# TYPE wt_edge_commit_errors_total counter\nwt_edge_commit_errors_total %llu\n",
 		      (unsigned long long)st.commit_errors);
@@ -278,6 +281,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		evhttp_del_accept_socket(srv->http, srv->sock);
 		srv->sock = NULL;
 	}
+	edge_otlp_stop_accepting(srv);
 	srv->drain_timer = event_new(srv->base, -1, EV_PERSIST, drain_cb, srv);
 	if (srv->drain_timer)
 		event_add(srv->drain_timer, &tv);
@@ -319,6 +323,8 @@ int edge_server_init(edge_server *srv, const edge_config *cfg, edge_store *store
 	if (!srv->sigterm || !srv->sigint || event_add(srv->sigterm, NULL) || event_add(srv->sigint, NULL))
 		return wt_err_set(err, WT_EIO, "cannot install signal handlers");
 	signal(SIGPIPE, SIG_IGN);
+	if (edge_otlp_init(srv, err) != 0)
+		return err->code ? err->code : WT_EIO;
 	wt_info("listening addr=%s:%d id=%s workers=%d", cfg->listen_host, cfg->listen_port, cfg->id, cfg->workers);
 	return 0;
 }
@@ -333,6 +339,7 @@ void edge_server_free(edge_server *srv)
 	/* workers first: they may still reference tasks whose events belong to base */
 	if (srv->pool)
 		edge_pool_free(srv->pool);
+	edge_otlp_free(srv);
 	if (srv->http)
 		evhttp_free(srv->http);
 	if (srv->drain_timer)

@@ -34,9 +34,13 @@ typedef struct edge_metrics {
 	_Atomic uint64_t busy;                   /* 503: worker queue full */
 } edge_metrics;
 
+struct edge_repl;
+
 typedef struct edge_server {
 	const edge_config *cfg;
 	edge_store *store;
+	struct edge_repl *repl; /* NULL when replication is off; set by main */
+	struct edge_otlp *otlp; /* OTLP receivers (otlp_recv.c); NULL when off */
 	edge_pool *pool;
 	struct event_base *base;
 	struct evhttp *http;
@@ -85,5 +89,13 @@ void edge_server_free(edge_server *srv);
 /* Handlers (ingest.c, query.c). */
 void edge_ingest_handle(edge_server *srv, struct evhttp_request *req, int pyroscope);
 void edge_query_handle(edge_server *srv, struct evhttp_request *req, const char *project, const char *view);
+
+/* Build the commit of one profile decoded outside /v1/profiles (OTLP):
+ * raw record (raw/rawlen), rollup and stacks, as an upload of service to
+ * project. Worker thread; the caller frees c's buffers. See ingest.c. */
+struct wt_profile;
+int edge_ingest_prepare(edge_server *srv, edge_commit *c, const char *project, const char *service,
+			int64_t received_ns, const char *endpoint, const uint8_t *raw, size_t rawlen,
+			struct wt_profile *p, wt_err *err);
 
 #endif

@@ -24,6 +24,7 @@
 #include "hub.h"
 #include "ingest.h"
 #include "log.h"
+#include "otlp.h"
 #include "proto/repl.pb-c.h"
 
 typedef Watchtower__Repl__Batch pb_batch;
@@ -357,6 +358,48 @@ static void raw_index_row(wt_buf *sql, size_t *nrows, const up_state *s, const c
 	wt_buf_printf(sql, ", %zu, 0)", size);
 }
 
+/* wt_format_decode, except that an OTLP request the edge split by service
+ * (header "otlp_service") yields only that service's profile: the edge
+ * stores the whole request once per service it contains. */
+static int decode_original(const pb_upload *u, json_t *hdr, wt_format fmt, const wt_decode_opts *o,
+			   wt_profile **p, wt_format *det, wt_err *err)
+{
+	const char *osvc = jstr(hdr, "otlp_service");
+	const uint8_t *data = u->original.data;
+	size_t len = u->original.len, i;
+	uint8_t *plain = NULL;
+	wt_otlp_result r;
+	int rc;
+
+	if (!osvc || fmt != WT_FMT_OTLP)
+		return wt_format_decode(data, len, fmt, o, p, det, err);
+	*det = WT_FMT_OTLP;
+	if (wt_is_gzip(data, len)) {
+		if ((rc = wt_gunzip(data, len, o->lim.max_decompressed, &plain, &len, err)))
+			return rc;
+		data = plain;
+	} else if (wt_is_zstd(data, len)) {
+		if ((rc = wt_zstd_decompress(data, len, o->lim.max_decompressed, &plain, &len, err)))
+			return rc;
+		data = plain;
+	}
+	memset(&r, 0, sizeof(r));
+	rc = wt_otlp_decode(data, len, &o->lim, &r, err);
+	free(plain);
+	if (rc)
+		return rc;
+	rc = wt_err_set(err, WT_EINVAL, "otlp: the request has no service \"%.64s\"", osvc);
+	for (i = 0; i < r.n; i++)
+		if (!strcmp(r.items[i].service, osvc)) {
+			*p = r.items[i].profile;
+			r.items[i].profile = NULL;
+			rc = 0;
+			break;
+		}
+	wt_otlp_result_free(&r);
+	return rc;
+}
+
 /* Decode an upload's original exactly as the edge did, store it, and
  * append its sample rows to sink. A decode failure marks the upload
  * rejected (its rollup is still stored) rather than failing the batch. */
@@ -391,7 +434,7 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, json_t *hdr, co
 		o.unit = pyro_unit(units);
 	o.sample_rate = jint(hdr, "sample_rate");
 	o.time_ns = from_ns ? from_ns : u->received_ns;
-	if (wt_format_decode(u->original.data, u->original.len, fmt, &o, &p, &det, &derr)) {
+	if (decode_original(u, hdr, fmt, &o, &p, &det, &derr)) {
 		s->rejected = 1;
 		snprintf(s->detail, sizeof(s->detail), "decode: %s", derr.msg);
 		wt_warn("msg=\"replicated upload rejected\" upload=%s error=\"%s\"", s->upload_id, derr.msg);

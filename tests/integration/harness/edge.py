@@ -39,17 +39,31 @@ def free_port():
 
 class Edge:
     def __init__(self, testcase=None, project="demo", sync=True, workers=4, max_body_mb=64,
-                 rollup_mode="merge", extra_limits="", extra_edge=""):
+                 rollup_mode="merge", extra_limits="", extra_edge="", edge_id="edge-test", hub=None,
+                 replication="", retention=None):
+        """hub: None (no replication) or {"url","ca","cert","key"};
+        replication: text inside `replication = { ... }` (e.g.
+        "backoff_initial_ms = 50;"); retention: {key: value} over the defaults
+        below (e.g. {"disk_quota_mb": 1, "interval_s": 1})."""
         self.dir = tempfile.mkdtemp(prefix="wt-edge-test-")
+        self.edge_id = edge_id
+        h = hub or {"url": "", "ca": "", "cert": "", "key": ""}
+        ret = {"raw_hours_after_replication": 24, "rollup_days": 7, "disk_quota_mb": 10240}
+        ret.update(retention or {})
+        ret_text = " ".join(f"{k} = {v};" for k, v in ret.items())
         self.port = free_port()
+        self.otlp_http_port = free_port()  # edge.otlp_http_listen
+        self.otlp_grpc_port = free_port()  # edge.otlp_grpc_listen
         self.project = project
         self.proc = None
         self.cfg = os.path.join(self.dir, "edge.cfg")
         self.log = os.path.join(self.dir, "edge.log")
         with open(self.cfg, "w") as f:
             f.write(f"""edge = {{
-  id = "edge-test";
+  id = "{edge_id}";
   listen = "127.0.0.1:{self.port}";
+  otlp_http_listen = "127.0.0.1:{self.otlp_http_port}";
+  otlp_grpc_listen = "127.0.0.1:{self.otlp_grpc_port}";
   data_dir = "{self.dir}/data";
   default_project = "{project}";
   sync = {"true" if sync else "false"};
@@ -58,9 +72,10 @@ class Edge:
   {extra_edge}
 }};
 limits = {{ max_body_mb = {max_body_mb}; max_decompressed_mb = 512; max_samples = 5000000; max_stack_depth = 2048; {extra_limits} }};
-retention = {{ raw_hours_after_replication = 24; rollup_days = 7; disk_quota_mb = 10240; }};
+retention = {{ {ret_text} }};
 projects = ( {{ name = "{project}"; upload_tokens = [ "{UPLOAD_TOKEN}" ]; read_tokens = [ "{READ_TOKEN}" ]; }} );
-hub = {{ url = ""; ca = ""; cert = ""; key = ""; }};
+hub = {{ url = "{h["url"]}"; ca = "{h["ca"]}"; cert = "{h["cert"]}"; key = "{h["key"]}"; }};
+replication = {{ {replication} }};
 """)
         if testcase is not None:
             testcase.addCleanup(self.cleanup)

@@ -1,0 +1,857 @@
+/*
+ * otlp_recv.c — OTLP/HTTP and OTLP/gRPC profiles receivers of wt-edge (see
+ * otlp_recv.h). A request becomes a job: the loop thread authenticates and
+ * copies the body, a worker decodes it (wt_otlp_decode) and builds one
+ * edge_commit per service with edge_ingest_prepare(), the store commits
+ * them (group commit, synced), and when the last commit is done the job's
+ * event brings the answer back to the loop thread.
+ *
+ * gRPC: HTTP/2 cleartext with prior knowledge only (what OTel exporters use
+ * with insecure=true); unary Export with one length-prefixed message
+ * (compressed flag + BE32 length; grpc-encoding gzip accepted); the answer
+ * is an empty ExportProfilesServiceResponse and grpc-status 0, or a
+ * trailers-only response with grpc-status / grpc-message.
+ */
+#include "otlp_recv.h"
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <nghttp2/nghttp2.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "buf.h"
+#include "compress.h"
+#include "config.h"
+#include "http_server.h"
+#include "log.h"
+#include "otlp.h"
+#include "server.h"
+
+#define HTTP_PATH "/v1development/profiles"
+#define GRPC_PATH "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export"
+#define ENDPOINT_HTTP "otlp-http " HTTP_PATH
+#define ENDPOINT_GRPC "otlp-grpc ProfilesService/Export"
+#define MAX_NAME 256
+#define HTTP_TIMEOUT_S 60
+#define GRPC_MAX_STREAMS 100
+#define GRPC_WINDOW (1u << 20)
+
+/* gRPC status codes (grpc/status.h) */
+enum { G_OK = 0, G_INVALID_ARGUMENT = 3, G_RESOURCE_EXHAUSTED = 8, G_UNIMPLEMENTED = 12,
+       G_INTERNAL = 13, G_UNAVAILABLE = 14, G_UNAUTHENTICATED = 16 };
+
+typedef struct gconn gconn;
+typedef struct gstream gstream;
+typedef struct job job;
+
+struct edge_otlp {
+	edge_server *srv;
+	struct evhttp *http;
+	struct evhttp_bound_socket *http_sock;
+	struct evconnlistener *lis;
+	gconn *conns;
+};
+
+struct job {
+	edge_server *srv;
+	struct event *ev;
+	char project[MAX_NAME];
+	char service[MAX_NAME]; /* fallback for unknown_service, "" = none */
+	const char *endpoint;
+	uint8_t *body;          /* the request message (owned) */
+	size_t len;
+	int64_t received_ns;
+	edge_commit *commits;   /* owned */
+	size_t ncommits;
+	atomic_size_t pending;
+	atomic_int commit_rc;
+	wt_err err;
+	size_t samples, nprofiles;
+	struct evhttp_request *req; /* HTTP reply target */
+	gstream *gs;                /* gRPC reply target; NULL once the stream is gone */
+};
+
+struct gconn {
+	edge_otlp *o;
+	struct bufferevent *bev;
+	nghttp2_session *sess;
+	gstream *streams;
+	gconn *next, *prev;
+};
+
+struct gstream {
+	gconn *c;
+	int32_t id;
+	char path[160], auth[600], service[MAX_NAME], enc[32], ctype[64];
+	wt_buf body;
+	int over;
+	job *job;
+	size_t resp_off; /* bytes of the 5-byte response frame sent */
+	gstream *next, *prev;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int valid_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n >= MAX_NAME)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20)
+			return 0;
+	return 1;
+}
+
+/* ---- jobs ---------------------------------------------------------------------- */
+static void grpc_reply(job *j);
+
+static void job_free(job *j)
+{
+	for (size_t i = 0; i < j->ncommits; i++) {
+		free(j->commits[i].raw);
+		free(j->commits[i].rolluplog);
+		wt_buf_free(&j->commits[i].ops);
+	}
+	free(j->commits);
+	free(j->body);
+	if (j->ev)
+		event_free(j->ev);
+	free(j);
+}
+
+/* Loop thread: answer and free. */
+static void job_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	job *j = arg;
+	edge_server *srv = j->srv;
+
+	if (!j->err.code && atomic_load(&j->commit_rc)) {
+		int rc = atomic_load(&j->commit_rc);
+		wt_err_set(&j->err, rc == WT_EUNAVAIL ? WT_EUNAVAIL : WT_EIO,
+			   rc == WT_EUNAVAIL ? "the edge is shutting down; the upload was not stored"
+					     : "writing the upload to the buffer failed; nothing was stored");
+	}
+	if (j->err.code) {
+		int i = -j->err.code;
+		wt_info("otlp upload rejected endpoint=\"%s\" error=%s detail=\"%s\"", j->endpoint,
+			wt_err_name(j->err.code), j->err.msg);
+		if (i > 0 && i < EDGE_NERRCODES)
+			atomic_fetch_add(&srv->m.rejects[i], 1);
+	} else {
+		atomic_fetch_add(&srv->m.uploads[WT_FMT_OTLP], 1);
+		atomic_fetch_add(&srv->m.upload_bytes, j->len);
+		atomic_fetch_add(&srv->m.upload_samples, j->samples);
+	}
+	if (j->req) {
+		if (j->err.code) {
+			wt_http_send_error(j->req, j->err.code, j->err.msg);
+		} else {
+			/* an empty ExportProfilesServiceResponse: zero bytes */
+			wt_http_send_bytes(j->req, 200, "application/x-protobuf", "", 0);
+		}
+	} else if (j->gs) {
+		grpc_reply(j);
+	}
+	srv->pending--;
+	job_free(j);
+}
+
+static void commit_done(edge_commit *c)
+{
+	job *j = c->arg;
+	if (c->rc)
+		atomic_store(&j->commit_rc, c->rc);
+	if (atomic_fetch_sub(&j->pending, 1) == 1)
+		event_active(j->ev, 0, 1);
+}
+
+/* Worker: decode, build the commits, submit them. */
+static void job_work(void *arg)
+{
+	job *j = arg;
+	const edge_config *cfg = j->srv->cfg;
+	wt_limits lim;
+	wt_otlp_result r;
+	uint8_t *raw = NULL;
+	const uint8_t *msg = j->body;
+	size_t n = j->len, i;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	wt_limits_default(&lim);
+	lim.max_body = cfg->max_body;
+	lim.max_decompressed = cfg->max_decompressed;
+	lim.max_samples = cfg->max_samples;
+	lim.max_stack_depth = cfg->max_stack_depth;
+	if (wt_is_gzip(j->body, j->len)) {
+		if ((rc = wt_gunzip(j->body, j->len, lim.max_decompressed, &raw, &n, &j->err)))
+			goto fail;
+		msg = raw;
+	} else if (wt_is_zstd(j->body, j->len)) {
+		if ((rc = wt_zstd_decompress(j->body, j->len, lim.max_decompressed, &raw, &n, &j->err)))
+			goto fail;
+		msg = raw;
+	}
+	if ((rc = wt_otlp_decode(msg, n, &lim, &r, &j->err)))
+		goto fail;
+	j->nprofiles = r.nprofiles;
+	if (r.n == 0) { /* nothing to store: answer at once */
+		free(raw);
+		event_active(j->ev, 0, 1);
+		return;
+	}
+	j->commits = calloc(r.n, sizeof(edge_commit));
+	if (!j->commits) {
+		rc = wt_err_set(&j->err, WT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	j->ncommits = r.n;
+	for (i = 0; i < r.n; i++) {
+		const char *svc = r.items[i].service;
+		if (!strcmp(svc, WT_OTLP_UNKNOWN_SERVICE) && *j->service)
+			svc = j->service;
+		if (!valid_name(svc)) {
+			rc = wt_err_set(&j->err, WT_EINVAL, "otlp %s: service.name \"%.64s\" is not a valid "
+					"service name (1..%d bytes, no control characters)", r.version, svc,
+					MAX_NAME - 1);
+			goto fail;
+		}
+		j->samples += r.items[i].profile->nsamples;
+		if ((rc = edge_ingest_prepare(j->srv, &j->commits[i], j->project, svc, j->received_ns,
+					      j->endpoint, j->body, j->len, r.items[i].profile, &j->err)))
+			goto fail;
+		j->commits[i].done = commit_done;
+		j->commits[i].arg = j;
+	}
+	wt_otlp_result_free(&r);
+	free(raw);
+	free(j->body); /* kept in the raw records now */
+	j->body = NULL;
+	atomic_store(&j->pending, j->ncommits);
+	for (i = 0; i < j->ncommits; i++)
+		edge_store_submit(j->srv->store, &j->commits[i]);
+	return;
+fail:
+	if (!j->err.code)
+		wt_err_set(&j->err, rc ? rc : WT_EINVAL, "otlp upload failed");
+	wt_otlp_result_free(&r);
+	free(raw);
+	event_active(j->ev, 0, 1);
+}
+
+static job *job_new(edge_otlp *o, const char *project, const char *service, const char *endpoint)
+{
+	job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	j->srv = o->srv;
+	j->ev = event_new(o->srv->base, -1, 0, job_done_cb, j);
+	if (!j->ev) {
+		free(j);
+		return NULL;
+	}
+	snprintf(j->project, sizeof(j->project), "%s", project);
+	snprintf(j->service, sizeof(j->service), "%s", service ? service : "");
+	j->endpoint = endpoint;
+	j->received_ns = now_ns();
+	o->srv->pending++;
+	return j;
+}
+
+static void job_start(job *j)
+{
+	size_t max_queued = (size_t)j->srv->cfg->workers * 64;
+	if (edge_pool_submit(j->srv->pool, job_work, j, max_queued) != 0) {
+		atomic_fetch_add(&j->srv->m.busy, 1);
+		wt_err_set(&j->err, WT_EUNAVAIL, "the edge is busy (worker queue full); retry later");
+		event_active(j->ev, 0, 1);
+	}
+}
+
+/* ---- OTLP/HTTP ------------------------------------------------------------------- */
+static void http_cb(struct evhttp_request *req, void *arg)
+{
+	edge_otlp *o = arg;
+	edge_server *srv = o->srv;
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+	const char *ctype = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+	const edge_project_cfg *proj;
+	struct evkeyvalq q;
+	wt_err err = {0};
+	char tok[512];
+	job *j;
+
+	if (!path || strcmp(path, HTTP_PATH)) {
+		wt_http_send_error(req, WT_ENOTFOUND, "the OTLP/HTTP listener serves only POST " HTTP_PATH);
+		return;
+	}
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+		wt_http_send_error(req, WT_EINVAL, "use POST to export profiles");
+		return;
+	}
+	if (srv->shutting_down) {
+		wt_http_send_error(req, WT_EUNAVAIL, "the edge is shutting down");
+		return;
+	}
+	if (wt_http_bearer(req, tok, sizeof(tok)) != 0) {
+		edge_reject(srv, req, WT_EAUTH, "missing or malformed Authorization: Bearer <upload token>");
+		return;
+	}
+	if (!(proj = edge_config_auth(srv->cfg, tok, EDGE_ROLE_UPLOAD))) {
+		edge_reject(srv, req, WT_EAUTH, "the token is not an upload token of any project on this edge");
+		return;
+	}
+	if (ctype && !strncasecmp(ctype, "application/json", 16)) {
+		edge_reject(srv, req, WT_EFORMAT,
+			    "OTLP/JSON (Content-Type: application/json) is not supported yet; export "
+			    "profiles as binary protobuf (Content-Type: application/x-protobuf)");
+		return;
+	}
+	if (ctype && *ctype && strncasecmp(ctype, "application/x-protobuf", 22) &&
+	    strncasecmp(ctype, "application/protobuf", 20) &&
+	    strncasecmp(ctype, "application/octet-stream", 24)) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "Content-Type \"%.80s\" is not OTLP protobuf "
+			 "(use application/x-protobuf)", ctype);
+		edge_reject(srv, req, WT_EFORMAT, msg);
+		return;
+	}
+	TAILQ_INIT(&q);
+	if (wt_http_query(req, &q) != 0) {
+		edge_reject(srv, req, WT_EINVAL, "the query string is malformed");
+		return;
+	}
+	{
+		const char *svc = wt_http_param(&q, "service");
+		if (svc && *svc && !valid_name(svc)) {
+			evhttp_clear_headers(&q);
+			edge_reject(srv, req, WT_EINVAL, "service must be 1..255 printable bytes");
+			return;
+		}
+		j = job_new(o, proj->name, svc, ENDPOINT_HTTP);
+	}
+	evhttp_clear_headers(&q);
+	if (!j) {
+		edge_reject(srv, req, WT_ENOMEM, "out of memory");
+		return;
+	}
+	j->req = req;
+	if (wt_http_body(req, srv->cfg->max_body, &j->body, &j->len, &err) != 0) {
+		srv->pending--;
+		job_free(j);
+		edge_reject(srv, req, err.code, err.msg);
+		return;
+	}
+	job_start(j);
+}
+
+/* ---- OTLP/gRPC (nghttp2) ----------------------------------------------------------- */
+static void conn_free(gconn *c);
+
+static void stream_free(gstream *s)
+{
+	gconn *c = s->c;
+	if (s->job)
+		s->job->gs = NULL;
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		c->streams = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	wt_buf_free(&s->body);
+	free(s);
+}
+
+static void conn_flush(gconn *c)
+{
+	if (nghttp2_session_send(c->sess) != 0) {
+		conn_free(c);
+		return;
+	}
+	if (!nghttp2_session_want_read(c->sess) && !nghttp2_session_want_write(c->sess) &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		conn_free(c);
+}
+
+static void pct_encode(const char *in, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+	for (; *in && o + 4 < cap; in++) {
+		unsigned char ch = (unsigned char)*in;
+		if (ch < 0x20 || ch > 0x7e || ch == '%') {
+			out[o++] = '%';
+			out[o++] = hex[ch >> 4];
+			out[o++] = hex[ch & 15];
+		} else {
+			out[o++] = (char)ch;
+		}
+	}
+	out[o] = 0;
+}
+
+#define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
+
+/* Trailers-only response carrying an error status. */
+static void grpc_error(gstream *s, int status, const char *msg)
+{
+	char st[8], enc[700];
+	snprintf(st, sizeof(st), "%d", status);
+	pct_encode(msg, enc, sizeof(enc));
+	nghttp2_nv nva[] = {NV(":status", "200"), NV("content-type", "application/grpc"),
+			    NV("grpc-status", st), NV("grpc-message", enc)};
+	nghttp2_submit_response(s->c->sess, s->id, nva, sizeof(nva) / sizeof(nva[0]), NULL);
+}
+
+static int grpc_status_of(int code)
+{
+	switch (code) {
+	case WT_EINVAL: return G_INVALID_ARGUMENT;
+	case WT_EFORMAT: return G_INVALID_ARGUMENT;
+	case WT_ELIMIT: return G_RESOURCE_EXHAUSTED;
+	case WT_EAUTH: return G_UNAUTHENTICATED;
+	case WT_EUNAVAIL: return G_UNAVAILABLE;
+	case WT_EIO: return G_UNAVAILABLE;
+	default: return G_INTERNAL;
+	}
+}
+
+/* The 5-byte frame of an empty ExportProfilesServiceResponse, then trailers. */
+static ssize_t resp_read(nghttp2_session *sess, int32_t id, uint8_t *buf, size_t len,
+			 uint32_t *flags, nghttp2_data_source *src, void *ud)
+{
+	gstream *s = src->ptr;
+	static const uint8_t frame[5] = {0, 0, 0, 0, 0};
+	size_t n = sizeof(frame) - s->resp_off;
+
+	if (n > len)
+		n = len;
+	memcpy(buf, frame + s->resp_off, n);
+	s->resp_off += n;
+	if (s->resp_off == sizeof(frame)) {
+		nghttp2_nv tr[] = {NV("grpc-status", "0")};
+		*flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+		nghttp2_submit_trailer(sess, id, tr, 1);
+	}
+	return (ssize_t)n;
+}
+
+static void grpc_reply(job *j)
+{
+	gstream *s = j->gs;
+	gconn *c = s->c;
+
+	s->job = NULL;
+	j->gs = NULL;
+	if (j->err.code) {
+		grpc_error(s, grpc_status_of(j->err.code), j->err.msg);
+	} else {
+		nghttp2_nv nva[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
+		nghttp2_data_provider prd;
+		prd.source.ptr = s;
+		prd.read_callback = resp_read;
+		nghttp2_submit_response(c->sess, s->id, nva, 2, &prd);
+	}
+	conn_flush(c);
+}
+
+static void grpc_request(gstream *s)
+{
+	edge_otlp *o = s->c->o;
+	edge_server *srv = o->srv;
+	const edge_project_cfg *proj;
+	const uint8_t *b = s->body.data;
+	size_t n = s->body.len;
+	uint8_t *msg = NULL;
+	size_t mlen = 0;
+	uint32_t flen;
+	job *j;
+	wt_err err = {0};
+
+	if (strcmp(s->path, GRPC_PATH)) {
+		grpc_error(s, G_UNIMPLEMENTED, "unknown method; this port serves "
+			   "opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export");
+		return;
+	}
+	if (srv->shutting_down) {
+		grpc_error(s, G_UNAVAILABLE, "the edge is shutting down");
+		return;
+	}
+	if (strncasecmp(s->auth, "Bearer ", 7) ||
+	    !(proj = edge_config_auth(srv->cfg, s->auth + 7, EDGE_ROLE_UPLOAD))) {
+		atomic_fetch_add(&srv->m.rejects[-WT_EAUTH], 1);
+		grpc_error(s, G_UNAUTHENTICATED, *s->auth ? "the token is not an upload token of any "
+			   "project on this edge" : "missing authorization: Bearer <upload token> metadata");
+		return;
+	}
+	if (strncasecmp(s->ctype, "application/grpc", 16)) {
+		grpc_error(s, G_INVALID_ARGUMENT, "content-type must be application/grpc");
+		return;
+	}
+	if (s->over) {
+		atomic_fetch_add(&srv->m.rejects[-WT_ELIMIT], 1);
+		grpc_error(s, G_RESOURCE_EXHAUSTED, "the request exceeds the body limit");
+		return;
+	}
+	if (n < 5 || (flen = (uint32_t)b[1] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 8 | b[4],
+		      (size_t)flen != n - 5)) {
+		grpc_error(s, G_INVALID_ARGUMENT, "expected exactly one length-prefixed message");
+		return;
+	}
+	if (b[0] & 1) {
+		if (strcasecmp(s->enc, "gzip")) {
+			grpc_error(s, G_UNIMPLEMENTED, "compressed message: only grpc-encoding gzip is supported");
+			return;
+		}
+		if (wt_gunzip(b + 5, flen, srv->cfg->max_decompressed, &msg, &mlen, &err)) {
+			grpc_error(s, grpc_status_of(err.code), err.msg);
+			return;
+		}
+	} else {
+		msg = malloc(flen ? flen : 1);
+		if (!msg) {
+			grpc_error(s, G_INTERNAL, "out of memory");
+			return;
+		}
+		memcpy(msg, b + 5, flen);
+		mlen = flen;
+	}
+	j = job_new(o, proj->name, s->service, ENDPOINT_GRPC);
+	if (!j) {
+		free(msg);
+		grpc_error(s, G_INTERNAL, "out of memory");
+		return;
+	}
+	j->body = msg;
+	j->len = mlen;
+	j->gs = s;
+	s->job = j;
+	wt_buf_free(&s->body);
+	job_start(j);
+}
+
+static ssize_t on_send(nghttp2_session *sess, const uint8_t *data, size_t len, int flags, void *ud)
+{
+	gconn *c = ud;
+	if (bufferevent_write(c->bev, data, len) != 0)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	return (ssize_t)len;
+}
+
+static int on_begin_headers(nghttp2_session *sess, const nghttp2_frame *f, void *ud)
+{
+	gconn *c = ud;
+	gstream *s;
+
+	if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+		return 0;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	s->c = c;
+	s->id = f->hd.stream_id;
+	s->next = c->streams;
+	if (c->streams)
+		c->streams->prev = s;
+	c->streams = s;
+	nghttp2_session_set_stream_user_data(sess, s->id, s);
+	return 0;
+}
+
+static void copy_hdr(char *dst, size_t cap, const uint8_t *v, size_t vl)
+{
+	if (vl >= cap)
+		vl = cap - 1;
+	memcpy(dst, v, vl);
+	dst[vl] = 0;
+}
+
+static int on_header(nghttp2_session *sess, const nghttp2_frame *f, const uint8_t *name, size_t nl,
+		     const uint8_t *value, size_t vl, uint8_t flags, void *ud)
+{
+	gstream *s;
+
+	if (f->hd.type != NGHTTP2_HEADERS ||
+	    !(s = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id)))
+		return 0;
+#define IS(lit) (nl == sizeof(lit) - 1 && !memcmp(name, lit, nl))
+	if (IS(":path"))
+		copy_hdr(s->path, sizeof(s->path), value, vl);
+	else if (IS("authorization"))
+		copy_hdr(s->auth, sizeof(s->auth), value, vl);
+	else if (IS("grpc-encoding"))
+		copy_hdr(s->enc, sizeof(s->enc), value, vl);
+	else if (IS("content-type"))
+		copy_hdr(s->ctype, sizeof(s->ctype), value, vl);
+	else if (IS("service") && vl < MAX_NAME)
+		copy_hdr(s->service, sizeof(s->service), value, vl);
+#undef IS
+	return 0;
+}
+
+static int on_data(nghttp2_session *sess, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
+		   void *ud)
+{
+	gconn *c = ud;
+	gstream *s = nghttp2_session_get_stream_user_data(sess, id);
+
+	if (!s || s->over)
+		return 0;
+	if (s->body.len + len > c->o->srv->cfg->max_body + 5) {
+		s->over = 1;
+		wt_buf_free(&s->body);
+		return 0;
+	}
+	wt_buf_append(&s->body, data, len);
+	if (s->body.oom) {
+		s->over = 1;
+		wt_buf_free(&s->body);
+	}
+	return 0;
+}
+
+static int on_frame(nghttp2_session *sess, const nghttp2_frame *f, void *ud)
+{
+	gstream *s;
+
+	if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
+	    (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+	    (s = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id)) && !s->job)
+		grpc_request(s);
+	return 0;
+}
+
+static int on_close(nghttp2_session *sess, int32_t id, uint32_t code, void *ud)
+{
+	gstream *s = nghttp2_session_get_stream_user_data(sess, id);
+	if (s) {
+		nghttp2_session_set_stream_user_data(sess, id, NULL);
+		stream_free(s);
+	}
+	return 0;
+}
+
+static void conn_free(gconn *c)
+{
+	edge_otlp *o = c->o;
+	while (c->streams)
+		stream_free(c->streams);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		o->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	nghttp2_session_del(c->sess);
+	bufferevent_free(c->bev);
+	free(c);
+}
+
+static void conn_read(struct bufferevent *bev, void *arg)
+{
+	gconn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t len = evbuffer_get_length(in);
+	unsigned char *data = evbuffer_pullup(in, -1);
+	ssize_t r = nghttp2_session_mem_recv(c->sess, data, len);
+
+	if (r < 0) {
+		conn_free(c);
+		return;
+	}
+	evbuffer_drain(in, (size_t)r);
+	conn_flush(c);
+}
+
+static void conn_write(struct bufferevent *bev, void *arg)
+{
+	gconn *c = arg;
+	if (!nghttp2_session_want_read(c->sess) && !nghttp2_session_want_write(c->sess))
+		conn_free(c);
+}
+
+static void conn_event(struct bufferevent *bev, short events, void *arg)
+{
+	if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+		conn_free(arg);
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+		      void *arg)
+{
+	edge_otlp *o = arg;
+	gconn *c = calloc(1, sizeof(*c));
+	nghttp2_session_callbacks *cb = NULL;
+	nghttp2_settings_entry iv[] = {
+		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, GRPC_MAX_STREAMS},
+		{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, GRPC_WINDOW},
+	};
+	struct timeval tmo = {HTTP_TIMEOUT_S * 5, 0};
+
+	if (!c) {
+		evutil_closesocket(fd);
+		return;
+	}
+	c->o = o;
+	c->bev = bufferevent_socket_new(o->srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!c->bev || nghttp2_session_callbacks_new(&cb) != 0) {
+		if (c->bev)
+			bufferevent_free(c->bev);
+		else
+			evutil_closesocket(fd);
+		free(c);
+		return;
+	}
+	nghttp2_session_callbacks_set_send_callback(cb, on_send);
+	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_close);
+	if (nghttp2_session_server_new(&c->sess, cb, c) != 0) {
+		nghttp2_session_callbacks_del(cb);
+		bufferevent_free(c->bev);
+		free(c);
+		return;
+	}
+	nghttp2_session_callbacks_del(cb);
+	nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0]));
+	nghttp2_session_set_local_window_size(c->sess, NGHTTP2_FLAG_NONE, 0, 16 * (int32_t)GRPC_WINDOW);
+	c->next = o->conns;
+	if (o->conns)
+		o->conns->prev = c;
+	o->conns = c;
+	bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
+	bufferevent_set_timeouts(c->bev, &tmo, NULL);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	conn_flush(c);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------ */
+static int split_addr(const char *a, char *host, size_t hcap, int *port)
+{
+	const char *colon = strrchr(a, ':');
+	char *end;
+	long p;
+
+	if (!colon || colon == a || (size_t)(colon - a) >= hcap)
+		return -1;
+	p = strtol(colon + 1, &end, 10);
+	if (*end || p <= 0 || p > 65535)
+		return -1;
+	memcpy(host, a, (size_t)(colon - a));
+	host[colon - a] = 0;
+	*port = (int)p;
+	return 0;
+}
+
+int edge_otlp_init(edge_server *srv, wt_err *err)
+{
+	const edge_config *cfg = srv->cfg;
+	edge_otlp *o;
+	char host[256];
+	int port;
+
+	srv->otlp = NULL;
+	if (!*cfg->otlp_http_listen && !*cfg->otlp_grpc_listen)
+		return 0;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	o->srv = srv;
+	srv->otlp = o;
+	if (*cfg->otlp_http_listen) {
+		if (split_addr(cfg->otlp_http_listen, host, sizeof(host), &port))
+			return wt_err_set(err, WT_EINVAL, "edge.otlp_http_listen = \"%s\" is not host:port",
+					  cfg->otlp_http_listen);
+		o->http = evhttp_new(srv->base);
+		if (!o->http)
+			return wt_err_set(err, WT_EIO, "libevent: cannot create the OTLP/HTTP server");
+		evhttp_set_max_body_size(o->http, (ev_ssize_t)cfg->max_body);
+		evhttp_set_timeout(o->http, HTTP_TIMEOUT_S);
+		evhttp_set_allowed_methods(o->http, EVHTTP_REQ_POST | EVHTTP_REQ_GET);
+		evhttp_set_gencb(o->http, http_cb, o);
+		o->http_sock = evhttp_bind_socket_with_handle(o->http, host, (ev_uint16_t)port);
+		if (!o->http_sock) {
+			if (cfg->otlp_http_set)
+				return wt_err_set(err, WT_EIO, "cannot listen on %s (edge.otlp_http_listen)",
+						  cfg->otlp_http_listen);
+			wt_warn("OTLP/HTTP: cannot listen on default %s; OTLP/HTTP is off "
+				"(set edge.otlp_http_listen)", cfg->otlp_http_listen);
+		} else {
+			wt_info("otlp http listening addr=%s path=%s", cfg->otlp_http_listen, HTTP_PATH);
+		}
+	}
+	if (*cfg->otlp_grpc_listen) {
+		struct sockaddr_storage ss;
+		int sl = sizeof(ss);
+		char spec[300];
+		if (split_addr(cfg->otlp_grpc_listen, host, sizeof(host), &port))
+			return wt_err_set(err, WT_EINVAL, "edge.otlp_grpc_listen = \"%s\" is not host:port",
+					  cfg->otlp_grpc_listen);
+		snprintf(spec, sizeof(spec), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+		if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sl) != 0)
+			return wt_err_set(err, WT_EINVAL, "edge.otlp_grpc_listen = \"%s\": not a numeric "
+					  "address", cfg->otlp_grpc_listen);
+		o->lis = evconnlistener_new_bind(srv->base, accept_cb, o,
+						 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
+						 (struct sockaddr *)&ss, sl);
+		if (!o->lis) {
+			if (cfg->otlp_grpc_set)
+				return wt_err_set(err, WT_EIO, "cannot listen on %s (edge.otlp_grpc_listen)",
+						  cfg->otlp_grpc_listen);
+			wt_warn("OTLP/gRPC: cannot listen on default %s; OTLP/gRPC is off "
+				"(set edge.otlp_grpc_listen)", cfg->otlp_grpc_listen);
+		} else {
+			wt_info("otlp grpc listening addr=%s", cfg->otlp_grpc_listen);
+		}
+	}
+	return 0;
+}
+
+void edge_otlp_stop_accepting(edge_server *srv)
+{
+	edge_otlp *o = srv->otlp;
+	if (!o)
+		return;
+	if (o->http_sock) {
+		evhttp_del_accept_socket(o->http, o->http_sock);
+		o->http_sock = NULL;
+	}
+	if (o->lis)
+		evconnlistener_disable(o->lis);
+}
+
+void edge_otlp_free(edge_server *srv)
+{
+	edge_otlp *o = srv->otlp;
+	if (!o)
+		return;
+	while (o->conns)
+		conn_free(o->conns);
+	if (o->lis)
+		evconnlistener_free(o->lis);
+	if (o->http)
+		evhttp_free(o->http);
+	free(o);
+	srv->otlp = NULL;
+}
