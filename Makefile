@@ -8,7 +8,6 @@
 #   make soak       long outage/chaos runs (not part of `make test`)
 .DELETE_ON_ERROR:
 .SUFFIXES:
-.SECONDARY:
 
 BUILD ?= build
 V ?= 0
@@ -61,6 +60,10 @@ PROTO_SRC := $(wildcard proto/*.proto)
 PROTO_C := $(patsubst proto/%.proto,$(GEN)/proto/%.pb-c.c,$(PROTO_SRC))
 PROTO_H := $(PROTO_C:.c=.h)
 PROTO_OBJ := $(PROTO_C:.c=.o)
+# Keep generated sources (they would otherwise count as intermediate and be
+# deleted); only these: a global .SECONDARY would let an archive look up to
+# date when a newly added source has no object yet.
+.SECONDARY: $(PROTO_C) $(PROTO_H)
 
 COMMON_SRC := $(wildcard common/*.c)
 EDGE_SRC := $(filter-out edge/main.c,$(wildcard edge/*.c))

@@ -19,6 +19,9 @@ struct wt_tls_client {
 	struct curl_slist *resolve;
 	size_t max_response;
 	long connects;
+	int (*cancel)(void *arg);
+	void *cancel_arg;
+	int last_failure;
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -52,6 +55,35 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 		return 0;
 	}
 	return len;
+}
+
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	wt_tls_client *c = arg;
+	return c->cancel(c->cancel_arg) ? 1 : 0;
+}
+
+static int failure_kind(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+		return WT_TLS_FAIL_CONNECT;
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_ENGINE_INITFAILED:
+		return WT_TLS_FAIL_TLS;
+	case CURLE_OPERATION_TIMEDOUT:
+		return WT_TLS_FAIL_TIMEOUT;
+	case CURLE_ABORTED_BY_CALLBACK:
+		return WT_TLS_FAIL_CANCELLED;
+	default:
+		return WT_TLS_FAIL_OTHER;
+	}
 }
 
 static int check_file(const char *what, const char *path, wt_err *err)
@@ -141,6 +173,13 @@ int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_e
 	curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, on_data);
 	if (c->resolve)
 		curl_easy_setopt(c->h, CURLOPT_RESOLVE, c->resolve);
+	if (cfg->cancel) {
+		c->cancel = cfg->cancel;
+		c->cancel_arg = cfg->cancel_arg;
+		curl_easy_setopt(c->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(c->h, CURLOPT_XFERINFODATA, c);
+		curl_easy_setopt(c->h, CURLOPT_NOPROGRESS, 0L);
+	}
 	*out = c;
 	return 0;
 fail:
@@ -186,11 +225,15 @@ int wt_tls_client_request(wt_tls_client *c, const char *method, const char *url,
 	curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, NULL);
 	if (curl_easy_getinfo(c->h, CURLINFO_NUM_CONNECTS, &conns) == CURLE_OK)
 		c->connects += conns;
+	c->last_failure = WT_TLS_FAIL_NONE;
 	if (s.over) {
+		c->last_failure = WT_TLS_FAIL_OTHER;
 		rc = wt_err_set(err, WT_ELIMIT, "%s: response larger than %zu bytes", url, c->max_response);
 	} else if (s.oom) {
+		c->last_failure = WT_TLS_FAIL_OTHER;
 		rc = wt_err_set(err, WT_ENOMEM, "%s: out of memory for the response", url);
 	} else if (cc != CURLE_OK) {
+		c->last_failure = failure_kind(cc);
 		rc = wt_err_set(err, WT_EUNAVAIL, "%s: %s", url, c->errbuf[0] ? c->errbuf : curl_easy_strerror(cc));
 	} else {
 		curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, status);
@@ -206,6 +249,11 @@ int wt_tls_client_post(wt_tls_client *c, const char *url, const char *const *hea
 		       const void *body, size_t len, long *status, wt_buf *resp, wt_err *err)
 {
 	return wt_tls_client_request(c, "POST", url, headers, body, len, status, resp, err);
+}
+
+int wt_tls_client_last_failure(const wt_tls_client *c)
+{
+	return c->last_failure;
 }
 
 long wt_tls_client_connects(const wt_tls_client *c)

@@ -36,7 +36,23 @@ typedef struct wt_tls_client_config {
 	 * lets a test or a site without DNS reach the hub by the name in its
 	 * certificate. */
 	const char *const *resolve;
+	/* Optional: polled during a request (at least about once a second,
+	 * also while connecting or waiting for the answer); returning non-zero
+	 * abandons the request with WT_EUNAVAIL. Lets a daemon stop quickly
+	 * while a request to a slow or dead peer is in flight. */
+	int (*cancel)(void *arg);
+	void *cancel_arg;
 } wt_tls_client_config;
+
+/* What the last failed wt_tls_client_request() ran into (for metrics). */
+enum {
+	WT_TLS_FAIL_NONE = 0,
+	WT_TLS_FAIL_CONNECT,   /* resolve or TCP connect */
+	WT_TLS_FAIL_TLS,       /* handshake, certificate or name verification */
+	WT_TLS_FAIL_TIMEOUT,
+	WT_TLS_FAIL_CANCELLED, /* cfg.cancel said stop */
+	WT_TLS_FAIL_OTHER,     /* send/receive error, response too large, ... */
+};
 
 typedef struct wt_tls_client wt_tls_client;
 
@@ -65,6 +81,9 @@ int wt_tls_client_request(wt_tls_client *c, const char *method, const char *url,
 /* POST shortcut. */
 int wt_tls_client_post(wt_tls_client *c, const char *url, const char *const *headers,
 		       const void *body, size_t len, long *status, wt_buf *resp, wt_err *err);
+
+/* WT_TLS_FAIL_* of the last request (WT_TLS_FAIL_NONE after a response). */
+int wt_tls_client_last_failure(const wt_tls_client *c);
 
 /* Number of new connections opened so far (to check reuse). */
 long wt_tls_client_connects(const wt_tls_client *c);

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "repl_client.h"
 #include "server.h"
 #include "store.h"
 
@@ -55,6 +56,7 @@ int main(int argc, char **argv)
 	int check = 0, rc = 1;
 	edge_config cfg;
 	edge_store *store = NULL;
+	edge_repl *repl = NULL;
 	edge_server srv;
 	wt_err err = {0};
 	char *text = NULL;
@@ -87,9 +89,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (check) {
-		printf("ok: id=%s listen=%s:%d data_dir=%s projects=%zu sync=%s workers=%d\n", cfg.id,
+		printf("ok: id=%s listen=%s:%d data_dir=%s projects=%zu sync=%s workers=%d hub=%s\n", cfg.id,
 		       cfg.listen_host, cfg.listen_port, cfg.data_dir, cfg.nprojects, cfg.sync ? "true" : "false",
-		       cfg.workers);
+		       cfg.workers, *cfg.hub_url ? cfg.hub_url : "(none)");
 		edge_config_free(&cfg);
 		return 0;
 	}
@@ -103,8 +105,17 @@ int main(int argc, char **argv)
 		edge_server_free(&srv);
 		goto out;
 	}
+	if (edge_repl_start(&cfg, store, &repl, &err) != 0) {
+		wt_error("cannot start replication: %s", err.msg);
+		edge_server_free(&srv);
+		goto out;
+	}
+	srv.repl = repl;
 	wt_info("wt-edge ready id=%s", cfg.id);
 	rc = edge_server_run(&srv) == 0 ? 0 : 1;
+	/* an in-flight batch is abandoned (the hub makes its retry a no-op) */
+	srv.repl = NULL;
+	edge_repl_stop(repl);
 	edge_server_free(&srv);
 	wt_info("http server stopped");
 out:

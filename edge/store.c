@@ -36,6 +36,8 @@ struct edge_store {
 	edge_commit *head, *tail;
 	int stopping;
 	pthread_t committer;
+	void (*on_commit)(void *arg); /* under mu */
+	void *on_commit_arg;
 
 	pthread_mutex_t rmu;
 	pthread_cond_t rcv;
@@ -305,6 +307,8 @@ static void *committer_main(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		commit_group(s, list);
 		pthread_mutex_lock(&s->mu);
+		if (s->on_commit)
+			s->on_commit(s->on_commit_arg);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -326,6 +330,14 @@ void edge_store_submit(edge_store *s, edge_commit *c)
 		s->head = c;
 	s->tail = c;
 	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void edge_store_on_commit(edge_store *s, void (*fn)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&s->mu);
+	s->on_commit = fn;
+	s->on_commit_arg = arg;
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -74,6 +74,12 @@ void edge_store_close(edge_store *s);
  * begun, c->done is called at once with rc = WT_EUNAVAIL. */
 void edge_store_submit(edge_store *s, edge_commit *c);
 
+/* Call fn(arg) on the committer thread after every group commit (with the
+ * store's queue lock held: fn must only signal, never block or call back
+ * into the store). fn = NULL removes the hook; once this returns, the old
+ * fn is not running and will not be called again. One hook at a time. */
+void edge_store_on_commit(edge_store *s, void (*fn)(void *arg), void *arg);
+
 rocksdb_t *edge_store_db(edge_store *s);
 rocksdb_column_family_handle_t *edge_store_cf(edge_store *s, int cf);
 void edge_store_stats_get(edge_store *s, edge_store_stats *st);

@@ -1,0 +1,910 @@
+/*
+ * repl_client.c — edge→hub replication: building batches from the buffer
+ * (raw + rolluplog after the cursor), the sender thread with backoff, the
+ * durable cursor/ledger, and the wt_edge_repl_* metrics. See
+ * repl_client.h; the wire contract is in docs/operations.md.
+ */
+#include "repl_client.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compress.h"
+#include "keys.h"
+#include "log.h"
+#include "proto/repl.pb-c.h"
+#include "tls_client.h"
+
+/* Our own storage holds at most limits.max_body_mb (<= 4096) per original. */
+#define MAX_STORED_DECOMPRESSED ((size_t)4096 << 20)
+/* Protobuf framing per row / upload, for the batch size estimate. */
+#define ROW_OVERHEAD 40
+#define UPLOAD_OVERHEAD 48
+/* While the hub stays unreachable, repeat the warning this often. */
+#define FAIL_LOG_PERIOD_NS (60LL * 1000000000LL)
+#define RAW_MAGIC "WTR1"
+#define RAW_HDR 16
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- batch building --------------------------------------------------------- */
+
+typedef struct up {
+	Watchtower__Repl__Upload m;
+	Watchtower__Repl__RollupRow *rows;
+	Watchtower__Repl__RollupRow **rowp;
+	json_t *log;   /* decoded rolluplog; row strings point into it */
+	char *hdr;     /* header JSON (copied from the raw record, or synthesised) */
+	uint8_t *orig; /* decompressed original */
+	size_t est;    /* estimated serialised size */
+} up;
+
+static void up_free(up *u)
+{
+	json_decref(u->log);
+	free(u->rows);
+	free(u->rowp);
+	free(u->hdr);
+	free(u->orig);
+	memset(u, 0, sizeof(*u));
+}
+
+/* rolluplog value: LE64 received_ns, zstd(JSON {project, service,
+ * received_ns, labels, rows: [[type, unit, function, minute, self, total]]}).
+ * A value that does not decode leaves u->log NULL (sent without rows). */
+static int decode_rolluplog(up *u, uint64_t seq, const uint8_t *v, size_t vl, wt_err *err)
+{
+	uint8_t *txt = NULL;
+	size_t tl = 0;
+	json_error_t je;
+	wt_err zerr = {0};
+	int rc = 0;
+
+	if (vl < 8) {
+		wt_error("replication: rolluplog of seq %llu is %zu bytes (corrupt)", (unsigned long long)seq, vl);
+		return 0;
+	}
+	u->m.received_ns = edge_le64_get(v);
+	rc = wt_zstd_decompress(v + 8, vl - 8, MAX_STORED_DECOMPRESSED, &txt, &tl, &zerr);
+	if (rc == WT_ENOMEM)
+		return wt_err_set(err, rc, "replication: out of memory decoding the rolluplog of seq %llu",
+				  (unsigned long long)seq);
+	if (rc) {
+		wt_error("replication: rolluplog of seq %llu does not decompress: %s", (unsigned long long)seq, zerr.msg);
+		return 0;
+	}
+	u->log = json_loadb((const char *)txt, tl, 0, &je);
+	free(txt);
+	json_t *rows = u->log ? json_object_get(u->log, "rows") : NULL;
+	if (!u->log || !json_is_object(u->log) || !json_is_array(rows)) {
+		wt_error("replication: rolluplog of seq %llu is not the expected JSON (line %d: %s)",
+			 (unsigned long long)seq, je.line, u->log ? "no rows array" : je.text);
+		json_decref(u->log);
+		u->log = NULL;
+		return 0;
+	}
+	size_t n = json_array_size(rows);
+	u->rows = calloc(n ? n : 1, sizeof(*u->rows));
+	u->rowp = calloc(n ? n : 1, sizeof(*u->rowp));
+	if (!u->rows || !u->rowp)
+		return wt_err_set(err, WT_ENOMEM, "replication: out of memory for %zu rollup rows of seq %llu", n,
+				  (unsigned long long)seq);
+	for (size_t i = 0; i < n; i++) {
+		json_t *r = json_array_get(rows, i);
+		Watchtower__Repl__RollupRow *pr = &u->rows[u->m.n_rollup];
+		if (!json_is_array(r) || json_array_size(r) != 6 || !json_is_string(json_array_get(r, 0)) ||
+		    !json_is_string(json_array_get(r, 1)) || !json_is_string(json_array_get(r, 2)) ||
+		    !json_is_integer(json_array_get(r, 3)) || !json_is_integer(json_array_get(r, 4)) ||
+		    !json_is_integer(json_array_get(r, 5))) {
+			wt_error("replication: rolluplog of seq %llu: row %zu is malformed; skipped",
+				 (unsigned long long)seq, i);
+			continue;
+		}
+		watchtower__repl__rollup_row__init(pr);
+		pr->type = (char *)json_string_value(json_array_get(r, 0));
+		pr->unit = (char *)json_string_value(json_array_get(r, 1));
+		pr->function = (char *)json_string_value(json_array_get(r, 2));
+		pr->minute = json_integer_value(json_array_get(r, 3));
+		pr->self = json_integer_value(json_array_get(r, 4));
+		pr->total = json_integer_value(json_array_get(r, 5));
+		u->rowp[u->m.n_rollup++] = pr;
+		u->est += ROW_OVERHEAD + strlen(pr->type) + strlen(pr->unit) + strlen(pr->function);
+	}
+	u->m.rollup = u->rowp;
+	return 0;
+}
+
+/* raw value: "WTR1" LE64 received_ns LE32 hdrlen header zstd(original).
+ * Returns 1 when the record was used, 0 when it is malformed. */
+static int decode_raw(up *u, uint64_t seq, const uint8_t *v, size_t vl, wt_err *err, int *oom)
+{
+	wt_err zerr = {0};
+	size_t ol = 0;
+	uint32_t hl;
+
+	if (vl < RAW_HDR || memcmp(v, RAW_MAGIC, 4) != 0 || (hl = le32(v + 12)) > vl - RAW_HDR) {
+		wt_error("replication: raw record of seq %llu is malformed (%zu bytes); sending its rollup only",
+			 (unsigned long long)seq, vl);
+		return 0;
+	}
+	int rc = wt_zstd_decompress(v + RAW_HDR + hl, vl - RAW_HDR - hl, MAX_STORED_DECOMPRESSED, &u->orig, &ol, &zerr);
+	if (rc == WT_ENOMEM) {
+		*oom = 1;
+		wt_err_set(err, rc, "replication: out of memory decompressing the original of seq %llu",
+			   (unsigned long long)seq);
+		return 0;
+	}
+	if (rc) {
+		wt_error("replication: original of seq %llu does not decompress (%s); sending its rollup only",
+			 (unsigned long long)seq, zerr.msg);
+		return 0;
+	}
+	u->hdr = malloc(hl + 1);
+	if (!u->hdr) {
+		*oom = 1;
+		wt_err_set(err, WT_ENOMEM, "replication: out of memory");
+		return 0;
+	}
+	memcpy(u->hdr, v + RAW_HDR, hl);
+	u->hdr[hl] = '\0';
+	u->m.header_json.data = (uint8_t *)u->hdr;
+	u->m.header_json.len = hl;
+	u->m.original.data = u->orig;
+	u->m.original.len = ol;
+	if (!u->m.received_ns)
+		u->m.received_ns = edge_le64_get(v + 4);
+	u->est += hl + ol;
+	return 1;
+}
+
+/* The raw original is gone (disk quota) or unusable: the hub still needs
+ * project, service and labels to apply the rollup, so the header is made
+ * from the rolluplog, marked "raw_dropped":true; original stays empty. */
+static int synth_header(up *u, const char *edge_id, wt_err *err)
+{
+	json_t *h = json_object();
+	if (!h)
+		return wt_err_set(err, WT_ENOMEM, "replication: out of memory");
+	json_object_set_new(h, "v", json_integer(1));
+	if (u->log) {
+		json_t *p = json_object_get(u->log, "project"), *s = json_object_get(u->log, "service");
+		json_t *l = json_object_get(u->log, "labels");
+		if (p)
+			json_object_set(h, "project", p);
+		if (s)
+			json_object_set(h, "service", s);
+		if (l)
+			json_object_set(h, "labels", l);
+	}
+	json_object_set_new(h, "received_ns", json_integer((json_int_t)u->m.received_ns));
+	json_object_set_new(h, "edge", json_string(edge_id));
+	json_object_set_new(h, "raw_dropped", json_true());
+	free(u->hdr);
+	u->hdr = json_dumps(h, JSON_COMPACT);
+	json_decref(h);
+	if (!u->hdr)
+		return wt_err_set(err, WT_ENOMEM, "replication: out of memory");
+	u->m.header_json.data = (uint8_t *)u->hdr;
+	u->m.header_json.len = strlen(u->hdr);
+	free(u->orig);
+	u->orig = NULL;
+	u->m.original.data = NULL;
+	u->m.original.len = 0;
+	u->est += u->m.header_json.len;
+	return 0;
+}
+
+static int iter_error(rocksdb_iterator_t *it, const char *what, wt_err *err)
+{
+	char *e = NULL;
+	rocksdb_iter_get_error(it, &e);
+	if (!e)
+		return 0;
+	int rc = wt_err_set(err, WT_EIO, "replication: reading %s: %s", what, e);
+	free(e);
+	return rc;
+}
+
+int edge_repl_batch_build(edge_store *s, const char *edge_id, uint64_t after, size_t max_uploads,
+			  size_t max_bytes, edge_repl_batch *b, wt_err *err)
+{
+	rocksdb_t *db = edge_store_db(s);
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(db);
+	rocksdb_iterator_t *lit, *rit;
+	up *ups = NULL;
+	size_t n = 0, cap = 0, est = 0;
+	uint64_t expect = after + 1;
+	uint8_t k[8];
+	int rc = 0;
+
+	memset(b, 0, sizeof(*b));
+	/* one snapshot: retention may delete raw records meanwhile */
+	rocksdb_readoptions_set_snapshot(ro, snap);
+	lit = rocksdb_create_iterator_cf(db, ro, edge_store_cf(s, EDGE_CF_ROLLUPLOG));
+	rit = rocksdb_create_iterator_cf(db, ro, edge_store_cf(s, EDGE_CF_RAW));
+	edge_be64_put(k, expect);
+	for (rocksdb_iter_seek(lit, (const char *)k, 8); rocksdb_iter_valid(lit) && n < max_uploads;
+	     rocksdb_iter_next(lit)) {
+		size_t kl, vl;
+		const uint8_t *key = (const uint8_t *)rocksdb_iter_key(lit, &kl);
+		const uint8_t *val = (const uint8_t *)rocksdb_iter_value(lit, &vl);
+		if (kl != 8) {
+			wt_error("replication: rolluplog key of %zu bytes (expected 8); stopping the batch there", kl);
+			break;
+		}
+		uint64_t seq = edge_be64_get(key);
+		if (seq != expect) {
+			/* Never happens with the store's commit (seqs are only
+			 * assigned to written uploads); a batch never spans a hole. */
+			if (n)
+				break;
+			wt_error("replication: seqs %llu..%llu are not in the buffer; sending from %llu",
+				 (unsigned long long)expect, (unsigned long long)seq - 1, (unsigned long long)seq);
+		}
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			up *nu = realloc(ups, nc * sizeof(*ups));
+			if (!nu) {
+				rc = wt_err_set(err, WT_ENOMEM, "replication: out of memory");
+				break;
+			}
+			ups = nu;
+			cap = nc;
+		}
+		up *u = &ups[n];
+		memset(u, 0, sizeof(*u));
+		watchtower__repl__upload__init(&u->m);
+		u->m.seq = seq;
+		u->est = UPLOAD_OVERHEAD;
+		if ((rc = decode_rolluplog(u, seq, val, vl, err))) {
+			up_free(u);
+			break;
+		}
+		if (!u->log)
+			b->corrupt++;
+		int used = 0, oom = 0;
+		rocksdb_iter_seek(rit, (const char *)key, 8);
+		if (rocksdb_iter_valid(rit)) {
+			size_t rkl, rvl;
+			const char *rk = rocksdb_iter_key(rit, &rkl);
+			const uint8_t *rv = (const uint8_t *)rocksdb_iter_value(rit, &rvl);
+			if (rkl == 8 && !memcmp(rk, key, 8))
+				used = decode_raw(u, seq, rv, rvl, err, &oom);
+		}
+		if (oom) {
+			rc = WT_ENOMEM;
+			up_free(u);
+			break;
+		}
+		if (!used) {
+			if ((rc = synth_header(u, edge_id, err))) {
+				up_free(u);
+				break;
+			}
+			b->raw_missing++;
+		}
+		if (n && est + u->est > max_bytes) {
+			if (!used)
+				b->raw_missing--;
+			if (!u->log)
+				b->corrupt--;
+			up_free(u);
+			break;
+		}
+		est += u->est;
+		b->nrows += u->m.n_rollup;
+		b->original_bytes += u->m.original.len;
+		if (!n)
+			b->first_seq = seq;
+		b->last_seq = seq;
+		expect = seq + 1;
+		n++;
+	}
+	if (!rc)
+		rc = iter_error(lit, "rolluplog", err);
+	if (!rc)
+		rc = iter_error(rit, "raw", err);
+	if (!rc && n) {
+		Watchtower__Repl__Batch m;
+		Watchtower__Repl__Upload **pp = calloc(n, sizeof(*pp));
+		if (!pp) {
+			rc = wt_err_set(err, WT_ENOMEM, "replication: out of memory");
+		} else {
+			for (size_t i = 0; i < n; i++)
+				pp[i] = &ups[i].m;
+			watchtower__repl__batch__init(&m);
+			m.edge_id = (char *)edge_id;
+			m.first_seq = b->first_seq;
+			m.last_seq = b->last_seq;
+			m.n_uploads = n;
+			m.uploads = pp;
+			b->pb_len = watchtower__repl__batch__get_packed_size(&m);
+			b->pb = malloc(b->pb_len ? b->pb_len : 1);
+			if (!b->pb)
+				rc = wt_err_set(err, WT_ENOMEM, "replication: out of memory for a %zu-byte batch", b->pb_len);
+			else
+				watchtower__repl__batch__pack(&m, b->pb);
+			b->nuploads = n;
+			free(pp);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		up_free(&ups[i]);
+	free(ups);
+	rocksdb_iter_destroy(lit);
+	rocksdb_iter_destroy(rit);
+	rocksdb_readoptions_destroy(ro);
+	rocksdb_release_snapshot(db, snap);
+	if (rc)
+		edge_repl_batch_free(b);
+	return rc;
+}
+
+void edge_repl_batch_free(edge_repl_batch *b)
+{
+	free(b->pb);
+	memset(b, 0, sizeof(*b));
+}
+
+/* ---- ack and cursor ------------------------------------------------------------ */
+
+static int get_count(json_t *o, const char *key, int required, uint64_t *out, wt_err *err)
+{
+	json_t *v = json_object_get(o, key);
+	*out = 0;
+	if (!v)
+		return required ? wt_err_set(err, WT_EINVAL, "hub answer: \"%s\" is missing", key) : 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return wt_err_set(err, WT_EINVAL, "hub answer: \"%s\" is not a non-negative integer", key);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+int edge_repl_ack_parse(const uint8_t *body, size_t len, edge_repl_ack *ack, wt_err *err)
+{
+	json_error_t je;
+	json_t *o = json_loadb((const char *)body, len, 0, &je);
+	int rc;
+
+	memset(ack, 0, sizeof(*ack));
+	if (!o || !json_is_object(o)) {
+		json_decref(o);
+		return wt_err_set(err, WT_EINVAL, "hub answer is not a JSON object (%zu bytes; line %d: %s)", len,
+				  je.line, o ? "not an object" : je.text);
+	}
+	if (!(rc = get_count(o, "last_seq", 1, &ack->last_seq, err)) &&
+	    !(rc = get_count(o, "applied", 0, &ack->applied, err)) &&
+	    !(rc = get_count(o, "duplicates", 0, &ack->duplicates, err)))
+		rc = get_count(o, "rejected", 0, &ack->rejected, err);
+	json_decref(o);
+	return rc;
+}
+
+uint64_t edge_repl_cursor_load(edge_store *s)
+{
+	char *e = NULL;
+	size_t vl = 0;
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	char *v = rocksdb_get_cf(edge_store_db(s), ro, edge_store_cf(s, EDGE_CF_META), EDGE_META_REPL_CURSOR,
+				 strlen(EDGE_META_REPL_CURSOR), &vl, &e);
+	uint64_t r = 0;
+	if (e) {
+		wt_error("replication: reading the cursor failed: %s", e);
+		free(e);
+	}
+	if (v && vl == 8)
+		r = edge_be64_get((const uint8_t *)v);
+	free(v);
+	rocksdb_readoptions_destroy(ro);
+	return r;
+}
+
+int edge_repl_cursor_save(edge_store *s, uint64_t seq, int64_t acked_ns, wt_err *err)
+{
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	rocksdb_column_family_handle_t *meta = edge_store_cf(s, EDGE_CF_META);
+	const size_t pl = strlen(EDGE_META_REPL_LEDGER);
+	char lk[64];
+	uint8_t v[8], t[8];
+	char *e = NULL;
+	int rc = 0;
+
+	edge_be64_put(v, seq);
+	edge_le64_put(t, acked_ns);
+	memcpy(lk, EDGE_META_REPL_LEDGER, pl);
+	edge_be64_put((uint8_t *)lk + pl, seq);
+	rocksdb_writebatch_put_cf(wb, meta, EDGE_META_REPL_CURSOR, strlen(EDGE_META_REPL_CURSOR), (const char *)v, 8);
+	rocksdb_writebatch_put_cf(wb, meta, lk, pl + 8, (const char *)t, 8);
+	rocksdb_writeoptions_set_sync(wo, 1);
+	rocksdb_write(edge_store_db(s), wo, wb, &e);
+	if (e) {
+		rc = wt_err_set(err, WT_EIO, "replication: writing the cursor (seq %llu) failed: %s",
+				(unsigned long long)seq, e);
+		free(e);
+	}
+	rocksdb_writebatch_destroy(wb);
+	rocksdb_writeoptions_destroy(wo);
+	return rc;
+}
+
+/* ---- the sender thread ------------------------------------------------------------ */
+
+enum {
+	R_CONNECT, R_TLS, R_TIMEOUT, R_TRANSPORT, R_HTTP_4XX, R_HTTP_5XX, R_HTTP_OTHER, R_BAD_RESPONSE,
+	R_ACK, R_BUILD, R_CURSOR_WRITE, R_COUNT
+};
+static const char *const reason_names[R_COUNT] = {
+	"connect", "tls", "timeout", "transport", "http_4xx", "http_5xx", "http_other", "bad_response",
+	"ack", "build", "cursor_write",
+};
+
+struct edge_repl {
+	const edge_config *cfg;
+	edge_store *store;
+	wt_tls_client *tls;
+	char *url;
+	char edge_hdr[320];
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC */
+	int stop, woken;
+	_Atomic int cancel;
+	uint64_t rng;
+
+	/* thread state */
+	uint64_t cursor;
+	uint64_t fails;
+	int64_t fail_since, fail_logged;
+
+	/* metrics */
+	_Atomic uint64_t batches, uploads, bytes_sent, bytes_uncompressed, raw_missing;
+	_Atomic uint64_t applied, duplicates, rejected, retries;
+	_Atomic uint64_t errors[R_COUNT];
+	_Atomic int64_t last_success_ns;
+	_Atomic int failing;
+};
+
+static int cancel_cb(void *arg)
+{
+	edge_repl *r = arg;
+	return atomic_load(&r->cancel);
+}
+
+static void on_commit(void *arg)
+{
+	edge_repl *r = arg;
+	pthread_mutex_lock(&r->mu);
+	r->woken = 1;
+	pthread_cond_signal(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* Sleep ms unless stopping (or, with wake_ok, a commit arrives). */
+static void nap(edge_repl *r, int64_t ms, int wake_ok)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&r->mu);
+	while (!r->stop && !(wake_ok && r->woken))
+		if (pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&r->mu);
+}
+
+static int stopping(edge_repl *r)
+{
+	pthread_mutex_lock(&r->mu);
+	int s = r->stop;
+	pthread_mutex_unlock(&r->mu);
+	return s;
+}
+
+static uint64_t rnd(edge_repl *r)
+{
+	/* xorshift64*: jitter only, not security */
+	r->rng ^= r->rng >> 12;
+	r->rng ^= r->rng << 25;
+	r->rng ^= r->rng >> 27;
+	return r->rng * 0x2545F4914F6CDD1DULL;
+}
+
+/* Exponential backoff with full jitter: uniform in
+ * [initial, min(max, initial * 2^attempt)]; cap_now = wait the cap. */
+static int64_t backoff_ms(edge_repl *r, unsigned attempt, int cap_now)
+{
+	int64_t lo = r->cfg->repl_backoff_initial_ms, hi = r->cfg->repl_backoff_max_ms, ceil = hi;
+	if (cap_now)
+		return hi;
+	if (attempt < 31 && (lo << attempt) < hi)
+		ceil = lo << attempt;
+	return lo + (int64_t)(rnd(r) % (uint64_t)(ceil - lo + 1));
+}
+
+static void note_failure(edge_repl *r, int reason, const char *what)
+{
+	int64_t now = now_ns();
+	atomic_fetch_add(&r->errors[reason], 1);
+	atomic_store(&r->failing, 1);
+	if (!r->fails++) {
+		r->fail_since = now;
+		r->fail_logged = now;
+		wt_warn("replication: %s; retrying with backoff (uploads keep being accepted) reason=%s cursor=%llu",
+			what, reason_names[reason], (unsigned long long)r->cursor);
+	} else if (now - r->fail_logged >= FAIL_LOG_PERIOD_NS) {
+		r->fail_logged = now;
+		wt_warn("replication: still failing: %s reason=%s failures=%llu since_s=%lld cursor=%llu", what,
+			reason_names[reason], (unsigned long long)r->fails, (long long)((now - r->fail_since) / 1000000000),
+			(unsigned long long)r->cursor);
+	}
+}
+
+static void note_success(edge_repl *r)
+{
+	if (r->fails)
+		wt_info("replication: the hub answers again after %llu failed attempts in %lld s cursor=%llu",
+			(unsigned long long)r->fails, (long long)((now_ns() - r->fail_since) / 1000000000),
+			(unsigned long long)r->cursor);
+	r->fails = 0;
+	atomic_store(&r->failing, 0);
+	atomic_store(&r->last_success_ns, now_ns());
+}
+
+enum { SEND_OK, SEND_RETRY, SEND_RETRY_CAP };
+
+/* The start of an answer body, fit for one log line. */
+static void snippet(char *dst, size_t n, const wt_buf *resp)
+{
+	size_t i = 0;
+	for (; i + 1 < n && i < resp->len && i < 300; i++) {
+		char c = (char)resp->data[i];
+		dst[i] = c == '"' || c == '\\' || (unsigned char)c < 0x20 ? ' ' : c;
+	}
+	dst[i] = '\0';
+}
+
+/* One attempt at b (compressed z). Advances the cursor on success. */
+static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, size_t zl)
+{
+	const char *headers[] = {"Content-Type: " EDGE_REPL_CONTENT_TYPE, "Content-Encoding: zstd", r->edge_hdr,
+				 "Accept: application/json", NULL};
+	wt_buf resp = WT_BUF_INIT;
+	wt_err err = {0};
+	edge_repl_ack ack;
+	long status = 0;
+	char what[WT_ERR_MSG_MAX + 600], body[304];
+	int rc, out = SEND_RETRY;
+
+	rc = wt_tls_client_post(r->tls, r->url, headers, z, zl, &status, &resp, &err);
+	if (rc) {
+		int kind = wt_tls_client_last_failure(r->tls);
+		if (kind == WT_TLS_FAIL_CANCELLED)
+			goto done; /* stopping */
+		snprintf(what, sizeof(what), "POST %s failed: %s", r->url, err.msg);
+		note_failure(r, kind == WT_TLS_FAIL_CONNECT ? R_CONNECT : kind == WT_TLS_FAIL_TLS ? R_TLS
+				: kind == WT_TLS_FAIL_TIMEOUT ? R_TIMEOUT : R_TRANSPORT, what);
+		goto done;
+	}
+	snippet(body, sizeof(body), &resp);
+	if (status != 200) {
+		snprintf(what, sizeof(what), "POST %s answered %ld: %s", r->url, status, body);
+		if (status >= 400 && status < 500 && status != 408 && status != 429) {
+			/* a bug or a configuration problem (e.g. 403: edge id and
+			 * certificate disagree): never skip data, say it loudly */
+			atomic_fetch_add(&r->errors[R_HTTP_4XX], 1);
+			atomic_store(&r->failing, 1);
+			if (!r->fails++)
+				r->fail_since = now_ns();
+			wt_error("replication: the hub refused batch seq %llu..%llu (%zu uploads, %zu bytes): %s; "
+				 "retrying every %d ms until fixed edge_id=%s",
+				 (unsigned long long)b->first_seq, (unsigned long long)b->last_seq, b->nuploads, zl, what,
+				 r->cfg->repl_backoff_max_ms, r->cfg->id);
+			out = SEND_RETRY_CAP;
+		} else {
+			note_failure(r, status >= 500 || status == 408 || status == 429 ? R_HTTP_5XX : R_HTTP_OTHER, what);
+		}
+		goto done;
+	}
+	if ((rc = edge_repl_ack_parse(resp.data, resp.len, &ack, &err))) {
+		snprintf(what, sizeof(what), "POST %s: %s; answer: %s", r->url, err.msg, body);
+		note_failure(r, R_BAD_RESPONSE, what);
+		goto done;
+	}
+	if (ack.last_seq < b->first_seq) {
+		atomic_fetch_add(&r->errors[R_ACK], 1);
+		atomic_store(&r->failing, 1);
+		if (!r->fails++)
+			r->fail_since = now_ns();
+		wt_error("replication: the hub acknowledged last_seq=%llu for batch seq %llu..%llu: it did not apply "
+			 "the batch; retrying every %d ms edge_id=%s",
+			 (unsigned long long)ack.last_seq, (unsigned long long)b->first_seq,
+			 (unsigned long long)b->last_seq, r->cfg->repl_backoff_max_ms, r->cfg->id);
+		out = SEND_RETRY_CAP;
+		goto done;
+	}
+	uint64_t to = ack.last_seq;
+	if (to > b->last_seq) {
+		/* The hub has seqs this edge never sent in this batch: its buffer
+		 * was probably wiped while the hub remembers the old edge. */
+		wt_error("replication: the hub acknowledged last_seq=%llu beyond this batch (..%llu); was this edge's "
+			 "data_dir reset? Uploads with seqs the hub already has are counted as duplicates there",
+			 (unsigned long long)to, (unsigned long long)b->last_seq);
+		to = b->last_seq;
+	}
+	if (edge_repl_cursor_save(r->store, to, now_ns(), &err)) {
+		/* the hub has it: a restart will resend, the hub skips duplicates */
+		atomic_fetch_add(&r->errors[R_CURSOR_WRITE], 1);
+		wt_error("%s", err.msg);
+	}
+	atomic_fetch_add(&r->uploads, to - r->cursor);
+	r->cursor = to;
+	atomic_fetch_add(&r->batches, 1);
+	atomic_fetch_add(&r->bytes_sent, zl);
+	atomic_fetch_add(&r->bytes_uncompressed, b->pb_len);
+	atomic_fetch_add(&r->applied, ack.applied);
+	atomic_fetch_add(&r->duplicates, ack.duplicates);
+	atomic_fetch_add(&r->rejected, ack.rejected);
+	if (to == b->last_seq)
+		atomic_fetch_add(&r->raw_missing, b->raw_missing);
+	if (ack.rejected)
+		wt_warn("replication: the hub rejected %llu uploads of batch seq %llu..%llu (see the hub's log)",
+			(unsigned long long)ack.rejected, (unsigned long long)b->first_seq,
+			(unsigned long long)b->last_seq);
+	wt_debug("replication: batch acked first_seq=%llu last_seq=%llu uploads=%zu bytes=%zu raw_bytes=%zu "
+		 "applied=%llu duplicates=%llu",
+		 (unsigned long long)b->first_seq, (unsigned long long)to, b->nuploads, zl, b->pb_len,
+		 (unsigned long long)ack.applied, (unsigned long long)ack.duplicates);
+	note_success(r);
+	out = SEND_OK;
+done:
+	wt_buf_free(&resp);
+	return out;
+}
+
+static void *repl_main(void *arg)
+{
+	edge_repl *r = arg;
+	edge_repl_batch b = {0};
+	uint8_t *z = NULL;
+	size_t zl = 0;
+	unsigned attempt = 0;
+	wt_err err;
+
+	r->cursor = edge_repl_cursor_load(r->store);
+	wt_info("replication: started hub=%s edge_id=%s cursor=%llu", r->url, r->cfg->id,
+		(unsigned long long)r->cursor);
+	while (!stopping(r)) {
+		if (!b.nuploads) {
+			pthread_mutex_lock(&r->mu);
+			r->woken = 0;
+			pthread_mutex_unlock(&r->mu);
+			memset(&err, 0, sizeof(err));
+			int rc = edge_repl_batch_build(r->store, r->cfg->id, r->cursor, r->cfg->repl_batch_max_uploads,
+						       r->cfg->repl_batch_max_bytes, &b, &err);
+			if (!rc && b.nuploads)
+				rc = wt_zstd_compress(b.pb, b.pb_len, r->cfg->repl_zstd_level, &z, &zl, &err);
+			if (rc) {
+				note_failure(r, R_BUILD, err.msg);
+				edge_repl_batch_free(&b);
+				nap(r, backoff_ms(r, attempt++, 0), 0);
+				continue;
+			}
+			if (!b.nuploads) {
+				nap(r, r->cfg->repl_interval_ms, 1);
+				continue;
+			}
+			if (b.raw_missing)
+				wt_warn("replication: batch seq %llu..%llu carries %zu uploads without their raw original "
+					"(dropped by the disk quota); their rollups are sent",
+					(unsigned long long)b.first_seq, (unsigned long long)b.last_seq, b.raw_missing);
+		}
+		int out = send_batch(r, &b, z, zl);
+		if (out == SEND_OK) {
+			edge_repl_batch_free(&b);
+			free(z);
+			z = NULL;
+			attempt = 0;
+			continue;
+		}
+		if (stopping(r))
+			break;
+		atomic_fetch_add(&r->retries, 1);
+		nap(r, backoff_ms(r, attempt, out == SEND_RETRY_CAP), 0);
+		if (attempt < 64)
+			attempt++;
+	}
+	edge_repl_batch_free(&b);
+	free(z);
+	wt_info("replication: stopped cursor=%llu", (unsigned long long)r->cursor);
+	return NULL;
+}
+
+static void repl_free(edge_repl *r)
+{
+	wt_tls_client_free(r->tls);
+	free(r->url);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	free(r);
+}
+
+int edge_repl_start(const edge_config *cfg, edge_store *store, edge_repl **out, wt_err *err)
+{
+	wt_tls_client_config tc = {0};
+	pthread_condattr_t ca;
+	edge_repl *r;
+	int rc;
+
+	*out = NULL;
+	if (!cfg->hub_url || !*cfg->hub_url) {
+		wt_info("replication: off (hub.url is empty)");
+		return 0;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	r->cfg = cfg;
+	r->store = store;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	r->rng = (uint64_t)now_ns() ^ ((uint64_t)(uintptr_t)r << 16) ^ 0x9E3779B97F4A7C15ULL;
+	if (!r->rng)
+		r->rng = 1;
+	size_t ul = strlen(cfg->hub_url);
+	while (ul && cfg->hub_url[ul - 1] == '/')
+		ul--;
+	r->url = malloc(ul + sizeof(EDGE_REPL_PATH));
+	if (!r->url) {
+		repl_free(r);
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	}
+	memcpy(r->url, cfg->hub_url, ul);
+	memcpy(r->url + ul, EDGE_REPL_PATH, sizeof(EDGE_REPL_PATH));
+	snprintf(r->edge_hdr, sizeof(r->edge_hdr), "X-WT-Edge-Id: %s", cfg->id);
+	tc.ca_file = cfg->hub_ca;
+	tc.cert_file = cfg->hub_cert;
+	tc.key_file = cfg->hub_key;
+	tc.cancel = cancel_cb;
+	tc.cancel_arg = r;
+	if ((rc = wt_tls_client_new(&tc, &r->tls, err))) {
+		repl_free(r);
+		return rc;
+	}
+	if (pthread_create(&r->th, NULL, repl_main, r) != 0) {
+		repl_free(r);
+		return wt_err_set(err, WT_ENOMEM, "cannot start the replication thread");
+	}
+	edge_store_on_commit(store, on_commit, r);
+	*out = r;
+	return 0;
+}
+
+void edge_repl_stop(edge_repl *r)
+{
+	if (!r)
+		return;
+	edge_store_on_commit(r->store, NULL, NULL);
+	atomic_store(&r->cancel, 1);
+	pthread_mutex_lock(&r->mu);
+	r->stop = 1;
+	pthread_cond_signal(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	pthread_join(r->th, NULL);
+	repl_free(r);
+}
+
+/* ---- metrics ------------------------------------------------------------------------ */
+
+/* Bytes of the first BACKLOG_SAMPLE unacknowledged uploads (raw +
+ * rolluplog, keys and values), scaled to the whole backlog: exact for a
+ * backlog up to that size, an average-based estimate beyond, and cheap
+ * enough for every scrape (a bounded number of reads). */
+#define BACKLOG_SAMPLE 64
+static uint64_t backlog_bytes(edge_store *s, const edge_store_stats *st)
+{
+	rocksdb_t *db = edge_store_db(s);
+	rocksdb_readoptions_t *ro;
+	rocksdb_iterator_t *lit, *rit;
+	uint64_t bytes = 0, n = 0;
+	uint8_t k[8];
+
+	if (!st->unreplicated)
+		return 0;
+	ro = rocksdb_readoptions_create();
+	lit = rocksdb_create_iterator_cf(db, ro, edge_store_cf(s, EDGE_CF_ROLLUPLOG));
+	rit = rocksdb_create_iterator_cf(db, ro, edge_store_cf(s, EDGE_CF_RAW));
+	edge_be64_put(k, st->repl_cursor + 1);
+	for (rocksdb_iter_seek(lit, (const char *)k, 8); rocksdb_iter_valid(lit) && n < BACKLOG_SAMPLE;
+	     rocksdb_iter_next(lit), n++) {
+		size_t kl, vl;
+		const char *key = rocksdb_iter_key(lit, &kl);
+		rocksdb_iter_value(lit, &vl);
+		bytes += kl + vl;
+		rocksdb_iter_seek(rit, key, kl);
+		if (rocksdb_iter_valid(rit)) {
+			size_t rkl, rvl;
+			const char *rk = rocksdb_iter_key(rit, &rkl);
+			if (rkl == kl && !memcmp(rk, key, kl)) {
+				rocksdb_iter_value(rit, &rvl);
+				bytes += rkl + rvl;
+			}
+		}
+	}
+	rocksdb_iter_destroy(lit);
+	rocksdb_iter_destroy(rit);
+	rocksdb_readoptions_destroy(ro);
+	if (!n)
+		return 0;
+	return n >= st->unreplicated ? bytes : (uint64_t)((double)bytes / (double)n * (double)st->unreplicated);
+}
+
+#define COUNTER(b, name, help, v) \
+	wt_buf_printf(b, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %llu\n", (unsigned long long)(v))
+#define GAUGE(b, name, help, fmt, v) \
+	wt_buf_printf(b, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " " fmt "\n", v)
+
+void edge_repl_metrics(edge_repl *r, edge_store *store, const edge_store_stats *st, wt_buf *b)
+{
+	double age = st->oldest_unreplicated_ns ? (double)(now_ns() - st->oldest_unreplicated_ns) / 1e9 : 0;
+	int64_t last = r ? atomic_load(&r->last_success_ns) : 0;
+
+	GAUGE(b, "wt_edge_repl_enabled", "1 when hub.url is set and the replication thread runs.", "%d", r ? 1 : 0);
+	GAUGE(b, "wt_edge_repl_backlog_uploads", "Committed uploads the hub has not acknowledged.", "%llu",
+	      (unsigned long long)st->unreplicated);
+	GAUGE(b, "wt_edge_repl_backlog_bytes", "Estimated buffer bytes (raw + rolluplog) not yet acknowledged by the hub.",
+	      "%llu", (unsigned long long)backlog_bytes(store, st));
+	GAUGE(b, "wt_edge_repl_oldest_unreplicated_age_seconds", "Age of the oldest upload not yet acknowledged.",
+	      "%.3f", age < 0 ? 0 : age);
+	GAUGE(b, "wt_edge_repl_cursor", "Highest seq the hub acknowledged (durable).", "%llu",
+	      (unsigned long long)st->repl_cursor);
+	COUNTER(b, "wt_edge_repl_batches_sent_total", "Batches the hub acknowledged.", r ? atomic_load(&r->batches) : 0);
+	COUNTER(b, "wt_edge_repl_uploads_sent_total", "Uploads the hub acknowledged.", r ? atomic_load(&r->uploads) : 0);
+	COUNTER(b, "wt_edge_repl_bytes_sent_total", "Compressed request bytes of acknowledged batches.",
+		r ? atomic_load(&r->bytes_sent) : 0);
+	COUNTER(b, "wt_edge_repl_bytes_uncompressed_total", "Protobuf bytes of acknowledged batches before zstd.",
+		r ? atomic_load(&r->bytes_uncompressed) : 0);
+	COUNTER(b, "wt_edge_repl_raw_missing_total",
+		"Acknowledged uploads sent as rollup only (raw original dropped by the disk quota).",
+		r ? atomic_load(&r->raw_missing) : 0);
+	COUNTER(b, "wt_edge_repl_hub_applied_total", "Uploads the hub reported applied.", r ? atomic_load(&r->applied) : 0);
+	COUNTER(b, "wt_edge_repl_hub_duplicates_total", "Uploads the hub reported as already applied (retries).",
+		r ? atomic_load(&r->duplicates) : 0);
+	COUNTER(b, "wt_edge_repl_hub_rejected_total", "Uploads the hub reported rejected.",
+		r ? atomic_load(&r->rejected) : 0);
+	COUNTER(b, "wt_edge_repl_retries_total", "Failed attempts followed by a backoff.", r ? atomic_load(&r->retries) : 0);
+	wt_buf_puts(b, "# HELP wt_edge_repl_errors_total Failed replication attempts by reason.\n"
+		       "# TYPE wt_edge_repl_errors_total counter\n");
+	for (int i = 0; i < R_COUNT; i++)
+		wt_buf_printf(b, "wt_edge_repl_errors_total{reason=\"%s\"} %llu\n", reason_names[i],
+			      (unsigned long long)(r ? atomic_load(&r->errors[i]) : 0));
+	GAUGE(b, "wt_edge_repl_last_success_timestamp_seconds", "Unix time of the last acknowledged batch (0 = none yet).",
+	      "%.3f", (double)last / 1e9);
+	GAUGE(b, "wt_edge_repl_failing", "1 while the last replication attempt failed.", "%d",
+	      r ? atomic_load(&r->failing) : 0);
+}
