@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd_convert_cpuprofile.h"
 #include "cmd_pki.h"
 
 void cli_usage(FILE *f)
@@ -84,6 +85,8 @@ static int dispatch(const cli_global *g, int argc, char **argv)
 			return cli_cmd_summary(g, argc - 3, argv + 3);
 		if (!strcmp(verb, "convert"))
 			return cli_cmd_convert(g, argc - 3, argv + 3);
+		if (!strcmp(verb, "convert-cpuprofile"))
+			return cli_cmd_convert_cpuprofile(argc - 3, argv + 3);
 		return unknown(verb);
 	}
 	if (!strcmp(grp, "admin")) {

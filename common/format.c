@@ -15,10 +15,15 @@
 #include <strings.h>
 
 #include "compress.h"
+#include "cpuprofile.h"
 #include "folded.h"
+#include "jfr.h"
+#include "otlp.h"
 #include "pbwalk.h"
+#include "perf_script.h"
 #include "pprof.h"
 #include "proto/profile.pb-c.h"
+#include "speedscope.h"
 
 static const struct {
 	const char *name;
@@ -341,6 +346,21 @@ int wt_format_decode(const uint8_t *body, size_t len, wt_format fmt,
 		rc = wt_folded_decode(bytes, n, &fo, out, err);
 		break;
 	}
+	case WT_FMT_JFR:
+		rc = wt_jfr_decode(bytes, n, &opts.lim, opts.hint, out, err);
+		break;
+	case WT_FMT_PERF:
+		rc = wt_perf_script_decode(bytes, n, &opts.lim, opts.time_ns, out, err);
+		break;
+	case WT_FMT_CPUPROFILE:
+		rc = wt_cpuprofile_decode(bytes, n, &opts.lim, opts.time_ns, out, err);
+		break;
+	case WT_FMT_SPEEDSCOPE:
+		rc = wt_speedscope_decode(bytes, n, &opts.lim, opts.time_ns, out, err);
+		break;
+	case WT_FMT_OTLP: /* all services merged, each sample labelled service=… */
+		rc = wt_otlp_decode_merged(bytes, n, &opts.lim, out, err);
+		break;
 	default:
 		rc = wt_err_set(err, WT_EFORMAT, "format %s is not supported yet (%zu bytes)",
 				wt_format_name(fmt), n);
