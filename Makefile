@@ -103,6 +103,50 @@ $(GEN)/proto/%.pb-c.o: $(GEN)/proto/%.pb-c.c
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CPPFLAGS) $(filter-out -Wshadow,$(CFLAGS)) -c $< -o $@
 
+# Explorer UI: every file of hub/ui/ embedded into wt-hub (hub/http_ui.c).
+UI_FILES := $(sort $(wildcard hub/ui/*))
+$(GEN)/ui_assets.c: $(UI_FILES) hub/gen_ui_assets.sh
+	@mkdir -p $(dir $@)
+	@echo "  GEN     $@"
+	$(Q)hub/gen_ui_assets.sh $@ $(UI_FILES)
+
+$(GEN)/ui_assets.o: $(GEN)/ui_assets.c
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# ---- BPF: bpf/X.bpf.c -> $(GEN)/bpf/X.skel.h (user side edge/ebpf_X.c) ------
+# CO-RE against the running kernel's BTF; each program's instruction count
+# is printed and the build fails above BPF_MAX_INSNS (a guard against
+# silent growth; raise it deliberately).
+BPF_SRC := $(wildcard bpf/*.bpf.c)
+BPF_SKELS := $(patsubst bpf/%.bpf.c,$(GEN)/bpf/%.skel.h,$(BPF_SRC))
+BPF_CLANG ?= clang
+BPF_CFLAGS := -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -target bpf -D__TARGET_ARCH_x86
+BPF_MAX_INSNS ?= 1024
+VMLINUX_BTF := /sys/kernel/btf/vmlinux
+
+$(BUILD)/bpf/vmlinux.h: $(wildcard $(VMLINUX_BTF))
+	@mkdir -p $(dir $@)
+	@test -r $(VMLINUX_BTF) || { echo "error: $(VMLINUX_BTF) is missing: the eBPF sampler needs a kernel built with CONFIG_DEBUG_INFO_BTF=y" >&2; exit 1; }
+	@echo "  BTF     $@"
+	$(Q)bpftool btf dump file $(VMLINUX_BTF) format c > $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/bpf/vmlinux.h
+	@echo "  BPF     $<"
+	$(Q)$(BPF_CLANG) $(BPF_CFLAGS) -I$(BUILD)/bpf -Ibpf -c $< -o $@
+	$(Q)llvm-objdump -h $@ | while read -r idx name size vma type; do \
+		[ "$$type" = TEXT ] && [ "$$size" != 00000000 ] || continue; \
+		n=$$((0x$$size / 8)); echo "  BPF     $(notdir $@) $$name: $$n instructions"; \
+		[ $$n -le $(BPF_MAX_INSNS) ] || { echo "error: $$name has $$n > BPF_MAX_INSNS=$(BPF_MAX_INSNS) instructions" >&2; exit 1; }; \
+	done
+
+$(GEN)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	@mkdir -p $(dir $@)
+	@echo "  SKEL    $@"
+	$(Q)bpftool gen skeleton $< name wt_$*_bpf > $@
+
+$(call obj,$(wildcard edge/ebpf_*.c)): $(BPF_SKELS)
+
 # Every object may include generated headers.
 $(BUILD)/obj/%.o: %.c | $(PROTO_H)
 	@mkdir -p $(dir $@)
@@ -111,7 +155,7 @@ $(BUILD)/obj/%.o: %.c | $(PROTO_H)
 
 $(LIB_COMMON): $(call obj,$(COMMON_SRC)) $(PROTO_OBJ)
 $(LIB_EDGE): $(call obj,$(EDGE_SRC))
-$(LIB_HUB): $(call obj,$(HUB_SRC))
+$(LIB_HUB): $(call obj,$(HUB_SRC)) $(GEN)/ui_assets.o
 $(LIB_CLI): $(call obj,$(CLI_SRC))
 $(BUILD)/lib/%.a:
 	@mkdir -p $(dir $@)

@@ -42,6 +42,29 @@ void edge_config_defaults(edge_config *c)
 	c->repl_backoff_max_ms = 30000;
 	c->repl_interval_ms = 500;
 	c->repl_zstd_level = 3;
+	c->config_wait_s = 25;
+	c->config_poll_ms = 1000;
+	c->ebpf.enabled = 0;
+	c->ebpf.frequency_hz = 19; /* prime: no lockstep with 10 ms timers (docs/operations.md) */
+	c->ebpf.offcpu = 1;
+	c->ebpf.offcpu_min_us = 1000;
+	c->ebpf.flush_interval_s = 10;
+	c->ebpf.mode = EDGE_EBPF_HASH;
+	c->ebpf.max_stacks = 16384;
+	c->ebpf.max_keys = 16384;
+}
+
+void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
+{
+	for (size_t i = 0; i < e->nrules; i++) {
+		free(e->rules[i].comm);
+		free(e->rules[i].cgroup);
+		free(e->rules[i].container);
+		free(e->rules[i].service);
+	}
+	free(e->rules);
+	e->rules = NULL;
+	e->nrules = 0;
 }
 
 static void free_strv(char **v, size_t n)
@@ -69,6 +92,7 @@ void edge_config_free(edge_config *c)
 	free(c->hub_ca);
 	free(c->hub_cert);
 	free(c->hub_key);
+	edge_ebpf_cfg_free(&c->ebpf);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -142,6 +166,75 @@ static int get_strv(config_setting_t *g, const char *key, char ***dst, size_t *n
 	}
 	*dst = v;
 	*n = (size_t)cnt;
+	return 0;
+}
+
+static int load_ebpf(edge_ebpf_cfg *e, config_setting_t *g, const char *path, wt_err *err)
+{
+	long long v;
+	char *mode = NULL;
+	int rc;
+
+	if (!g)
+		return 0;
+	if ((rc = get_bool(g, "enabled", &e->enabled, path, err)) || (rc = get_bool(g, "offcpu", &e->offcpu, path, err)))
+		return rc;
+	v = e->frequency_hz;
+	if ((rc = get_int(g, "frequency_hz", 1, 10000, &v, path, err)))
+		return rc;
+	e->frequency_hz = (int)v;
+	v = e->offcpu_min_us;
+	if ((rc = get_int(g, "offcpu_min_us", 0, 60000000, &v, path, err)))
+		return rc;
+	e->offcpu_min_us = v;
+	v = e->flush_interval_s;
+	if ((rc = get_int(g, "flush_interval_s", 1, 3600, &v, path, err)))
+		return rc;
+	e->flush_interval_s = (int)v;
+	v = e->max_stacks;
+	if ((rc = get_int(g, "max_stacks", 256, 1 << 22, &v, path, err)))
+		return rc;
+	e->max_stacks = (int)v;
+	v = e->max_keys;
+	if ((rc = get_int(g, "max_keys", 256, 1 << 22, &v, path, err)))
+		return rc;
+	e->max_keys = (int)v;
+	if ((rc = get_str(g, "mode", &mode, path, err)))
+		return rc;
+	if (mode) {
+		if (!strcmp(mode, "hash"))
+			e->mode = EDGE_EBPF_HASH;
+		else if (!strcmp(mode, "ring"))
+			e->mode = EDGE_EBPF_RING;
+		else
+			rc = wt_err_set(err, WT_EINVAL, "%s: ebpf.mode = \"%s\": expected hash or ring", path, mode);
+		free(mode);
+		if (rc)
+			return rc;
+	}
+	config_setting_t *rs = config_setting_get_member(g, "rules");
+	if (!rs)
+		return 0;
+	if (!config_setting_is_list(rs) && !config_setting_is_array(rs))
+		return wt_err_set(err, WT_EINVAL, "%s:%d: ebpf.rules must be a list ( {...}, ... )", path,
+				  config_setting_source_line(rs));
+	int n = config_setting_length(rs);
+	edge_ebpf_cfg_free(e);
+	e->rules = calloc(n ? (size_t)n : 1, sizeof(*e->rules));
+	if (!e->rules)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		config_setting_t *r = config_setting_get_elem(rs, (unsigned)i);
+		edge_ebpf_rule *er = &e->rules[i];
+		e->nrules = (size_t)i + 1;
+		if ((rc = get_str(r, "comm", &er->comm, path, err)) || (rc = get_str(r, "cgroup", &er->cgroup, path, err)) ||
+		    (rc = get_str(r, "container", &er->container, path, err)) ||
+		    (rc = get_str(r, "service", &er->service, path, err)))
+			return rc;
+		if (!er->service || !*er->service || (!er->comm && !er->cgroup && !er->container))
+			return wt_err_set(err, WT_EINVAL, "%s:%d: ebpf.rules[%d] needs a service and at least one of comm, cgroup, container",
+					  path, config_setting_source_line(r), i);
+	}
 	return 0;
 }
 
@@ -245,6 +338,14 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 	if ((rc = get_str(h, "url", &c->hub_url, path, err)) || (rc = get_str(h, "ca", &c->hub_ca, path, err)) ||
 	    (rc = get_str(h, "cert", &c->hub_cert, path, err)) || (rc = get_str(h, "key", &c->hub_key, path, err)))
 		goto out;
+	v = c->config_wait_s;
+	if ((rc = get_int(h, "config_wait_s", 0, 30, &v, path, err)))
+		goto out;
+	c->config_wait_s = (int)v;
+	v = c->config_poll_ms;
+	if ((rc = get_int(h, "config_poll_ms", 100, 3600000, &v, path, err)))
+		goto out;
+	c->config_poll_ms = (int)v;
 	if (*c->hub_url) {
 		if (strncmp(c->hub_url, "https://", 8) != 0) {
 			rc = wt_err_set(err, WT_EINVAL, "%s: hub.url = \"%s\" must start with https:// (replication is mutual TLS only)",
@@ -287,6 +388,9 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 	if ((rc = get_int(rp, "zstd_level", 1, 19, &v, path, err)))
 		goto out;
 	c->repl_zstd_level = (int)v;
+
+	if ((rc = load_ebpf(&c->ebpf, config_lookup(&cf, "ebpf"), path, err)))
+		goto out;
 
 	config_setting_t *ps = config_lookup(&cf, "projects");
 	if (ps) {
@@ -333,8 +437,21 @@ static int tok_eq(const char *a, const char *b)
 	return d == 0;
 }
 
+/* remote token hook (config_client.c); atomics: set once at start/stop */
+static void *remote_auth_fn;
+static void *remote_auth_arg;
+
+void edge_config_set_remote_auth(edge_remote_auth_fn fn, void *arg)
+{
+	__atomic_store_n(&remote_auth_arg, arg, __ATOMIC_RELEASE);
+	__atomic_store_n(&remote_auth_fn, (void *)fn, __ATOMIC_RELEASE);
+}
+
 const edge_project_cfg *edge_config_auth(const edge_config *c, const char *tok, int role)
 {
+	edge_remote_auth_fn fn;
+	char name[256];
+
 	for (size_t i = 0; i < c->nprojects; i++) {
 		const edge_project_cfg *p = &c->projects[i];
 		char **v = role == EDGE_ROLE_READ ? p->read_tokens : p->upload_tokens;
@@ -343,6 +460,9 @@ const edge_project_cfg *edge_config_auth(const edge_config *c, const char *tok, 
 			if (tok_eq(v[j], tok))
 				return p;
 	}
+	fn = (edge_remote_auth_fn)__atomic_load_n(&remote_auth_fn, __ATOMIC_ACQUIRE);
+	if (fn && fn(__atomic_load_n(&remote_auth_arg, __ATOMIC_ACQUIRE), tok, role, name, sizeof(name)))
+		return edge_config_project(c, name);
 	return NULL;
 }
 

@@ -23,6 +23,31 @@ typedef struct edge_project_cfg {
 
 enum { EDGE_ROLLUP_MERGE = 0, EDGE_ROLLUP_RMW = 1 };
 
+/* ebpf.rules: the first rule whose given patterns (fnmatch) all match a
+ * process names its service. Unset patterns are NULL. */
+typedef struct edge_ebpf_rule {
+	char *comm;      /* process name (comm of the thread-group leader) */
+	char *cgroup;    /* cgroup v2 path from /proc/PID/cgroup */
+	char *container; /* container id */
+	char *service;
+} edge_ebpf_rule;
+
+enum { EDGE_EBPF_HASH = 0, EDGE_EBPF_RING = 1 };
+
+/* ebpf = { ... } (edge/ebpf_sampler.c; docs/operations.md "## eBPF sampler") */
+typedef struct edge_ebpf_cfg {
+	int enabled;
+	int frequency_hz;       /* on-CPU sampling frequency */
+	int offcpu;             /* sched_switch off-CPU time */
+	int64_t offcpu_min_us;  /* shorter blocked intervals are not recorded */
+	int flush_interval_s;   /* drain + commit period */
+	int mode;               /* EDGE_EBPF_HASH or EDGE_EBPF_RING */
+	int max_stacks;         /* entries of each stack map */
+	int max_keys;           /* entries of each counts map */
+	edge_ebpf_rule *rules;
+	size_t nrules;
+} edge_ebpf_cfg;
+
 typedef struct edge_config {
 	char *id;
 	char *listen_host;
@@ -60,6 +85,12 @@ typedef struct edge_config {
 	int repl_backoff_max_ms;
 	int repl_interval_ms;
 	int repl_zstd_level;
+
+	/* hub = { config_wait_s; config_poll_ms; } remote config (config_client.c) */
+	int config_wait_s;       /* long-poll seconds; 25; 0 = plain polling */
+	int config_poll_ms;      /* least time between two pulls; 1000 */
+
+	edge_ebpf_cfg ebpf;
 } edge_config;
 
 /* Defaults for everything (no projects). */
@@ -67,11 +98,20 @@ void edge_config_defaults(edge_config *c);
 /* Load path over the defaults. Errors name the file, line and key. */
 int edge_config_load(edge_config *c, const char *path, wt_err *err);
 void edge_config_free(edge_config *c);
+/* Release the strings of an ebpf section (also done by edge_config_free). */
+void edge_ebpf_cfg_free(edge_ebpf_cfg *e);
 
 /* Project whose upload (role 0) or read (role 1) tokens contain tok; NULL
  * if none. Constant-time comparison per token. */
 enum { EDGE_ROLE_UPLOAD = 0, EDGE_ROLE_READ = 1 };
 const edge_project_cfg *edge_config_auth(const edge_config *c, const char *tok, int role);
+/* Remote tokens (edge/config_client.c): when a hook is set,
+ * edge_config_auth also asks it about tokens the local file does not list;
+ * it writes the project name into project and returns 1 when the token's
+ * sha256 is an accepted token hash of that project for role. The project
+ * must be one of c->projects. fn = NULL removes the hook. */
+typedef int (*edge_remote_auth_fn)(void *arg, const char *tok, int role, char *project, size_t cap);
+void edge_config_set_remote_auth(edge_remote_auth_fn fn, void *arg);
 const edge_project_cfg *edge_config_project(const edge_config *c, const char *name);
 
 #endif

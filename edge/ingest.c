@@ -455,9 +455,13 @@ static void ingest_work(edge_task *t)
 		size_t np = 0;
 		if ((rc = edge_mp_parse(in->body, in->len, in->boundary, parts, &np, &t->err)))
 			goto fail;
+		/* Pyroscope SDKs name the part "profile"; the Java agent sends its
+		 * JFR recording as "jfr" (its "labels" part is not used yet). */
 		const edge_mp_part *pp = edge_mp_find(parts, np, "profile");
+		if (!pp)
+			pp = edge_mp_find(parts, np, "jfr");
 		if (!pp) {
-			rc = wt_err_set(&t->err, WT_EINVAL, "multipart: no part named \"profile\" among %zu parts", np);
+			rc = wt_err_set(&t->err, WT_EINVAL, "multipart: no part named \"profile\" or \"jfr\" among %zu parts", np);
 			goto fail;
 		}
 		data = pp->data;
@@ -524,8 +528,9 @@ static void ingest_work(edge_task *t)
 	json_t *types = json_array();
 	for (size_t i = 0; i < p->ntypes; i++)
 		json_array_append_new(types, json_string(wt_profile_str(p, p->types[i].canonical)));
-	t->reply = json_pack("{s:s,s:s,s:s,s:I,s:o}", "project", in->project, "service", in->service, "format",
-			     wt_format_name(det), "samples", (json_int_t)p->nsamples, "types", types);
+	t->reply = json_pack("{s:s,s:s,s:s,s:I,s:o,s:I,s:I}", "project", in->project, "service", in->service,
+			     "format", wt_format_name(det), "samples", (json_int_t)p->nsamples, "types", types,
+			     "from_ns", (json_int_t)p->time_ns, "until_ns", (json_int_t)(p->time_ns + p->duration_ns));
 	wt_profile_free(p);
 	p = NULL;
 	/* the body is in the raw record now; free it before waiting for the commit */
@@ -551,6 +556,17 @@ int edge_ingest_prepare(edge_server *srv, edge_commit *c, const char *project, c
 			int64_t received_ns, const char *endpoint, const uint8_t *raw, size_t rawlen,
 			wt_profile *p, wt_err *err)
 {
+	return edge_ingest_prepare_fmt(srv, c, project, service, received_ns, endpoint, WT_FMT_OTLP, raw, rawlen,
+				       p, err);
+}
+
+/* The same for a raw original of format fmt (the eBPF sampler stores its
+ * profiles as pprof, endpoint "ebpf"); only OTLP originals name the service
+ * in the header (otlp_service). */
+int edge_ingest_prepare_fmt(edge_server *srv, edge_commit *c, const char *project, const char *service,
+			    int64_t received_ns, const char *endpoint, wt_format fmt, const uint8_t *raw,
+			    size_t rawlen, wt_profile *p, wt_err *err)
+{
 	edge_task t;
 	ingest in;
 	int rc;
@@ -562,11 +578,15 @@ int edge_ingest_prepare(edge_server *srv, edge_commit *c, const char *project, c
 	in.service = (char *)service;
 	in.received_ns = received_ns;
 	in.endpoint = endpoint;
-	in.otlp_service = service;
-	in.fmt = WT_FMT_OTLP;
+	in.otlp_service = fmt == WT_FMT_OTLP ? service : NULL;
+	in.fmt = fmt;
 	if (!p->time_ns)
 		p->time_ns = received_ns;
-	rc = build_raw(&t, &in, raw, rawlen, WT_FMT_OTLP, NULL, 0);
+	if (p->duration_ns > 0) {
+		in.from_ns = p->time_ns;
+		in.until_ns = p->time_ns + p->duration_ns;
+	}
+	rc = build_raw(&t, &in, raw, rawlen, fmt, NULL, 0);
 	if (!rc)
 		rc = build_rollup(&t, &in, p);
 	if (!rc)

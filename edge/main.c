@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "config.h"
+#include "config_client.h"
+#include "ebpf.h"
 #include "log.h"
 #include "repl_client.h"
 #include "server.h"
@@ -57,6 +59,8 @@ int main(int argc, char **argv)
 	edge_config cfg;
 	edge_store *store = NULL;
 	edge_repl *repl = NULL;
+	edge_ebpf *ebpf = NULL;
+	edge_config_client *cfgc = NULL;
 	edge_server srv;
 	wt_err err = {0};
 	char *text = NULL;
@@ -100,6 +104,12 @@ int main(int argc, char **argv)
 		wt_error("cannot open the buffer: %s", err.msg);
 		goto out;
 	}
+	/* remote config before serving: the last good one (persisted) brings
+	 * the hub's tokens and limits even while the hub is away */
+	if (edge_config_client_start(&cfg, store, &cfgc, &err) != 0) {
+		wt_error("cannot start the remote config client: %s", err.msg);
+		goto out;
+	}
 	if (edge_server_init(&srv, &cfg, store, &err) != 0) {
 		wt_error("cannot start the server: %s", err.msg);
 		edge_server_free(&srv);
@@ -111,14 +121,25 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	srv.repl = repl;
+	/* the sampler thread always runs (SIGHUP can turn it on); loading
+	 * failures are logged and shown in /metrics, not fatal */
+	if (edge_ebpf_start(&srv, &cfg, path, &ebpf, &err) != 0)
+		wt_error("cannot start the ebpf sampler: %s", err.msg);
+	srv.ebpf = ebpf;
+	edge_config_client_set_ebpf(cfgc, ebpf); /* policy → sampler */
 	wt_info("wt-edge ready id=%s", cfg.id);
 	rc = edge_server_run(&srv) == 0 ? 0 : 1;
 	/* an in-flight batch is abandoned (the hub makes its retry a no-op) */
+	/* the sampler's last flush commits through the store: before it closes */
+	srv.ebpf = NULL;
+	edge_config_client_set_ebpf(cfgc, NULL);
+	edge_ebpf_stop(ebpf);
 	srv.repl = NULL;
 	edge_repl_stop(repl);
 	edge_server_free(&srv);
 	wt_info("http server stopped");
 out:
+	edge_config_client_stop(cfgc);
 	edge_store_close(store);
 	edge_config_free(&cfg);
 	free(text);

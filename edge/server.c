@@ -13,6 +13,8 @@
 #include <time.h>
 
 #include "buf.h"
+#include "config_client.h"
+#include "ebpf.h"
 #include "http_server.h"
 #include "log.h"
 #include "otlp_recv.h"
@@ -185,6 +187,8 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 			  "# TYPE wt_edge_commit_uploads_total counter\nwt_edge_commit_uploads_total %llu\n",
 		      (unsigned long long)st.commit_items);
 	edge_repl_metrics(srv->repl, srv->store, &st, &b);
+	edge_ebpf_metrics(srv->ebpf, &b);
+	edge_config_client_metrics(NULL, &b);
 	wt_buf_printf(&b, "# HELP wt_edge_commit_errors_total Group commits that failed (uploads answered 500).\n"
 			  "# TYPE wt_edge_commit_errors_total counter\nwt_edge_commit_errors_total %llu\n",
 		      (unsigned long long)st.commit_errors);

@@ -41,6 +41,7 @@ typedef struct edge_server {
 	edge_store *store;
 	struct edge_repl *repl; /* NULL when replication is off; set by main */
 	struct edge_otlp *otlp; /* OTLP receivers (otlp_recv.c); NULL when off */
+	struct edge_ebpf *ebpf; /* eBPF sampler (ebpf_sampler.c); set by main, may be NULL */
 	edge_pool *pool;
 	struct event_base *base;
 	struct evhttp *http;
@@ -97,5 +98,9 @@ struct wt_profile;
 int edge_ingest_prepare(edge_server *srv, edge_commit *c, const char *project, const char *service,
 			int64_t received_ns, const char *endpoint, const uint8_t *raw, size_t rawlen,
 			struct wt_profile *p, wt_err *err);
+/* The same with the raw original's format named (eBPF: WT_FMT_PPROF). */
+int edge_ingest_prepare_fmt(edge_server *srv, edge_commit *c, const char *project, const char *service,
+			    int64_t received_ns, const char *endpoint, wt_format fmt, const uint8_t *raw,
+			    size_t rawlen, struct wt_profile *p, wt_err *err);
 
 #endif

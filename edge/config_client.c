@@ -1,0 +1,615 @@
+/*
+ * config_client.c — pull, persist and apply the hub's remote config (see
+ * config_client.h for what is applied and how).
+ */
+#include "config_client.h"
+
+#include <errno.h>
+#include <mbedtls/sha256.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ebpf.h"
+#include "log.h"
+#include "tls_client.h"
+
+#define HASH_HEX 64
+#define REQUEST_SLACK_MS 15000 /* on top of the long-poll wait */
+
+typedef struct tok {
+	char hash[HASH_HEX + 1];
+	int role;
+	char project[128];
+} tok;
+
+struct edge_config_client {
+	edge_config *cfg;
+	edge_store *store;
+	wt_tls_client *tls;
+	char *url; /* without If-None-Match: ...?project=..&wait= */
+	pthread_t th;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC */
+	int stop;
+	_Atomic int cancel;
+	uint64_t rng;
+
+	pthread_rwlock_t lk; /* guards toks, etag, current, ebpf */
+	tok *toks;
+	size_t ntoks;
+	char etag[72];
+	json_t *current; /* last applied config */
+	struct edge_ebpf *ebpf;
+	size_t local_max_body, local_max_samples;
+
+	_Atomic uint64_t applied, failures, not_modified;
+	_Atomic int64_t last_ok_ns, last_apply_ns;
+};
+
+static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
+static edge_config_client *_Atomic the_client; /* for /metrics (server.c) */
+static edge_policy_hook hook_fn;
+static void *hook_arg;
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sha256_hex(const char *s, char out[HASH_HEX + 1])
+{
+	unsigned char d[32];
+	static const char hx[] = "0123456789abcdef";
+
+	mbedtls_sha256_ret((const unsigned char *)s, strlen(s), d, 0);
+	for (int i = 0; i < 32; i++) {
+		out[2 * i] = hx[d[i] >> 4];
+		out[2 * i + 1] = hx[d[i] & 15];
+	}
+	out[HASH_HEX] = '\0';
+}
+
+static int tok_cmp(const void *a, const void *b)
+{
+	const tok *x = a, *y = b;
+	int c = strcmp(x->hash, y->hash);
+	return c ? c : x->role - y->role;
+}
+
+/* edge_config_auth hook */
+static int remote_auth(void *arg, const char *token, int role, char *project, size_t cap)
+{
+	edge_config_client *c = arg;
+	tok key, *hit;
+	int ok = 0;
+
+	sha256_hex(token, key.hash);
+	key.role = role;
+	pthread_rwlock_rdlock(&c->lk);
+	hit = c->ntoks ? bsearch(&key, c->toks, c->ntoks, sizeof(tok), tok_cmp) : NULL;
+	if (hit) {
+		snprintf(project, cap, "%s", hit->project);
+		ok = 1;
+	}
+	pthread_rwlock_unlock(&c->lk);
+	return ok;
+}
+
+/* ---- applying ------------------------------------------------------------------------ */
+
+static int hex64(const char *s)
+{
+	return s && strlen(s) == HASH_HEX && strspn(s, "0123456789abcdef") == HASH_HEX;
+}
+
+static long long limit_of(const json_t *eff, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(eff, "limits"), key);
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (long long)json_integer_value(v) : -1;
+}
+
+static int bool_of(const json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_boolean(v) ? json_is_true(v) : -1;
+}
+
+static void sampler_policy(const edge_config *cfg, const json_t *conf, edge_sampler_policy *sp)
+{
+	json_t *projects = json_object_get(conf, "projects"), *p, *eff = NULL, *v;
+	size_t i;
+
+	memset(sp, 0, sizeof(*sp));
+	sp->enabled = sp->frequency_hz = sp->offcpu = sp->cpu = -1;
+	sp->offcpu_threshold_us = -1;
+	json_array_foreach(projects, i, p)
+		if (cfg->default_project && !strcmp(json_string_value(json_object_get(p, "name")), cfg->default_project)) {
+			eff = json_object_get(p, "effective");
+			sp->project = cfg->default_project;
+			sp->revision = (uint64_t)json_integer_value(json_object_get(p, "policy_revision"));
+		}
+	if (!eff)
+		return;
+	sp->effective = eff;
+	sp->enabled = bool_of(json_object_get(eff, "ebpf"), "enabled");
+	v = json_object_get(json_object_get(eff, "ebpf"), "frequency_hz");
+	if (json_is_integer(v))
+		sp->frequency_hz = (int)json_integer_value(v);
+	sp->offcpu = bool_of(json_object_get(eff, "offcpu"), "enabled");
+	if (bool_of(json_object_get(eff, "sample_types"), "offcpu") == 0)
+		sp->offcpu = 0;
+	sp->cpu = bool_of(json_object_get(eff, "sample_types"), "cpu");
+	v = json_object_get(json_object_get(eff, "offcpu"), "threshold_us");
+	if (json_is_integer(v))
+		sp->offcpu_threshold_us = (int64_t)json_integer_value(v);
+}
+
+/* Sampler settings: policy over the local ebpf section. Called with lk held. */
+static void apply_sampler(edge_config_client *c)
+{
+	edge_sampler_policy sp;
+	edge_ebpf_cfg next;
+	edge_policy_hook fn;
+	void *arg;
+
+	if (!c->current)
+		return;
+	sampler_policy(c->cfg, c->current, &sp);
+	if (c->ebpf && sp.effective) {
+		next = c->cfg->ebpf; /* shallow: edge_ebpf_apply copies */
+		if (sp.enabled >= 0)
+			next.enabled = sp.enabled;
+		if (sp.frequency_hz > 0)
+			next.frequency_hz = sp.frequency_hz;
+		if (sp.offcpu >= 0)
+			next.offcpu = sp.offcpu;
+		if (sp.offcpu_threshold_us >= 0)
+			next.offcpu_min_us = sp.offcpu_threshold_us;
+		if (sp.cpu == 0 && !next.offcpu)
+			next.enabled = 0; /* nothing left to sample */
+		if (edge_ebpf_apply(c->ebpf, &next))
+			wt_warn("remote config: the sampler refused the policy settings project=%s revision=%llu",
+				sp.project, (unsigned long long)sp.revision);
+		else
+			wt_info("remote config: sampler settings applied project=%s revision=%llu enabled=%d"
+				" frequency_hz=%d offcpu=%d offcpu_min_us=%lld", sp.project,
+				(unsigned long long)sp.revision, next.enabled, next.frequency_hz, next.offcpu,
+				(long long)next.offcpu_min_us);
+	}
+	pthread_mutex_lock(&hook_mu);
+	fn = hook_fn;
+	arg = hook_arg;
+	if (fn)
+		fn(arg, &sp);
+	pthread_mutex_unlock(&hook_mu);
+}
+
+void edge_config_set_policy_hook(edge_policy_hook fn, void *arg)
+{
+	pthread_mutex_lock(&hook_mu);
+	hook_fn = fn;
+	hook_arg = arg;
+	pthread_mutex_unlock(&hook_mu);
+}
+
+static int persist(edge_config_client *c, const char *text, size_t len, wt_err *err)
+{
+	rocksdb_writeoptions_t *wo;
+	char *e = NULL;
+
+	if (!c->store)
+		return 0;
+	wo = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(wo, 1);
+	rocksdb_put_cf(edge_store_db(c->store), wo, edge_store_cf(c->store, EDGE_CF_CONFIG), EDGE_CONFIG_KEY,
+		       strlen(EDGE_CONFIG_KEY), text, len, &e);
+	rocksdb_writeoptions_destroy(wo);
+	if (e) {
+		wt_err_set(err, WT_EIO, "config/remote: %s", e);
+		free(e);
+		return WT_EIO;
+	}
+	return 0;
+}
+
+int edge_config_client_apply(edge_config_client *c, const char *text, size_t len, int do_persist, wt_err *err)
+{
+	json_error_t je;
+	json_t *conf = json_loadb(text, len, 0, &je), *projects, *p, *h;
+	tok *toks = NULL;
+	size_t n = 0, i, j, nup = 0, nrd = 0;
+	long long mb = -1, ms = -1;
+	int rc = 0;
+
+	if (!conf || !json_is_object(conf)) {
+		rc = wt_err_set(err, WT_EINVAL, "remote config: not a JSON object (%s at line %d)", je.text, je.line);
+		goto out;
+	}
+	if (!json_is_string(json_object_get(conf, "edge_id")) ||
+	    strcmp(json_string_value(json_object_get(conf, "edge_id")), c->cfg->id)) {
+		rc = wt_err_set(err, WT_EINVAL, "remote config: edge_id is not \"%s\"", c->cfg->id);
+		goto out;
+	}
+	projects = json_object_get(conf, "projects");
+	if (!json_is_array(projects)) {
+		rc = wt_err_set(err, WT_EINVAL, "remote config: projects: expected an array");
+		goto out;
+	}
+	json_array_foreach(projects, i, p) {
+		const char *name = json_string_value(json_object_get(p, "name"));
+		static const char *const lists[2] = {"upload_token_sha256", "read_token_sha256"};
+		long long v;
+		if (!name || !*name || strlen(name) >= sizeof(toks[0].project)) {
+			rc = wt_err_set(err, WT_EINVAL, "remote config: projects[%zu].name: expected a project name", i);
+			goto out;
+		}
+		for (int role = 0; role < 2; role++) {
+			json_t *arr = json_object_get(p, lists[role]);
+			if (arr && !json_is_array(arr)) {
+				rc = wt_err_set(err, WT_EINVAL, "remote config: projects[%zu].%s: expected an array", i,
+						lists[role]);
+				goto out;
+			}
+			json_array_foreach(arr, j, h) {
+				tok *nt;
+				if (!hex64(json_string_value(h))) {
+					rc = wt_err_set(err, WT_EINVAL, "remote config: projects[%zu].%s[%zu]: expected 64 hex"
+							" characters", i, lists[role], j);
+					goto out;
+				}
+				if (n == EDGE_CONFIG_MAX_TOKENS) {
+					rc = wt_err_set(err, WT_ELIMIT, "remote config: more than %d token hashes",
+							EDGE_CONFIG_MAX_TOKENS);
+					goto out;
+				}
+				nt = realloc(toks, (n + 1) * sizeof(*toks));
+				if (!nt) {
+					rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+					goto out;
+				}
+				toks = nt;
+				snprintf(toks[n].hash, sizeof(toks[n].hash), "%s", json_string_value(h));
+				toks[n].role = role == 0 ? EDGE_ROLE_UPLOAD : EDGE_ROLE_READ;
+				snprintf(toks[n].project, sizeof(toks[n].project), "%s", name);
+				n++;
+				if (role == 0)
+					nup++;
+				else
+					nrd++;
+			}
+		}
+		/* edge-wide limits: the tightest of the projects' policies */
+		if ((v = limit_of(json_object_get(p, "effective"), "max_body")) > 0 && (mb < 0 || v < mb))
+			mb = v;
+		if ((v = limit_of(json_object_get(p, "effective"), "max_samples")) > 0 && (ms < 0 || v < ms))
+			ms = v;
+	}
+	if (toks)
+		qsort(toks, n, sizeof(*toks), tok_cmp);
+	if (do_persist && (rc = persist(c, text, len, err)))
+		goto out;
+
+	pthread_rwlock_wrlock(&c->lk);
+	free(c->toks);
+	c->toks = toks;
+	c->ntoks = n;
+	toks = NULL;
+	snprintf(c->etag, sizeof(c->etag), "%s", json_string_value(json_object_get(conf, "etag")) ?
+		 json_string_value(json_object_get(conf, "etag")) : "");
+	json_decref(c->current);
+	c->current = conf;
+	conf = NULL;
+	/* ingest reads these without a lock: aligned word stores */
+	__atomic_store_n(&c->cfg->max_body, mb > 0 && (size_t)mb < c->local_max_body ? (size_t)mb : c->local_max_body,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&c->cfg->max_samples,
+			 ms > 0 && (size_t)ms < c->local_max_samples ? (size_t)ms : c->local_max_samples, __ATOMIC_RELAXED);
+	apply_sampler(c);
+	pthread_rwlock_unlock(&c->lk);
+	atomic_fetch_add(&c->applied, 1);
+	atomic_store(&c->last_apply_ns, now_ns());
+	{
+		wt_buf revs = WT_BUF_INIT;
+		pthread_rwlock_rdlock(&c->lk);
+		json_array_foreach(json_object_get(c->current, "projects"), i, p)
+			wt_buf_printf(&revs, "%s%s:%lld", i ? "," : "", json_string_value(json_object_get(p, "name")),
+				      (long long)json_integer_value(json_object_get(p, "policy_revision")));
+		wt_buf_putc(&revs, '\0');
+		wt_info("remote config applied source=%s etag=%s revisions=%s upload_tokens=%zu read_tokens=%zu"
+			" max_body=%zu max_samples=%zu", do_persist ? "hub" : "buffer", c->etag,
+			revs.data ? (const char *)revs.data : "", nup, nrd, c->cfg->max_body, c->cfg->max_samples);
+		pthread_rwlock_unlock(&c->lk);
+		wt_buf_free(&revs);
+	}
+out:
+	json_decref(conf);
+	free(toks);
+	return rc;
+}
+
+/* ---- pulling ------------------------------------------------------------------------- */
+
+static int cancel_cb(void *arg)
+{
+	edge_config_client *c = arg;
+	return atomic_load(&c->cancel);
+}
+
+static int nap(edge_config_client *c, int64_t ms)
+{
+	struct timespec ts;
+	int s;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->mu);
+	while (!c->stop)
+		if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT)
+			break;
+	s = c->stop;
+	pthread_mutex_unlock(&c->mu);
+	return s;
+}
+
+static uint64_t rnd(edge_config_client *c)
+{
+	c->rng ^= c->rng >> 12;
+	c->rng ^= c->rng << 25;
+	c->rng ^= c->rng >> 27;
+	return c->rng * 0x2545F4914F6CDD1DULL;
+}
+
+static void *client_main(void *arg)
+{
+	edge_config_client *c = arg;
+	unsigned attempt = 0;
+	int64_t fail_logged = 0;
+
+	while (!c->stop) {
+		char inm[100] = "";
+		const char *hdrs[3] = {"Accept: application/json", NULL, NULL};
+		wt_buf resp = WT_BUF_INIT;
+		wt_err err = {0, ""};
+		long status = 0;
+		int64_t t0 = mono_ms(), wait_ms;
+		int rc;
+
+		pthread_rwlock_rdlock(&c->lk);
+		if (c->etag[0])
+			snprintf(inm, sizeof(inm), "If-None-Match: \"%s\"", c->etag);
+		pthread_rwlock_unlock(&c->lk);
+		if (inm[0])
+			hdrs[1] = inm;
+		rc = wt_tls_client_request(c->tls, "GET", c->url, hdrs, NULL, 0, &status, &resp, &err);
+		if (!rc && status == 200)
+			rc = edge_config_client_apply(c, (const char *)resp.data, resp.len, 1, &err);
+		else if (!rc && status != 304)
+			rc = wt_err_set(&err, WT_EIO, "hub answered %ld: %.200s", status,
+					resp.len ? (const char *)resp.data : "");
+		wt_buf_free(&resp);
+		if (c->stop)
+			break;
+		if (rc) {
+			int64_t lo = EDGE_CONFIG_BACKOFF_INITIAL_MS, hi = EDGE_CONFIG_BACKOFF_MAX_MS, ceil = hi;
+			atomic_fetch_add(&c->failures, 1);
+			if (!attempt || now_ns() - fail_logged > 60000000000LL) {
+				wt_warn("remote config: pull failed (keeping the last good config) error=\"%s\"", err.msg);
+				fail_logged = now_ns();
+			}
+			if (attempt < 16 && (lo << attempt) < hi)
+				ceil = lo << attempt;
+			attempt++;
+			wait_ms = lo + (int64_t)(rnd(c) % (uint64_t)(ceil - lo + 1));
+		} else {
+			if (attempt)
+				wt_info("remote config: hub reachable again");
+			attempt = 0;
+			if (status == 304)
+				atomic_fetch_add(&c->not_modified, 1);
+			atomic_store(&c->last_ok_ns, now_ns());
+			wait_ms = c->cfg->config_poll_ms - (mono_ms() - t0);
+		}
+		if (wait_ms > 0 && nap(c, wait_ms))
+			break;
+	}
+	return NULL;
+}
+
+static void load_persisted(edge_config_client *c)
+{
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	char *e = NULL, *v;
+	size_t len = 0;
+	wt_err err = {0, ""};
+
+	v = rocksdb_get_cf(edge_store_db(c->store), ro, edge_store_cf(c->store, EDGE_CF_CONFIG), EDGE_CONFIG_KEY,
+			   strlen(EDGE_CONFIG_KEY), &len, &e);
+	rocksdb_readoptions_destroy(ro);
+	if (e) {
+		wt_warn("remote config: cannot read the persisted config: %s", e);
+		free(e);
+	}
+	if (!v)
+		return;
+	if (edge_config_client_apply(c, v, len, 0, &err))
+		wt_warn("remote config: persisted config ignored: %s", err.msg);
+	free(v);
+}
+
+static void url_append(wt_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || strchr("-._~", ch))
+			wt_buf_putc(b, (char)ch);
+		else
+			wt_buf_printf(b, "%%%02X", ch);
+	}
+}
+
+void edge_config_client_register_auth(edge_config_client *c)
+{
+	if (c)
+		edge_config_set_remote_auth(remote_auth, c);
+	else
+		edge_config_set_remote_auth(NULL, NULL);
+}
+
+edge_config_client *edge_config_client_new_detached(edge_config *cfg)
+{
+	edge_config_client *c = calloc(1, sizeof(*c));
+	pthread_condattr_t ca;
+
+	if (!c)
+		return NULL;
+	c->cfg = cfg;
+	c->local_max_body = cfg->max_body;
+	c->local_max_samples = cfg->max_samples;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_rwlock_init(&c->lk, NULL);
+	c->rng = (uint64_t)now_ns() ^ 0x9E3779B97F4A7C15ULL;
+	return c;
+}
+
+void edge_config_client_free_detached(edge_config_client *c)
+{
+	if (!c)
+		return;
+	wt_tls_client_free(c->tls);
+	free(c->url);
+	free(c->toks);
+	json_decref(c->current);
+	pthread_rwlock_destroy(&c->lk);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+int edge_config_client_start(edge_config *cfg, edge_store *store, edge_config_client **out, wt_err *err)
+{
+	wt_tls_client_config tc = {0};
+	edge_config_client *c;
+	wt_buf url = WT_BUF_INIT;
+	size_t ul, i;
+	int rc;
+
+	*out = NULL;
+	if (!cfg->hub_url || !*cfg->hub_url)
+		return 0;
+	if (!(c = edge_config_client_new_detached(cfg)))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	c->store = store;
+	ul = strlen(cfg->hub_url);
+	while (ul && cfg->hub_url[ul - 1] == '/')
+		ul--;
+	wt_buf_append(&url, cfg->hub_url, ul);
+	wt_buf_puts(&url, "/v1/edges/");
+	url_append(&url, cfg->id);
+	wt_buf_printf(&url, "/config?wait=%d", cfg->config_wait_s);
+	for (i = 0; i < cfg->nprojects; i++) {
+		wt_buf_puts(&url, "&project=");
+		url_append(&url, cfg->projects[i].name);
+	}
+	if (cfg->default_project && *cfg->default_project && !edge_config_project(cfg, cfg->default_project)) {
+		wt_buf_puts(&url, "&project=");
+		url_append(&url, cfg->default_project);
+	}
+	if (wt_buf_putc(&url, '\0') || url.oom) {
+		wt_buf_free(&url);
+		edge_config_client_free_detached(c);
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	}
+	c->url = (char *)url.data;
+	tc.ca_file = cfg->hub_ca;
+	tc.cert_file = cfg->hub_cert;
+	tc.key_file = cfg->hub_key;
+	tc.timeout_ms = (long)cfg->config_wait_s * 1000 + REQUEST_SLACK_MS;
+	tc.max_response = EDGE_CONFIG_MAX_BYTES;
+	tc.cancel = cancel_cb;
+	tc.cancel_arg = c;
+	if ((rc = wt_tls_client_new(&tc, &c->tls, err))) {
+		edge_config_client_free_detached(c);
+		return rc;
+	}
+	load_persisted(c);
+	edge_config_client_register_auth(c);
+	if (pthread_create(&c->th, NULL, client_main, c)) {
+		edge_config_set_remote_auth(NULL, NULL);
+		edge_config_client_free_detached(c);
+		return wt_err_set(err, WT_ENOMEM, "cannot start the remote config thread");
+	}
+	c->started = 1;
+	atomic_store(&the_client, c);
+	wt_info("remote config: pulling from %s (long-poll %d s)", c->url, cfg->config_wait_s);
+	*out = c;
+	return 0;
+}
+
+void edge_config_client_set_ebpf(edge_config_client *c, struct edge_ebpf *e)
+{
+	if (!c)
+		return;
+	pthread_rwlock_wrlock(&c->lk);
+	c->ebpf = e;
+	apply_sampler(c);
+	pthread_rwlock_unlock(&c->lk);
+}
+
+void edge_config_client_stop(edge_config_client *c)
+{
+	if (!c)
+		return;
+	atomic_store(&c->cancel, 1);
+	pthread_mutex_lock(&c->mu);
+	c->stop = 1;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	if (c->started)
+		pthread_join(c->th, NULL);
+	atomic_store(&the_client, NULL);
+	edge_config_set_remote_auth(NULL, NULL);
+	c->cfg->max_body = c->local_max_body;
+	c->cfg->max_samples = c->local_max_samples;
+	edge_config_client_free_detached(c);
+}
+
+void edge_config_client_metrics(edge_config_client *c, wt_buf *b)
+{
+	int64_t last;
+
+	if (!c)
+		c = atomic_load(&the_client);
+	last = c ? atomic_load(&c->last_ok_ns) : 0;
+
+	wt_buf_printf(b, "# HELP wt_edge_config_applied_total Remote configs applied (from the hub or the buffer).\n"
+			 "# TYPE wt_edge_config_applied_total counter\nwt_edge_config_applied_total %llu\n",
+		      c ? (unsigned long long)atomic_load(&c->applied) : 0ULL);
+	wt_buf_printf(b, "# HELP wt_edge_config_pull_failures_total Remote config pulls that failed.\n"
+			 "# TYPE wt_edge_config_pull_failures_total counter\nwt_edge_config_pull_failures_total %llu\n",
+		      c ? (unsigned long long)atomic_load(&c->failures) : 0ULL);
+	wt_buf_printf(b, "# HELP wt_edge_config_seconds_since_pull Seconds since the hub last answered a pull (-1 never).\n"
+			 "# TYPE wt_edge_config_seconds_since_pull gauge\nwt_edge_config_seconds_since_pull %.3f\n",
+		      last ? (double)(now_ns() - last) / 1e9 : -1.0);
+}

@@ -1,0 +1,80 @@
+/*
+ * ebpf_probe.h — what the sampler (ebpf_sampler.c) needs from the user side
+ * of each BPF probe: the on-CPU sampler (ebpf_profile.c, bpf/profile.bpf.c)
+ * and off-CPU time (ebpf_offcpu.c, bpf/offcpu.bpf.c). Internal to edge/.
+ *
+ * Each probe loads its skeleton, attaches, and on drain hands every
+ * aggregated (key, value, user stack, kernel stack) to a callback, then
+ * forgets it. Stacks come leaf first as raw instruction pointers. Future
+ * unwinders (DWARF, interpreters) slot in as further probes of this shape.
+ *
+ * Threads: a probe is used by the sampler thread only, except the
+ * counters, which are atomics read by /metrics.
+ */
+#ifndef EDGE_EBPF_PROBE_H
+#define EDGE_EBPF_PROBE_H
+
+#include <linux/types.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/profile.h"
+#include "config.h"
+#include "err.h"
+
+enum { EDGE_EBPF_CPU = 0, EDGE_EBPF_OFFCPU = 1, EDGE_EBPF_NKINDS };
+
+/* One aggregated entry. ustack/kstack are NULL (n 0) when the stack is
+ * absent: kernel thread, collision, or the stack map entry went missing. */
+typedef void (*edge_ebpf_sink)(void *arg, int kind, const struct wt_stack_key *k, uint64_t value,
+			       const uint64_t *ustack, size_t nu, const uint64_t *kstack, size_t nk);
+
+/* Called for every thread group seen since the last drain (discovery:
+ * lets the sampler read /proc/PID/maps while the process lives). */
+typedef void (*edge_ebpf_seen)(void *arg, uint32_t tgid);
+
+/* Cumulative counters of one probe kind (across reloads). */
+typedef struct edge_ebpf_counters {
+	_Atomic uint64_t stat[WT_STAT_MAX]; /* enum wt_stat */
+	_Atomic uint64_t missing_stacks;    /* stack ids gone before the drain */
+	_Atomic uint64_t entries;           /* aggregated entries drained */
+} edge_ebpf_counters;
+
+/* Drain a counts map (hash of wt_stack_key → u64) and its stack map: each
+ * entry is deleted as it is read, then the stack ids it referenced.
+ * max_keys bounds the work. Shared by both probes. */
+int edge_ebpf_drain_maps(int counts_fd, int stacks_fd, int kind, size_t max_keys, edge_ebpf_sink fn, void *arg,
+			 edge_ebpf_counters *ctr, wt_err *err);
+/* Keys only: fn(arg, tgid) for each entry (no deletion). */
+void edge_ebpf_scan_keys(int counts_fd, size_t max_keys, edge_ebpf_seen fn, void *arg);
+/* Fold the per-CPU stats array into ctr (deltas since prev; prev updated). */
+void edge_ebpf_read_stats(int stats_fd, uint64_t prev[WT_STAT_MAX], edge_ebpf_counters *ctr);
+
+/* ---- on-CPU (ebpf_profile.c) -------------------------------------------- */
+typedef struct edge_ebpf_cpu edge_ebpf_cpu;
+
+/* Load bpf/profile.bpf.c (mode, map sizes from cfg) and attach one
+ * software cpu-clock perf event per online CPU at cfg->frequency_hz.
+ * Errors name the step that failed (and the errno). */
+int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_ebpf_cpu **out, wt_err *err);
+/* Re-attach the perf events at hz without reloading the program. */
+int edge_ebpf_cpu_set_frequency(edge_ebpf_cpu *c, int hz, wt_err *err);
+int edge_ebpf_cpu_frequency(const edge_ebpf_cpu *c);
+/* Ring mode: consume streamed samples for up to timeout_ms (0 in hash
+ * mode: returns at once). seen() is called for new tgids. */
+int edge_ebpf_cpu_poll(edge_ebpf_cpu *c, int timeout_ms, edge_ebpf_seen seen, void *arg);
+void edge_ebpf_cpu_scan(edge_ebpf_cpu *c, edge_ebpf_seen fn, void *arg);
+int edge_ebpf_cpu_drain(edge_ebpf_cpu *c, edge_ebpf_sink fn, void *arg, wt_err *err);
+/* Detach and unload everything (links, perf fds, maps, programs). */
+void edge_ebpf_cpu_close(edge_ebpf_cpu *c);
+
+/* ---- off-CPU (ebpf_offcpu.c) ---------------------------------------------- */
+typedef struct edge_ebpf_off edge_ebpf_off;
+
+int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_ebpf_off **out, wt_err *err);
+void edge_ebpf_off_scan(edge_ebpf_off *o, edge_ebpf_seen fn, void *arg);
+int edge_ebpf_off_drain(edge_ebpf_off *o, edge_ebpf_sink fn, void *arg, wt_err *err);
+void edge_ebpf_off_close(edge_ebpf_off *o);
+
+#endif

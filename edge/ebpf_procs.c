@@ -1,0 +1,334 @@
+/*
+ * ebpf_procs.c — the sampler's process table (see ebpf_procs.h): reading
+ * /proc/PID/{comm,exe,cgroup,maps}, resolving the service, keeping
+ * mappings of exited processes until their samples are flushed.
+ */
+#include "ebpf_procs.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NBUCKETS 4096
+#define MAX_PROCS 65536
+#define MAX_MAPS 8192
+
+struct edge_procs {
+	pthread_mutex_t mu; /* discovery thread vs sampler thread */
+	char root[64];
+	edge_elf_cache *elfs;
+	const edge_ebpf_rule *rules;
+	size_t nrules;
+	edge_proc *b[NBUCKETS];
+	size_t n;
+	uint64_t captured, lost;
+};
+
+edge_procs *edge_procs_new(const char *root, edge_elf_cache *elfs, const edge_ebpf_rule *rules, size_t nrules)
+{
+	edge_procs *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	pthread_mutex_init(&t->mu, NULL);
+	snprintf(t->root, sizeof(t->root), "%s", root);
+	t->elfs = elfs;
+	t->rules = rules;
+	t->nrules = nrules;
+	return t;
+}
+
+static void maps_free(edge_procs *t, edge_proc *p)
+{
+	for (size_t i = 0; i < p->nmaps; i++) {
+		edge_elf_unref(t->elfs, p->maps[i].elf);
+		free(p->maps[i].path);
+	}
+	free(p->maps);
+	p->maps = NULL;
+	p->nmaps = 0;
+}
+
+static void proc_free(edge_procs *t, edge_proc *p)
+{
+	maps_free(t, p);
+	free(p->cgroup);
+	free(p->service);
+	free(p);
+}
+
+void edge_procs_free(edge_procs *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		edge_proc *p = t->b[i], *nx;
+		for (; p; p = nx) {
+			nx = p->next;
+			proc_free(t, p);
+		}
+	}
+	pthread_mutex_destroy(&t->mu);
+	free(t);
+}
+
+static int read_small(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return (int)n;
+}
+
+static const char *rule_text(const char *s)
+{
+	return s ? s : "";
+}
+
+static void resolve_service(edge_procs *t, edge_proc *p)
+{
+	const char *svc = NULL;
+	for (size_t i = 0; i < t->nrules && !svc; i++) {
+		const edge_ebpf_rule *r = &t->rules[i];
+		if (r->comm && fnmatch(r->comm, p->comm, 0) != 0)
+			continue;
+		if (r->cgroup && fnmatch(r->cgroup, rule_text(p->cgroup), 0) != 0)
+			continue;
+		if (r->container && fnmatch(r->container, p->container, 0) != 0)
+			continue;
+		svc = r->service;
+	}
+	if (!svc)
+		svc = p->state == EDGE_PROC_KERNEL ? "kernel" : *p->exe ? p->exe : *p->comm ? p->comm : "unknown";
+	free(p->service);
+	p->service = strdup(svc);
+}
+
+void edge_procs_set_rules(edge_procs *t, const edge_ebpf_rule *rules, size_t nrules)
+{
+	pthread_mutex_lock(&t->mu);
+	t->rules = rules;
+	t->nrules = nrules;
+	for (size_t i = 0; i < NBUCKETS; i++)
+		for (edge_proc *p = t->b[i]; p; p = p->next)
+			resolve_service(t, p);
+	pthread_mutex_unlock(&t->mu);
+}
+
+static int map_cmp(const void *a, const void *b)
+{
+	const edge_proc_map *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void read_maps(edge_procs *t, edge_proc *p)
+{
+	char path[128], line[4096 + 256], file[4096 + 128];
+	size_t cap = 0;
+	snprintf(path, sizeof(path), "%s/%u/maps", t->root, p->tgid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	maps_free(t, p);
+	while (fgets(line, sizeof(line), f) && p->nmaps < MAX_MAPS) {
+		unsigned long long start, end, off;
+		char perms[8];
+		int pos = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &pos) < 4 || !strchr(perms, 'x'))
+			continue;
+		char *name = line + pos;
+		name[strcspn(name, "\n")] = '\0';
+		if (*name != '/' && strcmp(name, "[vdso]") != 0)
+			continue;
+		if (p->nmaps == cap) {
+			size_t nc = cap ? cap * 2 : 32;
+			edge_proc_map *nm = realloc(p->maps, nc * sizeof(*nm));
+			if (!nm)
+				break;
+			p->maps = nm;
+			cap = nc;
+		}
+		edge_proc_map *m = &p->maps[p->nmaps];
+		memset(m, 0, sizeof(*m));
+		m->start = start;
+		m->end = end;
+		m->pgoff = off;
+		m->path = strdup(name);
+		if (!m->path)
+			break;
+		if (*name == '/') {
+			/* through the process's root (containers); a deleted or
+			 * replaced file through map_files, which still has it */
+			size_t nl = strlen(name);
+			if (nl > 10 && !strcmp(name + nl - 10, " (deleted)"))
+				snprintf(file, sizeof(file), "%s/%u/map_files/%llx-%llx", t->root, p->tgid, start, end);
+			else
+				snprintf(file, sizeof(file), "%s/%u/root%s", t->root, p->tgid, name);
+			m->elf = edge_elf_get(t->elfs, file);
+		}
+		p->nmaps++;
+	}
+	fclose(f);
+	if (p->nmaps)
+		qsort(p->maps, p->nmaps, sizeof(*p->maps), map_cmp);
+}
+
+static void capture(edge_procs *t, edge_proc *p, const char *comm)
+{
+	char path[128], buf[4096];
+	int n;
+
+	snprintf(path, sizeof(path), "%s/%u/comm", t->root, p->tgid);
+	if (read_small(path, buf, sizeof(buf)) < 0) {
+		p->state = EDGE_PROC_LOST;
+		snprintf(p->comm, sizeof(p->comm), "%s", comm ? comm : "");
+		t->lost++;
+		resolve_service(t, p);
+		return;
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(p->comm, sizeof(p->comm), "%s", buf);
+	p->state = EDGE_PROC_LIVE;
+	snprintf(path, sizeof(path), "%s/%u/exe", t->root, p->tgid);
+	n = (int)readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		size_t bl = (size_t)n;
+		if (bl > 10 && !strcmp(buf + bl - 10, " (deleted)"))
+			buf[bl - 10] = '\0';
+		const char *base = strrchr(buf, '/');
+		snprintf(p->exe, sizeof(p->exe), "%s", base ? base + 1 : buf);
+	}
+	snprintf(path, sizeof(path), "%s/%u/cgroup", t->root, p->tgid);
+	if (read_small(path, buf, sizeof(buf)) > 0) {
+		/* cgroup v2 line "0::/path"; v1 lines use the same path layout */
+		char *line = strstr(buf, "0::");
+		char *cg = line ? line + 3 : strchr(buf, '/');
+		if (cg) {
+			cg[strcspn(cg, "\n")] = '\0';
+			p->cgroup = strdup(cg);
+			edge_container_id(cg, p->container);
+		}
+	}
+	read_maps(t, p);
+	if (n <= 0 && p->nmaps == 0)
+		p->state = EDGE_PROC_KERNEL;
+	t->captured++;
+	resolve_service(t, p);
+}
+
+static edge_proc *get_locked(edge_procs *t, uint32_t tgid, const char *comm)
+{
+	size_t h = (tgid * 2654435761u) % NBUCKETS;
+	for (edge_proc *p = t->b[h]; p; p = p->next)
+		if (p->tgid == tgid)
+			return p;
+	if (t->n >= MAX_PROCS)
+		return NULL;
+	edge_proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->tgid = tgid;
+	capture(t, p, comm);
+	if (!p->service) {
+		proc_free(t, p);
+		return NULL;
+	}
+	p->next = t->b[h];
+	t->b[h] = p;
+	t->n++;
+	return p;
+}
+
+edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, const char *comm)
+{
+	pthread_mutex_lock(&t->mu);
+	edge_proc *p = get_locked(t, tgid, comm);
+	pthread_mutex_unlock(&t->mu);
+	return p;
+}
+
+void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen)
+{
+	if (p->state != EDGE_PROC_LIVE || p->refreshed_gen == gen)
+		return;
+	pthread_mutex_lock(&t->mu);
+	p->refreshed_gen = gen;
+	read_maps(t, p);
+	pthread_mutex_unlock(&t->mu);
+}
+
+void edge_procs_recapture(edge_procs *t, edge_proc *p, uint64_t gen)
+{
+	if (p->recaptured_gen == gen)
+		return;
+	pthread_mutex_lock(&t->mu);
+	p->recaptured_gen = p->refreshed_gen = gen;
+	maps_free(t, p);
+	free(p->cgroup);
+	p->cgroup = NULL;
+	p->exe[0] = p->container[0] = '\0';
+	p->user = NULL;
+	p->user_gen = 0;
+	if (t->captured)
+		t->captured--; /* counted again by capture() */
+	capture(t, p, p->comm);
+	pthread_mutex_unlock(&t->mu);
+}
+
+const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const edge_proc_map *m = &p->maps[lo - 1];
+	return addr < m->end ? m : NULL;
+}
+
+void edge_procs_sweep(edge_procs *t, uint64_t gen)
+{
+	char path[128];
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		edge_proc **pp = &t->b[i];
+		while (*pp) {
+			edge_proc *p = *pp;
+			snprintf(path, sizeof(path), "%s/%u", t->root, p->tgid);
+			/* gone, or lost and idle: a later process may reuse the pid */
+			if (p->gen < gen && (p->state == EDGE_PROC_LOST || (access(path, F_OK) != 0 && errno == ENOENT))) {
+				*pp = p->next;
+				proc_free(t, p);
+				t->n--;
+				continue;
+			}
+			pp = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+}
+
+void edge_procs_stats(const edge_procs *t, uint64_t *captured, uint64_t *lost, uint64_t *tracked)
+{
+	if (!t) {
+		*captured = *lost = *tracked = 0;
+		return;
+	}
+	pthread_mutex_lock((pthread_mutex_t *)&t->mu);
+	*captured = t->captured;
+	*lost = t->lost;
+	*tracked = t->n;
+	pthread_mutex_unlock((pthread_mutex_t *)&t->mu);
+}

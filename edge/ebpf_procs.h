@@ -1,0 +1,79 @@
+/*
+ * ebpf_procs.h — what the eBPF sampler knows about each sampled process:
+ * executable mappings (with their ELF files from the symbolize.h cache),
+ * labels (process name, container id, cgroup) and the resolved service.
+ *
+ * A process is captured from /proc the first time its tgid shows up
+ * (discovery runs every second, well before the flush), so processes that
+ * exit before the flush still symbolize. A tgid already gone when first
+ * seen is "lost": its samples keep their kernel frames, its user frames
+ * stay bare addresses, and its service falls back to the sampled comm.
+ *
+ * Ownership: the table owns its processes; pointers returned stay valid
+ * until edge_procs_sweep or edge_procs_free. Threads: edge_procs_get may
+ * run on the discovery thread while the sampler thread symbolizes (one
+ * mutex inside); sweep, refresh and set_rules belong to the sampler
+ * thread, which alone frees processes.
+ */
+#ifndef EDGE_EBPF_PROCS_H
+#define EDGE_EBPF_PROCS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "symbolize.h"
+
+enum { EDGE_PROC_LIVE = 1, EDGE_PROC_LOST = 2, EDGE_PROC_KERNEL = 3 };
+
+typedef struct edge_proc_map {
+	uint64_t start, end, pgoff;
+	edge_elf *elf; /* NULL: not readable as ELF (or [vdso]) */
+	char *path;    /* as /proc/PID/maps names it */
+} edge_proc_map;
+
+typedef struct edge_proc {
+	uint32_t tgid;
+	int state;
+	char comm[16];    /* process name (thread-group leader) */
+	char exe[256];    /* executable base name, "" if unknown */
+	char container[65];
+	char *cgroup;     /* cgroup v2 path, may be NULL */
+	char *service;
+	edge_proc_map *maps; /* sorted by start */
+	size_t nmaps;
+	uint64_t gen;     /* last flush generation with samples */
+	uint64_t refreshed_gen; /* maps re-read in this generation */
+	uint64_t recaptured_gen; /* everything re-read in this generation */
+	void *user;       /* the sampler's per-flush slot, valid when user_gen == gen */
+	uint64_t user_gen;
+	struct edge_proc *next;
+} edge_proc;
+
+typedef struct edge_procs edge_procs;
+
+/* root: "/proc" (tests may point elsewhere). rules are borrowed and must
+ * outlive the table or be replaced with edge_procs_set_rules. */
+edge_procs *edge_procs_new(const char *root, edge_elf_cache *elfs, const edge_ebpf_rule *rules, size_t nrules);
+void edge_procs_free(edge_procs *t);
+void edge_procs_set_rules(edge_procs *t, const edge_ebpf_rule *rules, size_t nrules);
+
+/* The process tgid, captured now if new. comm is the sampled thread name,
+ * used when /proc has nothing. NULL only on OOM or when the table is full. */
+edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, const char *comm);
+/* Re-read the mappings (after an address missed them: exec, dlopen),
+ * at most once per generation. */
+void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen);
+/* Read everything again (the leader's comm changed: exec), at most once
+ * per generation; the service is resolved again. */
+void edge_procs_recapture(edge_procs *t, edge_proc *p, uint64_t gen);
+/* Mapping containing addr, or NULL. O(log n). */
+const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr);
+/* Drop processes that no longer exist and had no samples in generation
+ * gen. */
+void edge_procs_sweep(edge_procs *t, uint64_t gen);
+
+/* counters: processes captured, lost (gone before capture), tracked now */
+void edge_procs_stats(const edge_procs *t, uint64_t *captured, uint64_t *lost, uint64_t *tracked);
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * ebpfwork.c — workload with known truth for tests/integration/test_ebpf.py
+ * and bench/ebpf_overhead.sh. Build with frame pointers and no inlining:
+ *   cc -O1 -fno-omit-frame-pointer -fno-inline -o ebpfwork ebpfwork.c
+ *
+ *   ebpfwork cpu SECONDS      hot_alpha/hot_beta/hot_gamma ~ 50/30/20 % of
+ *                             CPU, each call's thread CPU time measured
+ *                             (CLOCK_THREAD_CPUTIME_ID) and printed as JSON
+ *   ebpfwork syscall SECONDS  write(2) to /dev/null in syscall_loop: kernel
+ *                             frames under a known user function
+ *   ebpfwork sleep N MS       N blocking sleeps of MS ms inside
+ *                             sleep_in_known_function (raw nanosleep
+ *                             syscall, so that function is the user leaf);
+ *                             prints the total slept ns measured
+ *   ebpfwork spin SECONDS     one busy function (overhead benchmark);
+ *                             prints iterations per second
+ * Output: one JSON object on stdout.
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static volatile uint64_t sink;
+
+/* the three hot functions differ only in how long they spin */
+__attribute__((noinline)) void hot_alpha(long n)
+{
+	uint64_t x = sink;
+	for (long i = 0; i < n; i++)
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	sink = x;
+}
+
+__attribute__((noinline)) void hot_beta(long n)
+{
+	uint64_t x = sink;
+	for (long i = 0; i < n; i++)
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	sink = x;
+}
+
+__attribute__((noinline)) void hot_gamma(long n)
+{
+	uint64_t x = sink;
+	for (long i = 0; i < n; i++)
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	sink = x;
+}
+
+__attribute__((noinline)) static int run_cpu(double seconds)
+{
+	const long unit = 200000; /* ~0.1-0.3 ms per call */
+	int64_t t_a = 0, t_b = 0, t_c = 0, t0, end = ns(CLOCK_MONOTONIC) + (int64_t)(seconds * 1e9);
+	while (ns(CLOCK_MONOTONIC) < end) {
+		t0 = ns(CLOCK_THREAD_CPUTIME_ID);
+		hot_alpha(5 * unit);
+		t_a += ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+		t0 = ns(CLOCK_THREAD_CPUTIME_ID);
+		hot_beta(3 * unit);
+		t_b += ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+		t0 = ns(CLOCK_THREAD_CPUTIME_ID);
+		hot_gamma(2 * unit);
+		t_c += ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+	}
+	printf("{\"mode\":\"cpu\",\"pid\":%d,\"cpu_ns\":{\"hot_alpha\":%lld,\"hot_beta\":%lld,\"hot_gamma\":%lld}}\n",
+	       (int)getpid(), (long long)t_a, (long long)t_b, (long long)t_c);
+	return 0;
+}
+
+__attribute__((noinline)) static int syscall_loop(double seconds)
+{
+	int fd = open("/dev/null", O_WRONLY);
+	char buf[4096];
+	long calls = 0;
+	int64_t end = ns(CLOCK_MONOTONIC) + (int64_t)(seconds * 1e9);
+	if (fd < 0)
+		return 1;
+	memset(buf, 'x', sizeof(buf));
+	while (ns(CLOCK_MONOTONIC) < end) {
+		for (int i = 0; i < 1000; i++) {
+			if (write(fd, buf, sizeof(buf)) < 0)
+				return 1;
+			calls++;
+		}
+	}
+	close(fd);
+	printf("{\"mode\":\"syscall\",\"pid\":%d,\"calls\":%ld}\n", (int)getpid(), calls);
+	return 0;
+}
+
+/* The syscall instruction is in this function's body, so the user stack
+ * of the blocked thread has this function as its leaf. */
+__attribute__((noinline)) void sleep_in_known_function(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"((long)SYS_nanosleep), "D"(&ts), "S"(0L)
+			 : "rcx", "r11", "memory");
+	(void)ret;
+}
+
+__attribute__((noinline)) static int run_sleep(int n, long ms)
+{
+	int64_t total = 0;
+	for (int i = 0; i < n; i++) {
+		int64_t t0 = ns(CLOCK_MONOTONIC);
+		sleep_in_known_function(ms);
+		total += ns(CLOCK_MONOTONIC) - t0;
+	}
+	printf("{\"mode\":\"sleep\",\"pid\":%d,\"slept_ns\":%lld}\n", (int)getpid(), (long long)total);
+	return 0;
+}
+
+__attribute__((noinline)) static int run_spin(double seconds)
+{
+	int64_t t0 = ns(CLOCK_MONOTONIC), end = t0 + (int64_t)(seconds * 1e9);
+	long iters = 0;
+	while (ns(CLOCK_MONOTONIC) < end) {
+		hot_alpha(100000);
+		iters++;
+	}
+	double el = (double)(ns(CLOCK_MONOTONIC) - t0) / 1e9;
+	printf("{\"mode\":\"spin\",\"pid\":%d,\"iters_per_s\":%.1f}\n", (int)getpid(), iters / el);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 3 && !strcmp(argv[1], "cpu"))
+		return run_cpu(atof(argv[2]));
+	if (argc >= 3 && !strcmp(argv[1], "syscall"))
+		return syscall_loop(atof(argv[2]));
+	if (argc >= 4 && !strcmp(argv[1], "sleep"))
+		return run_sleep(atoi(argv[2]), atol(argv[3]));
+	if (argc >= 3 && !strcmp(argv[1], "spin"))
+		return run_spin(atof(argv[2]));
+	fprintf(stderr, "usage: ebpfwork cpu S | syscall S | sleep N MS | spin S\n");
+	return 2;
+}

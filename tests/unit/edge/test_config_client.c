@@ -1,0 +1,95 @@
+/*
+ * test_config_client.c — edge/config_client.c applying a remote config:
+ * a token is accepted when its sha256 (computed here with a hand-checked
+ * reference: sha256("abc") from FIPS 180-2) is listed for its role; local
+ * tokens keep working; limits are min(local, policy); malformed configs
+ * are refused with the field named and leave the previous config in force.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "edge/config.h"
+#include "edge/config_client.h"
+
+/* FIPS 180-2 appendix B.1: sha256("abc") */
+#define ABC_SHA256 "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+static void test_apply(void **state)
+{
+	edge_config cfg;
+	edge_config_client *c;
+	wt_err err = {0, ""};
+	char *up[] = {"local-up"};
+	edge_project_cfg proj = {"demo", up, 1, NULL, 0};
+	const char *conf =
+		"{\"edge_id\":\"edge1\",\"etag\":\"x\",\"projects\":[{\"name\":\"demo\",\"policy_revision\":3,"
+		"\"effective\":{\"limits\":{\"max_body\":4096,\"max_samples\":999999999}},"
+		"\"upload_token_sha256\":[\"" ABC_SHA256 "\"],\"read_token_sha256\":[]}]}";
+	(void)state;
+
+	edge_config_defaults(&cfg);
+	free(cfg.id);
+	cfg.id = strdup("edge1");
+	cfg.projects = &proj;
+	cfg.nprojects = 1;
+	c = edge_config_client_new_detached(&cfg);
+	assert_non_null(c);
+	edge_config_set_remote_auth(NULL, NULL);
+	assert_null(edge_config_auth(&cfg, "abc", EDGE_ROLE_UPLOAD));
+
+	assert_int_equal(edge_config_client_apply(c, conf, strlen(conf), 0, &err), 0);
+	assert_int_equal(cfg.max_body, 4096);          /* tighter than the local 64 MiB */
+	assert_int_equal(cfg.max_samples, 5000000);    /* the policy cannot raise the local limit */
+
+	edge_config_client_register_auth(c);
+	assert_ptr_equal(edge_config_auth(&cfg, "abc", EDGE_ROLE_UPLOAD), &proj);
+	assert_null(edge_config_auth(&cfg, "abc", EDGE_ROLE_READ));   /* listed for upload only */
+	assert_null(edge_config_auth(&cfg, "abd", EDGE_ROLE_UPLOAD));
+	assert_ptr_equal(edge_config_auth(&cfg, "local-up", EDGE_ROLE_UPLOAD), &proj);
+	/* a bad config is refused and the previous one stays in force */
+	assert_int_equal(edge_config_client_apply(c, "{\"edge_id\":\"edge1\"}", 18, 0, &err), WT_EINVAL);
+	assert_ptr_equal(edge_config_auth(&cfg, "abc", EDGE_ROLE_UPLOAD), &proj);
+	edge_config_client_register_auth(NULL);
+	edge_config_client_free_detached(c);
+	cfg.projects = NULL;
+	cfg.nprojects = 0;
+	edge_config_free(&cfg);
+}
+
+static void test_reject(void **state)
+{
+	edge_config cfg;
+	edge_config_client *c;
+	wt_err err = {0, ""};
+	(void)state;
+
+	edge_config_defaults(&cfg);
+	c = edge_config_client_new_detached(&cfg);
+	assert_int_equal(edge_config_client_apply(c, "[]", 2, 0, &err), WT_EINVAL);
+	{
+		const char *other = "{\"edge_id\":\"other\",\"projects\":[]}";
+		assert_int_equal(edge_config_client_apply(c, other, strlen(other), 0, &err), WT_EINVAL);
+	}
+	assert_non_null(strstr(err.msg, "edge_id"));
+	{
+		const char *bad = "{\"edge_id\":\"edge1\",\"projects\":[{\"name\":\"demo\",\"upload_token_sha256\":[\"zz\"]}]}";
+		assert_int_equal(edge_config_client_apply(c, bad, strlen(bad), 0, &err), WT_EINVAL);
+		assert_non_null(strstr(err.msg, "projects[0].upload_token_sha256[0]"));
+	}
+	edge_config_client_free_detached(c);
+	edge_config_free(&cfg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_reject),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
