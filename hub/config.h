@@ -27,6 +27,7 @@ typedef struct hub_config {
 	int token_cache_ttl_ms;  /* token lookups cached this long; 5000 */
 	int health_interval_ms;  /* ClickHouse health probe period; 1000 */
 	int default_range_s;     /* query range when `from` is absent; 3600 */
+	int worker_interval_s;   /* retention/archive jobs run this often; 86400; 0 = off */
 
 	/* clickhouse = { ... } */
 	char *ch_url;            /* "http://127.0.0.1:8123" */

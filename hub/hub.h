@@ -27,6 +27,7 @@ typedef struct hub_ctx {
 	hub_auth *auth;
 	hub_stackcache *stacks;
 	hub_metrics metrics;
+	struct hub_regress *regress; /* regression detector (regress.h); NULL when not started */
 } hub_ctx;
 
 /* What a handler gets: the shared context and this worker's ClickHouse
@@ -45,6 +46,28 @@ void hub_handle_admin_projects(hub_req *r);
 void hub_handle_admin_tokens(hub_req *r);
 void hub_handle_healthz(hub_req *r);
 void hub_handle_metrics(hub_req *r);
+
+/* Control plane (http_control.c routes; http_policy.c, http_audit.c,
+ * http_delete.c, http_worker.c). hub_control_route returns 1 when it
+ * handled the request. */
+int hub_control_route(hub_req *r);
+void hub_handle_policy(hub_req *r, const char *project);
+void hub_handle_audit(hub_req *r, const char *project);
+void hub_handle_delete_profiles(hub_req *r, const char *project);
+void hub_handle_deletion(hub_req *r, const char *project, const char *id);
+void hub_handle_worker_run(hub_req *r);
+
+/* Analysis (issue 8): profiles/{diff,timeline,insights,leaks}, issues,
+ * POST /v1/admin/analysis/run. hub_analysis_route (http_issues.c) returns
+ * 1 when it handled the request. */
+int hub_analysis_route(hub_req *r);
+void hub_handle_diff(hub_req *r, const char *project);
+void hub_handle_timeline(hub_req *r, const char *project);
+void hub_handle_insights(hub_req *r, const char *project);
+void hub_handle_leaks(hub_req *r, const char *project);
+void hub_handle_issues(hub_req *r, const char *project);
+void hub_handle_issue_patch(hub_req *r, const char *project, const char *id);
+void hub_handle_analysis_run(hub_req *r);
 
 /* Authenticate the request's bearer token; on failure the error reply has
  * been sent and a negative code is returned. */

@@ -13,10 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edge_config.h"
 #include "hub.h"
 #include "log.h"
+#include "regress.h"
 #include "repl.h"
 #include "server.h"
+#include "worker.h"
 
 #define STACK_CACHE_ENTRIES (1u << 20)
 
@@ -31,6 +34,7 @@ int main(int argc, char **argv)
 	hub_ctx ctx;
 	hub_server *srv = NULL;
 	struct hub_repl_server *repl = NULL;
+	hub_worker *wk = NULL;
 	wt_err err = {0, ""};
 	sigset_t set;
 	int i, sig = 0, rc = 1;
@@ -93,6 +97,14 @@ int main(int argc, char **argv)
 		wt_error("msg=\"cannot start the clickhouse monitor\"");
 		goto out_os;
 	}
+	{
+		hub_regress_config rcfg;
+		if (hub_regress_config_load(cfg_path, &rcfg, &err) ||
+		    hub_regress_start(&ctx, &rcfg, &ctx.regress, &err)) {
+			wt_error("msg=\"cannot start the regression detector\" error=\"%s\"", err.msg);
+			goto out_store;
+		}
+	}
 	if (hub_server_start(&ctx, &srv, &err)) {
 		wt_error("msg=\"cannot start the HTTP server\" error=\"%s\"", err.msg);
 		goto out_store;
@@ -103,6 +115,9 @@ int main(int argc, char **argv)
 		hub_server_stop(srv);
 		goto out_store;
 	}
+	if (hub_worker_start(&ctx, &wk, &err))
+		wt_error("msg=\"cannot start the worker (retention, archive); continuing without it\" error=\"%s\"",
+			 err.msg);
 	wt_info("msg=\"wt-hub started\" listen=%s replication=%s clickhouse=%s database=%s object_store=%s",
 		ctx.cfg.listen, repl ? ctx.cfg.repl_listen : "off", ctx.cfg.ch_url, ctx.cfg.ch_database,
 		ctx.os->name);
@@ -118,9 +133,12 @@ int main(int argc, char **argv)
 	}
 	wt_info("msg=\"shutting down\" signal=%d", sig);
 	rc = 0;
+	hub_worker_stop(wk);
+	hub_edge_config_shutdown(); /* release held config long-polls */
 	hub_repl_server_stop(repl);
 	hub_server_stop(srv);
 out_store:
+	hub_regress_stop(ctx.regress); /* NULL-safe; after the HTTP workers that use it */
 	hub_store_stop(&ctx.store);
 out_os:
 	hub_stackcache_free(ctx.stacks);

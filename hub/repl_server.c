@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "compress.h"
+#include "edge_config.h"
 #include "hub.h"
 #include "log.h"
 #include "tls_server.h"
@@ -110,6 +111,11 @@ static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
 		snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
 		wt_buf_printf(&resp->body, "{\"status\":\"ok\",\"peer\":\"%s\"}", req->peer_id);
 		return 0;
+	}
+	if (!strncmp(req->path, "/v1/edges/", 10)) { /* remote config (edge_config.c) */
+		if (!(ch = thread_ch(ctx)))
+			return reply_error(resp, WT_ENOMEM, "out of memory");
+		return hub_edge_config_handle(ctx, ch, req, resp);
 	}
 	if (strcmp(req->path, "/v1/replicate"))
 		return reply_error(resp, WT_ENOTFOUND, "no such endpoint on the replication port");

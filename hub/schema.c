@@ -197,6 +197,73 @@ static int m_repl_ledger(wt_buf *b, const hub_ch_features *f)
 		" ORDER BY (edge_id, seq, state)");
 }
 
+/* Control plane (issue 9; versions 30-39): policies, worker leases, object
+ * deletions left to retry. */
+static int m_policies(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS policies_v1 ("
+		" project String, revision UInt64, policy String,"
+		" updated_by String, updated_ns UInt64"
+		") ENGINE = MergeTree()"
+		" ORDER BY (project, revision, updated_ns)");
+}
+
+static int m_worker_leases(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS worker_leases ("
+		" job String, holder String, expires_ns UInt64, last_done_ns UInt64,"
+		" version UInt64"
+		") ENGINE = ReplacingMergeTree(version)"
+		" ORDER BY job");
+}
+
+static int m_object_deletions(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS object_deletions_v1 ("
+		" object_key String, deletion_id String, project String,"
+		" done UInt8, error String, updated_ns UInt64"
+		") ENGINE = ReplacingMergeTree(updated_ns)"
+		" ORDER BY (object_key, deletion_id)");
+}
+
+/* Analysis (issue 8; versions 20-29): regression issues (regress.h) and
+ * the users' state of them (acknowledged/muted), kept apart so a detector
+ * run never overwrites a user's change. */
+static int m_issues(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS issues_v1 ("
+		" project String, issue_id String,"
+		" service String, sample_type String, unit String, function String,"
+		" state String,"                 /* open | resolved (detector) */
+		" opened_ns UInt64, last_seen_ns UInt64, resolved_ns UInt64,"
+		" baseline_from_ns UInt64, recent_from_ns UInt64, window_end_ns UInt64,"
+		" baseline_share Float64, recent_share Float64,"
+		" baseline_self Int64, recent_self Int64, baseline_total Int64, recent_total Int64,"
+		" z Float64, p_value Float64,"
+		" version UInt64"                /* window end: equal runs write equal rows */
+		") ENGINE = ReplacingMergeTree(version)"
+		" ORDER BY (project, issue_id)");
+}
+
+static int m_issue_states(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS issue_states_v1 ("
+		" project String, issue_id String, user_state String, actor String,"
+		" updated_ns UInt64"
+		") ENGINE = ReplacingMergeTree(updated_ns)"
+		" ORDER BY (project, issue_id)");
+}
+
 static const migration migrations[] = {
 	{1, "profile_samples_v1", m_samples},
 	{2, "profile_stacks_v1", m_stacks},
@@ -207,21 +274,35 @@ static const migration migrations[] = {
 	{7, "audit_events_v1", m_audit},
 	{8, "raw_objects_v1", m_raw_objects},
 	{9, "repl_ledger_v1", m_repl_ledger},
+	{20, "issues_v1", m_issues},
+	{21, "issue_states_v1", m_issue_states},
+	{30, "policies_v1", m_policies},
+	{31, "worker_leases", m_worker_leases},
+	{32, "object_deletions_v1", m_object_deletions},
 };
 #define NMIG (sizeof(migrations) / sizeof(migrations[0]))
 
 int hub_schema_version(void)
 {
-	return migrations[NMIG - 1].version;
+	int v = 0;
+	size_t i;
+
+	for (i = 0; i < NMIG; i++)
+		if (migrations[i].version > v)
+			v = migrations[i].version;
+	return v;
 }
 
 static int applied_cb(void *ctx, char **fields, size_t n)
 {
 	unsigned char *done = ctx;
 	long v = n ? strtol(fields[0], NULL, 10) : 0;
+	size_t i;
 
-	if (v > 0 && (size_t)v <= NMIG)
-		done[v - 1] = 1;
+	/* versions are not contiguous (ranges per feature area): match by value */
+	for (i = 0; i < NMIG; i++)
+		if (migrations[i].version == v)
+			done[i] = 1;
 	return 0;
 }
 

@@ -22,6 +22,7 @@
 
 #include "http_server.h"
 #include "log.h"
+#include "http_ui.h"
 #include "repl.h"
 
 typedef struct worker {
@@ -189,6 +190,31 @@ static void route(struct evhttp_request *req, void *arg)
 			{ bad_method(&r, "GET, POST"); return; }
 		{ hub_handle_admin_tokens(&r); return; }
 	}
+	if (hub_control_route(&r)) /* policy, audit, deletion, worker (http_control.c) */
+		return;
+	if (hub_analysis_route(&r)) /* diff, timeline, insights, leaks, issues (http_issues.c) */
+		return;
+	/* Explorer UI (static, no token) and its picker endpoints (http_ui.h). */
+	if (!strcmp(r.path, "/") || !strcmp(r.path, "/ui") || !strncmp(r.path, "/ui/", 4)) {
+		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
+			{ bad_method(&r, "GET"); return; }
+		{ hub_handle_ui(&r); return; }
+	}
+	if (hub_match_project_suffix(r.path, "/services", project, sizeof(project)) ||
+	    hub_match_project_suffix(r.path, "/labels", project, sizeof(project))) {
+		if (cmd != EVHTTP_REQ_GET)
+			{ bad_method(&r, "GET"); return; }
+		if (hub_match_project_suffix(r.path, "/services", project, sizeof(project)))
+			hub_handle_services(&r, project);
+		else
+			hub_handle_labels(&r, project);
+		return;
+	}
+	if (match_query(r.path, project, sizeof(project), view, sizeof(view)) && !strcmp(view, "series")) {
+		if (cmd != EVHTTP_REQ_GET)
+			{ bad_method(&r, "GET"); return; }
+		{ hub_handle_series(&r, project); return; }
+	}
 	if (match_query(r.path, project, sizeof(project), view, sizeof(view))) {
 		if (!strcmp(view, "flamegraph") || !strcmp(view, "table") || !strcmp(view, "callgraph")) {
 			if (cmd != EVHTTP_REQ_GET)
@@ -273,7 +299,7 @@ int hub_server_start(hub_ctx *ctx, hub_server **out, wt_err *err)
 		evhttp_set_max_body_size(w->http, (ev_ssize_t)ctx->cfg.max_body);
 		evhttp_set_timeout(w->http, 120);
 		evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-					   EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT);
+					   EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH);
 		evhttp_set_gencb(w->http, route, w);
 		if (!evhttp_accept_socket_with_handle(w->http, s->fd)) {
 			rc = wt_err_set(err, WT_EIO, "worker %d: cannot accept on %s", i, ctx->cfg.listen);

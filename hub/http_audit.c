@@ -1,0 +1,92 @@
+/*
+ * http_audit.c — GET /v1/projects/{p}/audit[?limit=N&action=A]: the
+ * project's audit events, newest first (role admin or DeleteTelemetry of
+ * the project, or the hub admin token). Audit rows are append-only: no
+ * retention or deletion path touches audit_events_v1.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ch_format.h"
+#include "http_server.h"
+#include "hub.h"
+#include "params.h"
+
+#define AUDIT_DEFAULT_LIMIT 100
+#define AUDIT_MAX_LIMIT 10000
+
+static int event_row(void *ctx, char **f, size_t n)
+{
+	json_t *list = ctx, *o;
+	int64_t ns;
+	time_t s;
+	struct tm tm;
+	char ts[40];
+
+	if (n < 5)
+		return 0;
+	ns = strtoll(f[0], NULL, 10);
+	s = (time_t)(ns / 1000000000LL);
+	gmtime_r(&s, &tm);
+	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%09lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)(ns % 1000000000LL));
+	o = json_pack("{s:s, s:I, s:s, s:s, s:s}", "time", ts, "time_ns", (json_int_t)ns, "actor", f[1],
+		      "action", f[2], "detail", f[3]);
+	if (o && *f[4])
+		json_object_set_new(o, "deletion_id", json_string(f[4]));
+	if (o)
+		json_array_append_new(list, o);
+	return 0;
+}
+
+void hub_handle_audit(hub_req *r, const char *project)
+{
+	hub_principal who;
+	wt_err err = {0, ""};
+	struct evkeyvalq q;
+	const char *action;
+	long limit;
+	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
+	json_t *list = NULL;
+
+	q.tqh_first = NULL;
+	q.tqh_last = &q.tqh_first;
+	if (hub_req_auth(r, &who))
+		return;
+	if (!hub_project_name_valid(project)) {
+		wt_err_set(&err, WT_EINVAL, "project: not a valid project name");
+		goto fail;
+	}
+	if (hub_auth_allows(&who, project, HUB_ROLE_ADMIN, &err) &&
+	    hub_auth_allows(&who, project, HUB_ROLE_DELETE, &err))
+		goto fail;
+	if (wt_http_query(r->req, &q)) {
+		wt_err_set(&err, WT_EINVAL, "query string is malformed");
+		goto fail;
+	}
+	if (hub_param_uint(&q, "limit", AUDIT_DEFAULT_LIMIT, 1, AUDIT_MAX_LIMIT, &limit, &err))
+		goto fail;
+	action = wt_http_param(&q, "action");
+	if (hub_store_check(&r->ctx->store, &err))
+		goto fail;
+	wt_buf_puts(&sql, "SELECT time_ns, actor, action, detail, deletion_id FROM audit_events_v1 WHERE project = ");
+	hub_sql_quote(&sql, project);
+	if (action && *action) {
+		wt_buf_puts(&sql, " AND action = ");
+		hub_sql_quote(&sql, action);
+	}
+	wt_buf_printf(&sql, " ORDER BY time_ns DESC LIMIT %ld FORMAT TabSeparated", limit);
+	if (hub_ch_query_buf(r->ch, &sql, &out, &err))
+		goto fail;
+	list = json_array();
+	hub_tsv_each((char *)out.data, out.len, 5, event_row, list);
+	hub_req_json(r, 200, json_pack("{s:s, s:o}", "project", project, "events", list));
+	goto done;
+fail:
+	hub_req_fail(r, &err);
+done:
+	evhttp_clear_headers(&q);
+	wt_buf_free(&sql);
+	wt_buf_free(&out);
+}

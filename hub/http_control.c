@@ -1,0 +1,78 @@
+/*
+ * http_control.c — routing of the control-plane endpoints (policy, audit,
+ * deletion, worker runs); server.c calls hub_control_route() first.
+ */
+#include <string.h>
+
+#include "http_server.h"
+#include "hub.h"
+
+static void method_not_allowed(hub_req *r, const char *allowed)
+{
+	atomic_fetch_add(&r->ctx->metrics.responses_4xx, 1);
+	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow", allowed);
+	wt_http_send_json(r->req, 405, json_pack("{s:s, s:s}", "error", "method_not_allowed", "detail", allowed));
+}
+
+/* "/v1/projects/{p}<rest>": copy p, return rest (or NULL). */
+static const char *project_of(const char *path, char *project, size_t cap)
+{
+	const char *p, *slash;
+	size_t n;
+
+	if (strncmp(path, "/v1/projects/", 13))
+		return NULL;
+	p = path + 13;
+	slash = strchr(p, '/');
+	if (!slash || slash == p || (n = (size_t)(slash - p)) >= cap)
+		return NULL;
+	memcpy(project, p, n);
+	project[n] = '\0';
+	return slash;
+}
+
+int hub_control_route(hub_req *r)
+{
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(r->req);
+	char project[128];
+	const char *rest;
+
+	if (!strcmp(r->path, "/v1/admin/worker/run")) {
+		if (cmd != EVHTTP_REQ_POST)
+			method_not_allowed(r, "POST");
+		else
+			hub_handle_worker_run(r);
+		return 1;
+	}
+	if (!(rest = project_of(r->path, project, sizeof(project))))
+		return 0;
+	if (!strcmp(rest, "/policy")) {
+		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_PUT)
+			method_not_allowed(r, "GET, PUT");
+		else
+			hub_handle_policy(r, project);
+		return 1;
+	}
+	if (!strcmp(rest, "/profiles")) {
+		if (cmd != EVHTTP_REQ_DELETE)
+			method_not_allowed(r, "DELETE");
+		else
+			hub_handle_delete_profiles(r, project);
+		return 1;
+	}
+	if (!strcmp(rest, "/audit")) {
+		if (cmd != EVHTTP_REQ_GET)
+			method_not_allowed(r, "GET");
+		else
+			hub_handle_audit(r, project);
+		return 1;
+	}
+	if (!strncmp(rest, "/deletions/", 11) && !strchr(rest + 11, '/')) {
+		if (cmd != EVHTTP_REQ_GET)
+			method_not_allowed(r, "GET");
+		else
+			hub_handle_deletion(r, project, rest + 11);
+		return 1;
+	}
+	return 0;
+}

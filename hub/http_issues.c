@@ -1,0 +1,383 @@
+/*
+ * http_issues.c — regression issues (regress.h):
+ *   GET   /v1/projects/{p}/issues[?state=&service=&limit=]   (role read)
+ *   PATCH /v1/projects/{p}/issues/{id}  {"state":"acknowledged"|"muted"|"open"}  (role admin)
+ *   POST  /v1/admin/analysis/run[?project=&at=]  run the detector now, synchronously (admin)
+ *
+ * An issue's state is "resolved" when the detector resolved it, else the
+ * user's state from issue_states_v1 (acknowledged, muted) or "open". User
+ * state changes are audited (audit_events_v1, action issue.<state>).
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "audit.h"
+#include "ch_format.h"
+#include "http_server.h"
+#include "params.h"
+#include "regress.h"
+
+#define DEFAULT_LIMIT 1000
+#define MAX_PATCH_BODY 4096
+
+typedef struct list_ctx {
+	json_t *arr;
+	const char *want;  /* effective state filter, "all" or "active" */
+	long limit;
+	int oom;
+} list_ctx;
+
+static json_t *opt_ns(const char *s)
+{
+	long long v = strtoll(s, NULL, 10);
+	return v ? json_integer(v) : json_null();
+}
+
+/* fields (see SELECT in list_issues) */
+static int issue_row(void *ctx, char **f, size_t n)
+{
+	list_ctx *x = ctx;
+	const char *state, *user;
+	json_t *o, *us;
+	double bsh, rsh;
+
+	if (n < 23)
+		return 0;
+	user = f[20];
+	if (!strcmp(f[5], "resolved"))
+		state = "resolved";
+	else if (!strcmp(user, "acknowledged") || !strcmp(user, "muted"))
+		state = user;
+	else
+		state = "open";
+	if (strcmp(x->want, "all") && !(strcmp(x->want, "active") ? !strcmp(x->want, state)
+							      : strcmp(state, "resolved") != 0))
+		return 0;
+	if ((long)json_array_size(x->arr) >= x->limit)
+		return 0;
+	bsh = strtod(f[12], NULL);
+	rsh = strtod(f[13], NULL);
+	us = user[0] ? json_pack("{s:s, s:s, s:I}", "state", user, "by", f[21],
+				 "at", (json_int_t)strtoll(f[22], NULL, 10))
+		     : json_null();
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o,"
+		      " s:{s:I, s:I, s:o, s:I, s:I}, s:{s:I, s:I, s:o, s:I, s:I}, s:o, s:o, s:o, s:o}",
+		"id", f[0], "service", f[1], "type", f[2], "unit", f[3], "function", f[4], "state", state,
+		"detection_state", f[5], "opened", (json_int_t)strtoll(f[6], NULL, 10),
+		"last_seen", (json_int_t)strtoll(f[7], NULL, 10), "resolved", opt_ns(f[8]),
+		"baseline", "from", (json_int_t)strtoll(f[9], NULL, 10), "until", (json_int_t)strtoll(f[10], NULL, 10),
+		"share", hub_json_num(bsh), "self", (json_int_t)strtoll(f[14], NULL, 10),
+		"total", (json_int_t)strtoll(f[16], NULL, 10),
+		"recent", "from", (json_int_t)strtoll(f[10], NULL, 10), "until", (json_int_t)strtoll(f[11], NULL, 10),
+		"share", hub_json_num(rsh), "self", (json_int_t)strtoll(f[15], NULL, 10),
+		"total", (json_int_t)strtoll(f[17], NULL, 10),
+		"change", hub_json_num(rsh - bsh), "z", hub_json_num(strtod(f[18], NULL)),
+		"p_value", hub_json_num(strtod(f[19], NULL)), "user_state", us ? us : json_null());
+	if (!o || json_array_append_new(x->arr, o)) {
+		x->oom = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static int list_issues(hub_ch *ch, const char *project, const char *id, const char *service,
+		       list_ctx *x, wt_err *err)
+{
+	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
+	int rc;
+
+	wt_buf_puts(&sql, "SELECT issue_id, service, sample_type, unit, function, state, opened_ns, last_seen_ns,"
+		    " resolved_ns, baseline_from_ns, recent_from_ns, window_end_ns, baseline_share, recent_share,"
+		    " baseline_self, recent_self, baseline_total, recent_total, z, p_value, user_state, actor,"
+		    " state_ns FROM (SELECT * FROM issues_v1 FINAL WHERE project = ");
+	hub_sql_quote(&sql, project);
+	if (id) {
+		wt_buf_puts(&sql, " AND issue_id = ");
+		hub_sql_quote(&sql, id);
+	}
+	if (service) {
+		wt_buf_puts(&sql, " AND service = ");
+		hub_sql_quote(&sql, service);
+	}
+	wt_buf_puts(&sql, ") ANY LEFT JOIN (SELECT issue_id, user_state, actor, updated_ns AS state_ns"
+		    " FROM issue_states_v1 FINAL WHERE project = ");
+	hub_sql_quote(&sql, project);
+	wt_buf_puts(&sql, ") USING issue_id ORDER BY state = 'open' DESC, window_end_ns DESC, z DESC, issue_id"
+		    " FORMAT TabSeparated");
+	rc = hub_ch_query_buf(ch, &sql, &out, err);
+	if (!rc) {
+		hub_tsv_each((char *)out.data, out.len, 23, issue_row, x);
+		if (x->oom)
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory listing issues");
+	}
+	wt_buf_free(&sql);
+	wt_buf_free(&out);
+	return rc;
+}
+
+void hub_handle_issues(hub_req *r, const char *project)
+{
+	struct evkeyvalq q;
+	wt_err err = {0, ""};
+	list_ctx x = {NULL, "active", DEFAULT_LIMIT, 0};
+	const char *state, *service;
+	int rc;
+
+	rc = hub_analysis_begin(r, project, HUB_ROLE_READ, &q, NULL, &err);
+	if (rc > 0)
+		goto done;
+	if (rc)
+		goto fail;
+	state = evhttp_find_header(&q, "state");
+	service = evhttp_find_header(&q, "service");
+	if (state) {
+		static const char *const ok[] = {"open", "acknowledged", "muted", "resolved", "active", "all"};
+		size_t i;
+		for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+			if (!strcmp(state, ok[i]))
+				break;
+		if (i == sizeof(ok) / sizeof(ok[0])) {
+			wt_err_set(&err, WT_EINVAL, "state: expected open, acknowledged, muted, resolved, active or all");
+			goto fail;
+		}
+		x.want = state;
+	}
+	if (service && !hub_service_valid(service)) {
+		wt_err_set(&err, WT_EINVAL, "service: must be 1-%d printable bytes", HUB_SERVICE_MAX);
+		goto fail;
+	}
+	if (hub_param_uint(&q, "limit", DEFAULT_LIMIT, 1, 100000, &x.limit, &err) ||
+	    hub_store_check(&r->ctx->store, &err))
+		goto fail;
+	if (!(x.arr = json_array())) {
+		wt_err_set(&err, WT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (list_issues(r->ch, project, NULL, service, &x, &err))
+		goto fail;
+	hub_req_json(r, 200, json_pack("{s:s, s:s, s:o}", "project", project, "state", x.want, "issues", x.arr));
+	x.arr = NULL;
+	goto done;
+fail:
+	hub_req_fail(r, &err);
+done:
+	json_decref(x.arr);
+	evhttp_clear_headers(&q);
+}
+
+static int id_valid(const char *id)
+{
+	size_t i;
+
+	for (i = 0; id[i]; i++)
+		if (!isxdigit((unsigned char)id[i]) || isupper((unsigned char)id[i]))
+			return 0;
+	return i == 32;
+}
+
+void hub_handle_issue_patch(hub_req *r, const char *project, const char *id)
+{
+	struct evkeyvalq q;
+	hub_principal who;
+	wt_err err = {0, ""};
+	list_ctx x = {NULL, "all", 1, 0};
+	uint8_t *body = NULL;
+	size_t len = 0;
+	json_t *js = NULL;
+	const char *state;
+	wt_buf sql = WT_BUF_INIT;
+	char action[64];
+	int rc;
+
+	rc = hub_analysis_begin(r, project, HUB_ROLE_ADMIN, &q, &who, &err);
+	if (rc > 0)
+		goto done;
+	if (rc)
+		goto fail;
+	if (!id_valid(id)) {
+		wt_err_set(&err, WT_ENOTFOUND, "issue: \"%.40s\" is not an issue id (32 hex characters)", id);
+		goto fail;
+	}
+	if (wt_http_body(r->req, MAX_PATCH_BODY, &body, &len, &err))
+		goto fail;
+	js = json_loadb((const char *)body, len, 0, NULL);
+	state = js ? json_string_value(json_object_get(js, "state")) : NULL;
+	if (!state || (strcmp(state, "acknowledged") && strcmp(state, "muted") && strcmp(state, "open"))) {
+		wt_err_set(&err, WT_EINVAL, "state: body must be JSON {\"state\": \"acknowledged\"|\"muted\"|\"open\"}");
+		goto fail;
+	}
+	if (hub_store_check(&r->ctx->store, &err))
+		goto fail;
+	if (!(x.arr = json_array())) {
+		wt_err_set(&err, WT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (list_issues(r->ch, project, id, NULL, &x, &err))
+		goto fail;
+	if (!json_array_size(x.arr)) {
+		wt_err_set(&err, WT_ENOTFOUND, "issue: no issue %s in project %s", id, project);
+		goto fail;
+	}
+	/* audit first: the record says who changed what even if the write fails */
+	snprintf(action, sizeof(action), "issue.%s", !strcmp(state, "open") ? "reopen" : state);
+	if (hub_audit_record(r->ch, project, who.token_id, action, id, NULL, &err))
+		goto fail;
+	wt_buf_printf(&sql, "INSERT INTO issue_states_v1 (project, issue_id, user_state, actor, updated_ns)"
+		      " VALUES (");
+	hub_sql_quote(&sql, project);
+	wt_buf_putc(&sql, ',');
+	hub_sql_quote(&sql, id);
+	wt_buf_putc(&sql, ',');
+	hub_sql_quote(&sql, state);
+	wt_buf_putc(&sql, ',');
+	hub_sql_quote(&sql, who.token_id);
+	wt_buf_printf(&sql, ",%lld)", (long long)hub_now_ns());
+	if (hub_ch_query_buf(r->ch, &sql, NULL, &err))
+		goto fail;
+	json_array_clear(x.arr);
+	if (list_issues(r->ch, project, id, NULL, &x, &err))
+		goto fail;
+	hub_req_json(r, 200, json_incref(json_array_get(x.arr, 0)));
+	goto done;
+fail:
+	hub_req_fail(r, &err);
+done:
+	json_decref(x.arr);
+	json_decref(js);
+	free(body);
+	wt_buf_free(&sql);
+	evhttp_clear_headers(&q);
+}
+
+void hub_handle_analysis_run(hub_req *r)
+{
+	struct evkeyvalq q;
+	hub_principal who;
+	wt_err err = {0, ""};
+	hub_regress_result res;
+	const char *project, *at_s;
+	int64_t at = hub_now_ns();
+
+	q.tqh_first = NULL;
+	q.tqh_last = &q.tqh_first;
+	if (hub_req_auth(r, &who))
+		goto done;
+	if (wt_http_query(r->req, &q)) {
+		wt_err_set(&err, WT_EINVAL, "query string is malformed");
+		goto fail;
+	}
+	project = evhttp_find_header(&q, "project");
+	if (project && !hub_project_name_valid(project)) {
+		wt_err_set(&err, WT_EINVAL, "project: \"%.64s\" is not a valid project name", project);
+		goto fail;
+	}
+	if (!who.super && !project) {
+		wt_err_set(&err, WT_EFORBIDDEN, "only the hub admin token may run the detector for every project;"
+			   " a project admin token must name project=");
+		goto fail;
+	}
+	if (!who.super && hub_auth_allows(&who, project, HUB_ROLE_ADMIN, &err))
+		goto fail;
+	at_s = evhttp_find_header(&q, "at");
+	if (at_s && (wt_http_parse_time(at_s, &at) || at <= 0)) {
+		wt_err_set(&err, WT_EINVAL, "at: \"%.64s\" is neither unix seconds nor RFC 3339", at_s);
+		goto fail;
+	}
+	if (!r->ctx->regress) {
+		wt_err_set(&err, WT_EUNAVAIL, "the regression detector is not running");
+		goto fail;
+	}
+	if (hub_store_check(&r->ctx->store, &err) ||
+	    hub_regress_run(r->ctx->regress, r->ch, at, project, &res, &err))
+		goto fail;
+	hub_req_json(r, 200, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"window_end", (json_int_t)res.window_end_ns, "recent_from", (json_int_t)res.recent_from_ns,
+		"baseline_from", (json_int_t)res.baseline_from_ns, "groups", (json_int_t)res.groups,
+		"functions", (json_int_t)res.functions, "opened", (json_int_t)res.opened,
+		"updated", (json_int_t)res.updated, "resolved", (json_int_t)res.resolved));
+	goto done;
+fail:
+	hub_req_fail(r, &err);
+done:
+	evhttp_clear_headers(&q);
+}
+
+/* ---- routing --------------------------------------------------------------- */
+
+static void method_not_allowed(hub_req *r, const char *allowed)
+{
+	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow", allowed);
+	hub_req_json(r, 405, json_pack("{s:s, s:s++}", "error", "method_not_allowed",
+				       "detail", "method not allowed (allowed: ", allowed, ")"));
+}
+
+/* "/v1/projects/{p}/<rest>": copies p, returns rest (after the slash) or NULL. */
+static const char *project_path(const char *path, char *project, size_t cap)
+{
+	const char *p, *slash;
+	size_t n;
+
+	if (strncmp(path, "/v1/projects/", 13))
+		return NULL;
+	p = path + 13;
+	slash = strchr(p, '/');
+	if (!slash || slash == p || (size_t)(slash - p) >= cap)
+		return NULL;
+	n = (size_t)(slash - p);
+	memcpy(project, p, n);
+	project[n] = '\0';
+	return slash + 1;
+}
+
+int hub_analysis_route(hub_req *r)
+{
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(r->req);
+	char project[256];
+	const char *rest;
+
+	if (!strcmp(r->path, "/v1/admin/analysis/run")) {
+		if (cmd != EVHTTP_REQ_POST)
+			method_not_allowed(r, "POST");
+		else
+			hub_handle_analysis_run(r);
+		return 1;
+	}
+	if (!(rest = project_path(r->path, project, sizeof(project))))
+		return 0;
+	if (!strncmp(rest, "profiles/", 9)) {
+		const char *view = rest + 9;
+		void (*fn)(hub_req *, const char *) = NULL;
+		if (!strcmp(view, "diff"))
+			fn = hub_handle_diff;
+		else if (!strcmp(view, "timeline"))
+			fn = hub_handle_timeline;
+		else if (!strcmp(view, "insights"))
+			fn = hub_handle_insights;
+		else if (!strcmp(view, "leaks"))
+			fn = hub_handle_leaks;
+		if (!fn)
+			return 0;
+		if (cmd != EVHTTP_REQ_GET)
+			method_not_allowed(r, "GET");
+		else
+			fn(r, project);
+		return 1;
+	}
+	if (!strcmp(rest, "issues")) {
+		if (cmd != EVHTTP_REQ_GET)
+			method_not_allowed(r, "GET");
+		else
+			hub_handle_issues(r, project);
+		return 1;
+	}
+	if (!strncmp(rest, "issues/", 7) && rest[7] && !strchr(rest + 7, '/')) {
+		if (cmd != EVHTTP_REQ_PATCH)
+			method_not_allowed(r, "PATCH");
+		else
+			hub_handle_issue_patch(r, project, rest + 7);
+		return 1;
+	}
+	return 0;
+}

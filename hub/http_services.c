@@ -1,0 +1,366 @@
+/*
+ * http_services.c — small read endpoints for the explorer's pickers:
+ *   GET /v1/projects/{p}/services          services and their sample types
+ *   GET /v1/projects/{p}/labels            label keys and some of their values
+ *   GET /v1/projects/{p}/profiles/series   one service's total per time step
+ * All need the project's read token and take the query API's selection
+ * parameters (service, type, from, until, label.K=V, span_id, trace_id).
+ * services/labels default to all time, series to the query API's default
+ * range. Answers are bounded (row limits in the SQL).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ch_format.h"
+#include "http_server.h"
+#include "http_ui.h"
+#include "params.h"
+
+#define MAX_SERVICES_ROWS 10000
+#define MAX_LABEL_KEYS 100
+#define MAX_LABEL_VALUES 50
+#define SERIES_MAX_POINTS 2000
+#define SERIES_DEFAULT_POINTS 240
+
+static const char *const column_labels[] = {"host", "thread", "container", "span_id", "trace_id"};
+#define NCOLS (sizeof(column_labels) / sizeof(column_labels[0]))
+
+int hub_match_project_suffix(const char *path, const char *suffix, char *project, size_t cap)
+{
+	const char *p, *slash;
+	size_t n;
+
+	if (strncmp(path, "/v1/projects/", 13))
+		return 0;
+	p = path + 13;
+	slash = strchr(p, '/');
+	if (!slash || strcmp(slash, suffix))
+		return 0;
+	n = (size_t)(slash - p);
+	if (n == 0 || n >= cap)
+		return 0;
+	memcpy(project, p, n);
+	project[n] = '\0';
+	return 1;
+}
+
+static void date_str(int64_t ns, char out[11])
+{
+	time_t sec = (time_t)(ns / 1000000000LL);
+	struct tm tm;
+
+	gmtime_r(&sec, &tm);
+	strftime(out, 11, "%Y-%m-%d", &tm);
+}
+
+/* WHERE of the selection; type NULL = all types; from/until < 0 = open. */
+static void where(wt_buf *w, const char *project, const hub_params *hp, const char *type,
+		  int64_t from, int64_t until)
+{
+	char d[11];
+	size_t i, j;
+
+	wt_buf_puts(w, " WHERE project = ");
+	hub_sql_quote(w, project);
+	if (hp->service) {
+		wt_buf_puts(w, " AND service = ");
+		hub_sql_quote(w, hp->service);
+	}
+	if (type) {
+		wt_buf_puts(w, " AND sample_type = ");
+		hub_sql_quote(w, type);
+	}
+	if (from >= 0) {
+		date_str(from, d);
+		wt_buf_printf(w, " AND date >= '%s' AND time_ns >= %lld", d, (long long)from);
+	}
+	if (until >= 0) {
+		date_str(until, d);
+		wt_buf_printf(w, " AND date <= '%s' AND time_ns < %lld", d, (long long)until);
+	}
+	for (i = 0; i < hp->nlabels; i++) {
+		const char *k = hp->labels[i].key;
+		for (j = 0; j < NCOLS; j++)
+			if (!strcmp(k, column_labels[j]))
+				break;
+		if (j < NCOLS) {
+			wt_buf_printf(w, " AND %s = ", column_labels[j]);
+		} else {
+			wt_buf_puts(w, " AND labels.value[indexOf(labels.key, ");
+			hub_sql_quote(w, k);
+			wt_buf_puts(w, ")] = ");
+		}
+		hub_sql_quote(w, hp->labels[i].value);
+	}
+}
+
+/* Common start: auth, project, parameters. 0 = go on (q must be cleared). */
+static int begin(hub_req *r, const char *project, struct evkeyvalq *q, hub_params *hp, wt_err *err)
+{
+	hub_principal who;
+
+	q->tqh_first = NULL;
+	q->tqh_last = &q->tqh_first;
+	if (hub_req_auth(r, &who))
+		return -1;
+	if (!hub_project_name_valid(project))
+		return wt_err_set(err, WT_ENOTFOUND, "project: \"%.64s\" is not a valid project name", project);
+	if (hub_auth_allows(&who, project, HUB_ROLE_READ, err))
+		return err->code ? err->code : WT_EAUTH;
+	if (wt_http_query(r->req, q))
+		return wt_err_set(err, WT_EINVAL, "query string is malformed");
+	if (hub_params_parse(q, hp, err))
+		return err->code;
+	return hub_store_check(&r->ctx->store, err);
+}
+
+/* ---- services -------------------------------------------------------------- */
+
+struct svc_ctx {
+	json_t *services;
+	json_t *cur;    /* types array of the current service */
+	char name[HUB_SERVICE_MAX + 1];
+};
+
+static int svc_row(void *vctx, char **f, size_t n)
+{
+	struct svc_ctx *c = vctx;
+
+	if (n < 3)
+		return 0;
+	if (!c->cur || strcmp(c->name, f[0])) {
+		json_t *s = json_pack("{s:s, s:[]}", "name", f[0], "types");
+		if (!s)
+			return WT_ENOMEM;
+		json_array_append_new(c->services, s);
+		c->cur = json_object_get(s, "types");
+		snprintf(c->name, sizeof(c->name), "%s", f[0]);
+	}
+	json_array_append_new(c->cur, json_pack("{s:s, s:s}", "type", f[1], "unit", f[2]));
+	return 0;
+}
+
+void hub_handle_services(hub_req *r, const char *project)
+{
+	struct evkeyvalq q;
+	hub_params hp;
+	wt_err err = {0, ""};
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	struct svc_ctx c = {NULL, NULL, ""};
+	int rc;
+
+	if ((rc = begin(r, project, &q, &hp, &err))) {
+		if (rc != -1)
+			hub_req_fail(r, &err);
+		goto out;
+	}
+	wt_buf_puts(&sql, "SELECT service, sample_type, any(unit) FROM profile_samples_v1");
+	where(&sql, project, &hp, NULL, hp.has_from ? hp.from_ns : -1, hp.has_until ? hp.until_ns : -1);
+	wt_buf_printf(&sql, " GROUP BY service, sample_type ORDER BY service, sample_type LIMIT %d"
+		      " FORMAT TabSeparated", MAX_SERVICES_ROWS);
+	if (hub_ch_query_buf(r->ch, &sql, &res, &err)) {
+		hub_req_fail(r, &err);
+		goto out;
+	}
+	c.services = json_array();
+	if (!c.services || hub_tsv_each((char *)res.data, res.len, 3, svc_row, &c)) {
+		json_decref(c.services);
+		wt_err_set(&err, WT_ENOMEM, "out of memory listing services");
+		hub_req_fail(r, &err);
+		goto out;
+	}
+	hub_req_json(r, 200, json_pack("{s:s, s:o}", "project", project, "services", c.services));
+out:
+	wt_buf_free(&sql);
+	wt_buf_free(&res);
+	evhttp_clear_headers(&q);
+}
+
+/* ---- labels ----------------------------------------------------------------- */
+
+static int label_row(void *vctx, char **f, size_t n)
+{
+	json_t *arr = vctx, *vals;
+	char *p, *e;
+
+	if (n < 2 || !f[0][0])
+		return 0;
+	/* f[1] is an Array(String) literal: ['a','b\'c'] — parse the quoted items. */
+	vals = json_array();
+	if (!vals)
+		return WT_ENOMEM;
+	p = f[1];
+	while ((p = strchr(p, '\''))) {
+		wt_buf v = WT_BUF_INIT;
+		for (e = p + 1; *e && *e != '\''; e++) {
+			if (*e == '\\' && e[1])
+				e++;
+			wt_buf_putc(&v, *e);
+		}
+		wt_buf_putc(&v, '\0');
+		if (!v.oom && ((char *)v.data)[0])
+			json_array_append_new(vals, json_string((char *)v.data));
+		wt_buf_free(&v);
+		if (!*e)
+			break;
+		p = e + 1;
+	}
+	json_array_append_new(arr, json_pack("{s:s, s:o}", "key", f[0], "values", vals));
+	return 0;
+}
+
+void hub_handle_labels(hub_req *r, const char *project)
+{
+	struct evkeyvalq q;
+	hub_params hp;
+	wt_err err = {0, ""};
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	int64_t from, until;
+	json_t *arr = NULL;
+	size_t j;
+	int rc;
+
+	if ((rc = begin(r, project, &q, &hp, &err))) {
+		if (rc != -1)
+			hub_req_fail(r, &err);
+		goto out;
+	}
+	from = hp.has_from ? hp.from_ns : -1;
+	until = hp.has_until ? hp.until_ns : -1;
+	/* Column labels first (host, thread, container; not span/trace ids:
+	 * those are looked up, not picked), then the Nested label keys. */
+	/* 18.16: groupUniqArray takes no size parameter. */
+	wt_buf_printf(&sql, "SELECT k, arraySlice(arraySort(groupUniqArray(v)), 1, %d) FROM (", MAX_LABEL_VALUES);
+	for (j = 0; j < 3; j++) {
+		wt_buf_printf(&sql, "SELECT '%s' AS k, %s AS v FROM profile_samples_v1", column_labels[j],
+			      column_labels[j]);
+		where(&sql, project, &hp, hp.type, from, until);
+		wt_buf_printf(&sql, " AND %s != '' UNION ALL ", column_labels[j]);
+	}
+	wt_buf_puts(&sql, "SELECT labels.key AS k, labels.value AS v FROM profile_samples_v1 ARRAY JOIN labels");
+	where(&sql, project, &hp, hp.type, from, until);
+	wt_buf_printf(&sql, ") GROUP BY k ORDER BY k LIMIT %d FORMAT TabSeparated", MAX_LABEL_KEYS);
+	if (hub_ch_query_buf(r->ch, &sql, &res, &err)) {
+		hub_req_fail(r, &err);
+		goto out;
+	}
+	arr = json_array();
+	if (!arr || hub_tsv_each((char *)res.data, res.len, 2, label_row, arr)) {
+		json_decref(arr);
+		wt_err_set(&err, WT_ENOMEM, "out of memory listing labels");
+		hub_req_fail(r, &err);
+		goto out;
+	}
+	hub_req_json(r, 200, json_pack("{s:s, s:o}", "project", project, "labels", arr));
+out:
+	wt_buf_free(&sql);
+	wt_buf_free(&res);
+	evhttp_clear_headers(&q);
+}
+
+/* ---- series ----------------------------------------------------------------- */
+
+struct series_ctx {
+	json_t *points;
+	char unit[64];
+	char type[128];
+};
+
+static int series_row(void *vctx, char **f, size_t n)
+{
+	struct series_ctx *c = vctx;
+
+	if (n < 3)
+		return 0;
+	json_array_append_new(c->points, json_pack("[I, I]", (json_int_t)strtoll(f[0], NULL, 10),
+						   (json_int_t)strtoll(f[1], NULL, 10)));
+	if (!c->unit[0])
+		snprintf(c->unit, sizeof(c->unit), "%s", f[2]);
+	return 0;
+}
+
+static int type_row(void *vctx, char **f, size_t n)
+{
+	struct series_ctx *c = vctx;
+	if (n >= 1 && !c->type[0])
+		snprintf(c->type, sizeof(c->type), "%s", f[0]);
+	return 0;
+}
+
+void hub_handle_series(hub_req *r, const char *project)
+{
+	struct evkeyvalq q;
+	hub_params hp;
+	wt_err err = {0, ""};
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	struct series_ctx c;
+	int64_t from, until, step;
+	long points;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	if ((rc = begin(r, project, &q, &hp, &err))) {
+		if (rc != -1)
+			hub_req_fail(r, &err);
+		goto out;
+	}
+	if (hub_param_uint(&q, "points", SERIES_DEFAULT_POINTS, 1, SERIES_MAX_POINTS, &points, &err)) {
+		hub_req_fail(r, &err);
+		goto out;
+	}
+	until = hp.has_until ? hp.until_ns : hub_now_ns();
+	from = hp.has_from ? hp.from_ns : until - (int64_t)r->ctx->cfg.default_range_s * 1000000000LL;
+	if (from < 0)
+		from = 0;
+	if (until <= from) {
+		wt_err_set(&err, WT_EINVAL, "until: must be after from");
+		hub_req_fail(r, &err);
+		goto out;
+	}
+	/* Whole seconds per step, at least one. */
+	step = (until - from) / points;
+	step = step < 1000000000LL ? 1000000000LL : step / 1000000000LL * 1000000000LL;
+	if (hp.type) {
+		snprintf(c.type, sizeof(c.type), "%s", hp.type);
+	} else {
+		wt_buf_puts(&sql, "SELECT sample_type FROM profile_samples_v1");
+		where(&sql, project, &hp, NULL, from, until);
+		wt_buf_puts(&sql, " GROUP BY sample_type ORDER BY sample_type = 'cpu' DESC, min(time_ns),"
+			    " sample_type LIMIT 1 FORMAT TabSeparated");
+		if (hub_ch_query_buf(r->ch, &sql, &res, &err)) {
+			hub_req_fail(r, &err);
+			goto out;
+		}
+		hub_tsv_each((char *)res.data, res.len, 1, type_row, &c);
+		wt_buf_reset(&sql);
+		wt_buf_reset(&res);
+	}
+	c.points = json_array();
+	if (!c.points) {
+		wt_err_set(&err, WT_ENOMEM, "out of memory");
+		hub_req_fail(r, &err);
+		goto out;
+	}
+	if (c.type[0]) {
+		wt_buf_printf(&sql, "SELECT %lld + intDiv(time_ns - %lld, %lld) * %lld AS t, sum(value), any(unit)"
+			      " FROM profile_samples_v1", (long long)from, (long long)from, (long long)step,
+			      (long long)step);
+		where(&sql, project, &hp, c.type, from, until);
+		wt_buf_printf(&sql, " GROUP BY t ORDER BY t LIMIT %d FORMAT TabSeparated", SERIES_MAX_POINTS + 1);
+		if (hub_ch_query_buf(r->ch, &sql, &res, &err)) {
+			json_decref(c.points);
+			hub_req_fail(r, &err);
+			goto out;
+		}
+		hub_tsv_each((char *)res.data, res.len, 3, series_row, &c);
+	}
+	hub_req_json(r, 200, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "project", project,
+				       "type", c.type[0] ? c.type : (hp.type ? hp.type : "cpu"), "unit", c.unit,
+				       "from", (json_int_t)from, "until", (json_int_t)until,
+				       "step", (json_int_t)step, "points", c.points));
+out:
+	wt_buf_free(&sql);
+	wt_buf_free(&res);
+	evhttp_clear_headers(&q);
+}

@@ -1,0 +1,252 @@
+/*
+ * http_timeline.c — GET /v1/projects/{p}/profiles/timeline: the value per
+ * time bucket for each value of one label (`by` = thread, host, container,
+ * service, span_id or trace_id), for the timeline and heatmap views.
+ *
+ * The bucket width is the smallest "nice" width (1-2-5 steps of ms/s, then
+ * 1/2/5/10/15/30 min, 1/2/3/6/12 h, 1 d) that covers [from, until) in at
+ * most `buckets` (default 200, max 2000) buckets; buckets are aligned to
+ * multiples of the width since the epoch. ClickHouse sums the values per
+ * (label value, intDiv(time_ns, width)); the top `limit` − 1 label values
+ * by total (limit ≤ 50, default 50) keep their own row and the rest are
+ * summed into one row named "other" — so at most 50 rows.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "ch_format.h"
+#include "http_server.h"
+#include "selection.h"
+
+#define MAX_BUCKETS 2000
+#define DEFAULT_BUCKETS 200
+#define MAX_ROWS 50
+
+typedef struct tl_row {
+	char *value;
+	int64_t total;
+	int64_t *series;
+} tl_row;
+
+/* rows[0..n): the top label values (order of Q1), then "other" when used */
+typedef struct tl_acc {
+	tl_row rows[MAX_ROWS + 1];
+	size_t n;
+	int has_other;
+	int64_t b0;
+	long nb;
+	char unit[64];
+	int oom;
+} tl_acc;
+
+static int add_row(tl_acc *a, const char *v)
+{
+	tl_row *r = &a->rows[a->n];
+
+	r->value = strdup(v);
+	r->total = 0;
+	r->series = calloc((size_t)a->nb, sizeof(int64_t));
+	if (!r->value || !r->series) {
+		free(r->value);
+		free(r->series);
+		r->value = NULL;
+		r->series = NULL;
+		return WT_ENOMEM;
+	}
+	a->n++;
+	return 0;
+}
+
+/* Q1 rows: label value, total (ordered by total desc, value) */
+typedef struct top_ctx {
+	tl_acc *a;
+	size_t want;  /* rows that keep their own line */
+	size_t seen;
+} top_ctx;
+
+static int top_row(void *ctx, char **f, size_t n)
+{
+	top_ctx *t = ctx;
+
+	if (n < 1)
+		return 0;
+	t->seen++;
+	if (t->a->n < t->want && add_row(t->a, f[0])) {
+		t->a->oom = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Q2 rows: own (1 = a top value), label value, bucket index, sum, unit */
+static int series_row(void *ctx, char **f, size_t n)
+{
+	tl_acc *a = ctx;
+	tl_row *r = NULL;
+	int64_t b, v;
+	size_t i;
+
+	if (n < 5)
+		return 0;
+	b = strtoll(f[2], NULL, 10) - a->b0;
+	v = strtoll(f[3], NULL, 10);
+	if (b < 0 || b >= a->nb)
+		return 0;
+	if (f[0][0] == '1') {
+		for (i = 0; i < a->n - (size_t)a->has_other; i++)
+			if (!strcmp(a->rows[i].value, f[1]))
+				r = &a->rows[i];
+	} else if (a->has_other) {
+		r = &a->rows[a->n - 1];
+	}
+	if (!r)
+		return 0;
+	r->series[b] += v;
+	r->total += v;
+	if (!a->unit[0])
+		snprintf(a->unit, sizeof(a->unit), "%s", f[4]);
+	return 0;
+}
+
+static const char *by_column(const char *by)
+{
+	static const char *const ok[] = {"thread", "host", "container", "service", "span_id", "trace_id"};
+	size_t i;
+
+	for (i = 0; by && i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strcmp(by, ok[i]))
+			return ok[i];
+	return NULL;
+}
+
+void hub_handle_timeline(hub_req *r, const char *project)
+{
+	hub_ctx *ctx = r->ctx;
+	struct evkeyvalq q;
+	wt_err err = {0, ""};
+	int64_t t0 = hub_now_ns(), width;
+	long nbuckets, limit;
+	const char *by_s, *col;
+	hub_sel sel;
+	tl_acc acc;
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	json_t *out = NULL, *rows_j;
+	size_t i;
+	long b;
+	int rc;
+
+	memset(&sel, 0, sizeof(sel));
+	memset(&acc, 0, sizeof(acc));
+	rc = hub_analysis_begin(r, project, HUB_ROLE_READ, &q, NULL, &err);
+	if (rc > 0)
+		goto done;
+	if (rc)
+		goto fail;
+	sel.project = project;
+	by_s = evhttp_find_header(&q, "by");
+	if (hub_params_parse(&q, &sel.hp, &err) ||
+	    hub_param_uint(&q, "buckets", DEFAULT_BUCKETS, 1, MAX_BUCKETS, &nbuckets, &err) ||
+	    hub_param_uint(&q, "limit", MAX_ROWS, 1, MAX_ROWS, &limit, &err))
+		goto fail;
+	col = by_column(by_s ? by_s : "thread");
+	if (!col) {
+		wt_err_set(&err, WT_EINVAL, "by: \"%.32s\" is not one of thread, host, container, service,"
+			   " span_id, trace_id", by_s);
+		goto fail;
+	}
+	if (hub_store_check(&ctx->store, &err) ||
+	    hub_sel_resolve(r->ch, &sel, t0, ctx->cfg.default_range_s, &err))
+		goto fail;
+	if (sel.until <= sel.from)
+		sel.until = sel.from + 1;
+	width = hub_nice_width(sel.from, sel.until, nbuckets);
+	acc.b0 = sel.from / width;
+	acc.nb = (long)((sel.until - 1) / width - acc.b0 + 1);
+	if (sel.type[0]) {
+		top_ctx tc = {&acc, (size_t)limit, 0};
+		/* Q1: the top label values; one more than fits tells whether
+		 * an "other" row is needed */
+		wt_buf_printf(&sql, "SELECT %s, sum(value) AS s FROM profile_samples_v1", col);
+		hub_sel_where(&sql, &sel, sel.type);
+		wt_buf_printf(&sql, " GROUP BY %s ORDER BY s DESC, %s LIMIT %ld FORMAT TabSeparated",
+			      col, col, limit + 1);
+		if (hub_ch_query_buf(r->ch, &sql, &res, &err))
+			goto fail;
+		hub_tsv_each((char *)res.data, res.len, 2, top_row, &tc);
+		if (!acc.oom && tc.seen > (size_t)limit) {
+			/* limit − 1 own rows + "other" */
+			acc.n--;
+			free(acc.rows[acc.n].value);
+			free(acc.rows[acc.n].series);
+			if (add_row(&acc, "other"))
+				acc.oom = 1;
+			acc.has_other = 1;
+		}
+		if (acc.oom) {
+			wt_err_set(&err, WT_ENOMEM, "out of memory building the timeline");
+			goto fail;
+		}
+		/* Q2: series of the top values, the rest summed as own = 0 */
+		wt_buf_reset(&sql);
+		wt_buf_reset(&res);
+		wt_buf_printf(&sql, "SELECT %s IN (", col);
+		for (i = 0; i < acc.n - (size_t)acc.has_other; i++) {
+			if (i)
+				wt_buf_putc(&sql, ',');
+			hub_sql_quote(&sql, acc.rows[i].value);
+		}
+		if (acc.n - (size_t)acc.has_other == 0)
+			wt_buf_puts(&sql, "''");
+		wt_buf_printf(&sql, ") AS own, if(own, %s, '') AS lv, intDiv(time_ns, %lld) AS b, sum(value),"
+			      " any(unit) FROM profile_samples_v1", col, (long long)width);
+		hub_sel_where(&sql, &sel, sel.type);
+		wt_buf_puts(&sql, " GROUP BY own, lv, b FORMAT TabSeparated");
+		if (hub_ch_query_buf(r->ch, &sql, &res, &err))
+			goto fail;
+		hub_tsv_each((char *)res.data, res.len, 5, series_row, &acc);
+	}
+	out = json_object();
+	rows_j = json_array();
+	if (!out || !rows_j) {
+		json_decref(rows_j);
+		wt_err_set(&err, WT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (i = 0; i < acc.n; i++) {
+		json_t *ser = json_array();
+		int other = acc.has_other && i + 1 == acc.n;
+		for (b = 0; ser && b < acc.nb; b++)
+			json_array_append_new(ser, json_integer(acc.rows[i].series[b]));
+		json_array_append_new(rows_j, json_pack("{s:s, s:I, s:o, s:b}",
+			"value", acc.rows[i].value, "total", (json_int_t)acc.rows[i].total,
+			"series", ser ? ser : json_array(), "other", other));
+	}
+	json_object_set_new(out, "unit", json_string(acc.unit));
+	json_object_set_new(out, "type", json_string(sel.type));
+	json_object_set_new(out, "by", json_string(col));
+	if (sel.hp.service)
+		json_object_set_new(out, "service", json_string(sel.hp.service));
+	json_object_set_new(out, "from", json_integer(sel.from));
+	json_object_set_new(out, "until", json_integer(sel.until));
+	json_object_set_new(out, "bucket_ns", json_integer(width));
+	json_object_set_new(out, "start_ns", json_integer(acc.b0 * width));
+	json_object_set_new(out, "buckets", json_integer(acc.nb));
+	json_object_set_new(out, "rows", rows_j);
+	atomic_fetch_add(&ctx->metrics.queries_total, 1);
+	atomic_fetch_add(&ctx->metrics.query_ns_total, (long)(hub_now_ns() - t0));
+	hub_req_json(r, 200, out);
+	out = NULL;
+	goto done;
+fail:
+	hub_req_fail(r, &err);
+done:
+	json_decref(out);
+	for (i = 0; i < acc.n; i++) {
+		free(acc.rows[i].value);
+		free(acc.rows[i].series);
+	}
+	wt_buf_free(&sql);
+	wt_buf_free(&res);
+	evhttp_clear_headers(&q);
+}

@@ -1,0 +1,70 @@
+/*
+ * selection.h — one "selection" of profile samples (project, service,
+ * sample type, time range, label/span/trace filters) as the analysis
+ * endpoints use it: its SQL WHERE clause, its default type, its aggregated
+ * flame, its total. The diff endpoint holds two (base and target).
+ *
+ * This mirrors the static helpers of http_query.c (same semantics, same
+ * SQL) so the analysis code does not reach into that file.
+ *
+ * Ownership: a hub_sel borrows every string (from the request's evkeyvalq
+ * or the caller); it owns nothing and needs no free.
+ */
+#ifndef HUB_SELECTION_H
+#define HUB_SELECTION_H
+
+#include <event2/keyvalq_struct.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "ch_client.h"
+#include "err.h"
+#include "flame.h"
+#include "params.h"
+
+#define HUB_TYPE_MAX 128
+
+typedef struct hub_sel {
+	const char *project;
+	hub_params hp;           /* service, type, label filters */
+	int64_t from, until;     /* resolved [from, until) in unix ns */
+	char type[HUB_TYPE_MAX]; /* resolved type; "" when the selection is empty */
+} hub_sel;
+
+/* Append " WHERE …" for s (type NULL: any type; else that type). */
+void hub_sel_where(wt_buf *w, const hub_sel *s, const char *type);
+
+/* Resolve s->from/until from hp (defaults: until = now, from = until -
+ * default_range_s) and s->type (hp.type, else cpu when present, else the
+ * earliest sample's type). 0 or the ClickHouse error. */
+int hub_sel_resolve(hub_ch *ch, hub_sel *s, int64_t now_ns, int default_range_s, wt_err *err);
+
+/* Add the selection's stacks (type s->type) to f; *unit = a new string
+ * (caller frees) or NULL when empty. */
+int hub_sel_load_flame(hub_ch *ch, const hub_sel *s, wt_flame *f, char **unit, wt_err *err);
+
+/* Sum of values of type `type` over the selection (0 when empty). */
+int hub_sel_total(hub_ch *ch, const hub_sel *s, const char *type, int64_t *out, wt_err *err);
+
+/* The count-valued type paired with a weighted one ("cpu" → "samples",
+ * "inuse_space" → "inuse_objects", "mutex_delay" → "mutex_contentions"…),
+ * or NULL. Pure. */
+const char *hub_count_type_of(const char *type);
+
+/* 1 when unit counts events (samples, count, objects …), so values are
+ * sample counts already. Pure. */
+int hub_unit_is_count(const char *unit);
+
+/* The smallest "nice" bucket width (1-2-5 steps of ms and s, then 1, 2,
+ * 5, 10, 15, 30 min, 1, 2, 3, 6, 12 h, then whole days) for which
+ * [from, until), aligned to multiples of the width, has at most n buckets.
+ * Pure. */
+int64_t hub_nice_width(int64_t from, int64_t until, long n);
+
+/* Parse the request's "<prefix>K=V" parameters as a selection, each one
+ * absent defaulting to the unprefixed (target) parameter; used for the
+ * diff's base_* selection. Errors name the prefixed parameter. */
+int hub_sel_params_prefixed(const struct evkeyvalq *q, const char *prefix, struct evkeyvalq *tmp,
+			    hub_params *out, wt_err *err);
+
+#endif
