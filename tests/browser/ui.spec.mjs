@@ -1,0 +1,305 @@
+// ui.spec.mjs — the explorer in headless Debian chromium (npm
+// playwright-core), against a hub with real profiles (started and filled
+// by tests/integration/test_browser.py). Every check compares what the
+// page shows with an independent computation over the query API's own
+// JSON (fetched here with the same read token), never with the page's
+// code. Prints one line per check and "N passed, N failed"; exit 1 on
+// any failure.
+//
+// env: WT_HUB_URL WT_READ_TOKEN WT_PROJECT WT_FROM WT_UNTIL WT_ARTIFACTS
+//      WT_CHROMIUM WT_PLAYWRIGHT (path of playwright-core's index.js)
+import { createRequire } from 'module';
+import fs from 'fs';
+import os from 'os';
+import path from 'path';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require(process.env.WT_PLAYWRIGHT || 'playwright-core');
+
+const HUB = process.env.WT_HUB_URL;
+const TOKEN = process.env.WT_READ_TOKEN;
+const P = process.env.WT_PROJECT || 'uitest';
+const FROM = process.env.WT_FROM;
+const UNTIL = process.env.WT_UNTIL;
+const ART = process.env.WT_ARTIFACTS || os.tmpdir();
+
+let passed = 0, failed = 0;
+const results = [];
+function check(name, ok, detail = '') {
+  results.push(`${ok ? 'PASS' : 'FAIL'} ${name}${detail ? ' — ' + detail : ''}`);
+  console.log(results[results.length - 1]);
+  if (ok) passed++; else failed++;
+}
+
+async function api(view, params) {
+  const q = new URLSearchParams(Object.assign({ from: FROM, until: UNTIL }, params));
+  const r = await fetch(`${HUB}/v1/projects/${P}/profiles/${view}?${q}`, { headers: { Authorization: 'Bearer ' + TOKEN } });
+  if (!r.ok) throw new Error(`${view}: HTTP ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+function nodes(root) {
+  const out = [];
+  const st = [[root, null, 0]];
+  while (st.length) {
+    const [n, parent, d] = st.pop();
+    out.push({ n, parent, d });
+    for (const c of n.children || []) st.push([c, n, d + 1]);
+  }
+  return out;
+}
+
+// reference search share: outermost matching nodes / root total (substring, case-insensitive)
+function refShare(root, q) {
+  let sum = 0;
+  const st = [...(root.children || [])];
+  while (st.length) {
+    const n = st.pop();
+    if (n.name.toLowerCase().includes(q.toLowerCase())) { sum += n.total; continue; }
+    st.push(...(n.children || []));
+  }
+  return root.total ? sum / root.total : 0;
+}
+
+function pageUrl(params) {
+  const q = new URLSearchParams(Object.assign({ project: P, from: FROM, until: UNTIL }, params));
+  return `${HUB}/?${q}`;
+}
+
+async function waitLoaded(page, sel = '.flame[data-root]') {
+  await page.waitForSelector(sel, { timeout: 20000 });
+  await page.waitForFunction(() => document.querySelector('#view').getAttribute('aria-busy') === 'false', null, { timeout: 20000 });
+}
+
+async function tableRows(page) {
+  return page.$$eval('.table-pane tr[data-function]', (trs) => trs.map((t) => ({ f: t.dataset.function, self: Number(t.dataset.self), total: Number(t.dataset.total) })));
+}
+
+async function main() {
+  const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wt-chromium-'));
+  // a fresh profile directory (playwright passes it as --user-data-dir)
+  const ctx = await chromium.launchPersistentContext(userDir, {
+    executablePath: process.env.WT_CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1500, height: 950 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+  const errors = [];
+  const external = [];
+  try {
+    const page = ctx.pages()[0] || await ctx.newPage();
+    page.on('pageerror', (e) => errors.push(String(e)));
+    // feature probes answer 404 for APIs the hub lacks: chromium logs those
+    // as "Failed to load resource"; they are expected, anything else is not
+    page.on('console', (m) => { if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) errors.push(m.text()); });
+    page.on('request', (r) => { if (!r.url().startsWith(HUB)) external.push(r.url()); });
+
+    // --- login by #token fragment; the token leaves the address bar ----------------
+    const t0 = Date.now();
+    await page.goto(pageUrl({ service: 'gowork', type: 'cpu' }) + '#token=' + TOKEN);
+    await waitLoaded(page);
+    const loadMs = Date.now() - t0;
+    const href = page.url();
+    check('fragment login removes the token from the address bar', !href.includes(TOKEN) && !href.includes('#'), href);
+    check('explorer visible, login page hidden', (await page.isVisible('.flame-pane canvas')) && !(await page.isVisible('#login')));
+    const stored = await page.evaluate(() => sessionStorage.getItem('wt.token'));
+    check('token kept in sessionStorage', stored === TOKEN);
+
+    // --- flame graph top frames vs the API's tree ------------------------------------
+    const fg = await api('flamegraph', { service: 'gowork', type: 'cpu', max_nodes: 100000 });
+    const tab = await api('table', { service: 'gowork', type: 'cpu' });
+    const aria = await page.$$eval('.flame-pane .flame-frames li', (lis) => lis.map((l) => ({ name: l.dataset.name, total: Number(l.dataset.total), self: Number(l.dataset.self), depth: Number(l.dataset.depth) })));
+    const all = nodes(fg.root).filter((x) => x.d > 0).sort((a, b) => b.n.total - a.n.total);
+    const k = Math.min(15, aria.length);
+    const refTop = all.slice(0, k).map((x) => x.n.total);
+    const uiTop = aria.slice(0, k).map((x) => x.total);
+    check('flame graph lists frames', aria.length >= 5, `${aria.length} frames`);
+    check('flame graph top frame totals equal the API tree', JSON.stringify(refTop) === JSON.stringify(uiTop), `ui ${uiTop.slice(0, 5)} api ${refTop.slice(0, 5)}`);
+    const cut = refTop[k - 1];
+    const refNames = all.filter((x) => x.n.total > cut).map((x) => `${x.d}:${x.n.name}:${x.n.total}:${x.n.self}`).sort();
+    const uiNames = aria.filter((x) => x.total > cut).map((x) => `${x.depth}:${x.name}:${x.total}:${x.self}`).sort();
+    check('flame graph top frames (name, depth, self, total) equal the API tree', JSON.stringify(refNames) === JSON.stringify(uiNames), `${uiNames.length} frames above ${cut}`);
+    const topFn = tab.rows.slice().sort((a, b) => b.total - a.total)[0].function;
+    check('the hottest function of the API table is a rendered frame', aria.some((a) => a.name === topFn), topFn);
+    const dsTotal = await page.$eval('.flame-pane.flame', (e) => Number(e.dataset.total));
+    check('flame graph total equals the API total', dsTotal === tab.total, `${dsTotal} vs ${tab.total}`);
+    await page.screenshot({ path: path.join(ART, 'ui-explore.png'), fullPage: false });
+    check('screenshot saved', fs.statSync(path.join(ART, 'ui-explore.png')).size > 10000, path.join(ART, 'ui-explore.png'));
+
+    // --- table totals vs the API's table --------------------------------------------------
+    const rows = await tableRows(page);
+    const meta = await page.$eval('.ftable-meta', (e) => ({ rows: Number(e.dataset.rows), sumSelf: Number(e.dataset.sumSelf), total: Number(e.dataset.total) }));
+    const apiMap = new Map(tab.rows.map((r) => [r.function, r]));
+    const bad = rows.filter((r) => { const a = apiMap.get(r.f); return !a || a.self !== r.self || a.total !== r.total; });
+    check('table rows equal the API table (self and total per function)', rows.length > 0 && bad.length === 0, `${rows.length} rows, ${bad.length} differ${bad.length ? ': ' + JSON.stringify(bad.slice(0, 3)) : ''}`);
+    check('table has every API function and the same total', meta.rows === tab.rows.length && meta.total === tab.total && meta.sumSelf === tab.total, JSON.stringify(meta) + ` api rows ${tab.rows.length} total ${tab.total}`);
+    const firstSelf = rows.slice(0, 5).map((r) => r.self);
+    check('table sorted by self descending', firstSelf.every((v, i) => i === 0 || firstSelf[i - 1] >= v));
+    await page.click('.ftable th[data-sort="total"]');
+    const byTotal = (await tableRows(page)).slice(0, 5).map((r) => r.total);
+    check('table sorts by total on click', byTotal.every((v, i) => i === 0 || byTotal[i - 1] >= v) && byTotal[0] === Math.max(...tab.rows.map((r) => r.total)), String(byTotal));
+
+    // --- search: highlight and matched share -----------------------------------------------
+    const q = 'runtime.';
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('/');
+    const focused = await page.evaluate(() => document.activeElement && document.activeElement.id);
+    check('"/" focuses the search box', focused === 'search', focused);
+    await page.keyboard.type(q);
+    await page.waitForFunction(() => document.querySelector('#search-info').dataset.share !== undefined, null, { timeout: 5000 });
+    const share = await page.$eval('#search-info', (e) => Number(e.dataset.share));
+    const ref = refShare(fg.root, q);
+    check('search reports the matched share', Math.abs(share - ref) < 1e-5, `ui ${share} api-derived ${ref.toFixed(6)}`);
+    const magenta = await page.$eval('.flame-pane canvas', (c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - 0xc0) < 12 && Math.abs(d[i + 1] - 0x26) < 12 && Math.abs(d[i + 2] - 0xd3) < 12) n++;
+      return n;
+    });
+    check('search highlights matching frames on the canvas', magenta > 200, `${magenta} highlighted pixels`);
+    const matchedLis = await page.$$eval('.flame-pane .flame-frames li[data-match]', (l) => l.map((x) => x.dataset.name));
+    check('highlighted frames are the matching ones', matchedLis.length > 0 && matchedLis.every((n) => n.toLowerCase().includes(q)), String(matchedLis.slice(0, 3)));
+    const filtered = await tableRows(page);
+    check('search filters the table', filtered.length > 0 && filtered.every((r) => r.f.toLowerCase().includes(q)), `${filtered.length} rows`);
+    await page.screenshot({ path: path.join(ART, 'ui-search.png') });
+    await page.keyboard.press('Escape');
+    const cleared = await page.$eval('#search', (e) => e.value);
+    check('Esc clears the search', cleared === '');
+
+    // --- click zoom --------------------------------------------------------------------------
+    const first = fg.root.children[0];
+    const box = await page.$eval('.flame-pane canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+    // flame (not icicle): depth 1 is the second row from the bottom (18 px rows)
+    await page.mouse.click(box.x + 3, box.y + box.h - 18 - 9);
+    const zoomed = await page.$eval('.flame-pane.flame', (e) => ({ root: e.dataset.root, total: Number(e.dataset.rootTotal) }));
+    check('click zooms into the frame', zoomed.root === first.name && zoomed.total === first.total, JSON.stringify(zoomed) + ` expected ${first.name}`);
+    check('zoom is kept in the URL', decodeURIComponent(page.url()).includes('focus=' + first.name) || new URL(page.url()).searchParams.get('focus') === first.name, page.url());
+    await page.keyboard.press('Escape');
+    const back = await page.$eval('.flame-pane.flame', (e) => e.dataset.root);
+    check('Esc resets the zoom', back === 'total', back);
+
+    // --- hide a package: its self time moves to the caller ----------------------------------
+    const cfg = await api('flamegraph', { service: 'cwork', max_nodes: 100000 });
+    const ctab = await api('table', { service: 'cwork' });
+    const cn = nodes(cfg.root).filter((x) => x.d > 1);
+    const names = ctab.rows.map((r) => r.function);
+    // a leaf function whose every occurrence has the same caller, no other name starts with it
+    let pick = null;
+    for (const r of ctab.rows) {
+      if (!r.self) continue;
+      const occ = cn.filter((x) => x.n.name === r.function);
+      if (!occ.length || occ.some((x) => (x.n.children || []).length)) continue;
+      const callers = new Set(occ.map((x) => x.parent.name));
+      if (callers.size !== 1) continue;
+      const caller = [...callers][0];
+      if (caller === r.function || caller.startsWith(r.function)) continue;
+      if (names.filter((n) => n.startsWith(r.function)).length !== 1) continue;
+      pick = { fn: r.function, self: r.self, caller };
+      break;
+    }
+    check('found a frame to hide in the folded profile', !!pick, JSON.stringify(pick));
+    if (pick) {
+      const callerBefore = ctab.rows.find((r) => r.function === pick.caller);
+      await page.goto(pageUrl({ service: 'cwork', view: 'table' }));
+      await waitLoaded(page, '.table-pane tr[data-function]');
+      await page.click('#hide-btn');
+      await page.fill('#hide-input', pick.fn);
+      await page.press('#hide-input', 'Enter');
+      await page.waitForFunction((fn) => ![...document.querySelectorAll('.table-pane tr[data-function]')].some((t) => t.dataset.function === fn), pick.fn, { timeout: 5000 });
+      const after = await tableRows(page);
+      const c = after.find((r) => r.f === pick.caller);
+      check('hiding a prefix moves its self time to the caller', c && c.self === callerBefore.self + pick.self,
+        `${pick.caller}: self ${callerBefore.self} + hidden ${pick.fn} ${pick.self} = ${c && c.self}`);
+      const stored2 = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('wt.hide.')).map((k) => localStorage.getItem(k)));
+      check('hidden prefixes stored per service in localStorage', stored2.some((v) => v.includes(pick.fn)), JSON.stringify(stored2));
+      const metaH = await page.$eval('.ftable-meta', (e) => Number(e.dataset.sumSelf));
+      check('hiding keeps the total', metaH === ctab.total, `${metaH} vs ${ctab.total}`);
+      await page.screenshot({ path: path.join(ART, 'ui-hidden.png') });
+      await page.click('#hide-list [data-remove]');
+      await page.click('#hide-close');
+    }
+
+    // --- compare: base label stage=hash vs target stage=strings -----------------------------
+    const bt = await api('table', { service: 'gowork', type: 'cpu', 'label.stage': 'hash' });
+    const tt = await api('table', { service: 'gowork', type: 'cpu', 'label.stage': 'strings' });
+    const diffExists = (await fetch(`${HUB}/v1/projects/${P}/profiles/diff`, { headers: { Authorization: 'Bearer ' + TOKEN } })).status !== 404;
+    const fns = new Set([...bt.rows.map((r) => r.function), ...tt.rows.map((r) => r.function)]);
+    const bm = new Map(bt.rows.map((r) => [r.function, r.self])), tm = new Map(tt.rows.map((r) => [r.function, r.self]));
+    let best = null;
+    for (const f of fns) {
+      const d = (tm.get(f) || 0) / tt.total - (bm.get(f) || 0) / bt.total;
+      if (!best || Math.abs(d) > Math.abs(best.d)) best = { f, d };
+    }
+    await page.goto(pageUrl({ service: 'gowork', type: 'cpu', view: 'compare', 'label.stage': 'strings', 'base_label.stage': 'hash' }));
+    await page.waitForSelector('#diff-table tr[data-function]', { timeout: 20000 });
+    const src = await page.$eval('#view', (e) => e.dataset.diffSource);
+    const top = await page.$$eval('#diff-table tr[data-function]', (t) => t.slice(0, 3).map((x) => ({ f: x.dataset.function, change: x.dataset.change })));
+    const topOk = top[0] && top[0].f === best.f && (best.d > 0 ? (top[0].change === 'Infinity' || Number(top[0].change) > 0) : Number(top[0].change) < 0);
+    check(`compare view shows the changed function first (diff ${src === 'api' ? 'from /profiles/diff' : 'computed in the browser; /profiles/diff ' + (diffExists ? 'exists but was not used' : 'not available on this hub')})`,
+      topOk, `ui ${JSON.stringify(top[0])} expected ${best.f} (${best.d > 0 ? 'grew' : 'shrank'} by ${(best.d * 100).toFixed(1)} points of share)`);
+    const btot = await page.$eval('#view', (e) => [Number(e.dataset.baseTotal), Number(e.dataset.targetTotal)]);
+    check('compare totals equal the API totals of both selections', btot[0] === bt.total && btot[1] === tt.total, `${btot} vs ${bt.total},${tt.total}`);
+    const diffFrames = await page.$$eval('#diff-flame .flame-frames li', (l) => l.length);
+    check('diff flame graph rendered', diffFrames > 0, `${diffFrames} frames`);
+    await page.screenshot({ path: path.join(ART, 'ui-compare.png') });
+
+    // --- call graph and sandwich ---------------------------------------------------------------
+    await page.goto(pageUrl({ service: 'gowork', type: 'cpu', view: 'callgraph' }));
+    await page.waitForSelector('svg.callgraph .cg-node', { timeout: 20000 });
+    const cgNames = await page.$$eval('.cg-node', (g) => g.map((x) => x.dataset.function));
+    check('call graph shows the hottest function', cgNames.includes(topFn), `${cgNames.length} nodes`);
+    await page.goto(pageUrl({ service: 'gowork', type: 'cpu', view: 'sandwich', fn: topFn }));
+    await page.waitForSelector('[aria-label="Callees"] .flame[data-root]', { timeout: 20000 });
+    const sw = await page.$eval('[aria-label="Callees"] .flame', (e) => Number(e.dataset.total));
+    check('sandwich view: callees of a function total its API total', sw === tab.rows.find((r) => r.function === topFn).total, `${sw}`);
+
+    // --- trace-to-profile: a span id opens that span's profile --------------------------------
+    const spanTab = await api('table', { span_id: 'ui-span-1', from: '0', until: String(Math.floor(Date.now() / 1000) + 60) });
+    await page.goto(`${HUB}/?project=${P}&service=cwork&span_id=ui-span-1&view=table`);
+    await waitLoaded(page, '.table-pane tr[data-function]');
+    const spanMeta = await page.$eval('.ftable-meta', (e) => Number(e.dataset.total));
+    const banner = await page.$eval('#span-banner', (e) => !e.hidden && e.textContent.includes('ui-span-1'));
+    check('span_id URL opens that span\'s profile', banner && spanMeta === spanTab.total && spanTab.total > 0 && spanTab.total < ctab.total,
+      `ui ${spanMeta}, API span ${spanTab.total}, all ${ctab.total}`);
+
+    // --- theme, shortcuts, shareable URL round trip ---------------------------------------------
+    const th0 = await page.evaluate(() => document.documentElement.dataset.theme);
+    await page.keyboard.press('t');
+    const th1 = await page.evaluate(() => document.documentElement.dataset.theme);
+    check('"t" toggles the dark/light theme', th0 !== th1 && ['dark', 'light'].includes(th1), `${th0} -> ${th1}`);
+    await page.goto(pageUrl({ service: 'gowork', type: 'cpu', view: 'flame', q: 'main.' }));
+    await waitLoaded(page);
+    const st = await page.evaluate(() => ({ q: document.querySelector('#search').value, tab: document.querySelector('[role=tab][aria-selected=true]').dataset.view, share: document.querySelector('#search-info').dataset.share }));
+    check('shareable URL restores view and search', st.q === 'main.' && st.tab === 'flame' && Math.abs(Number(st.share) - refShare(fg.root, 'main.')) < 1e-5, JSON.stringify(st));
+    await page.screenshot({ path: path.join(ART, 'ui-flame-' + th1 + '.png') });
+    const tabs = await page.$$eval('[role=tab]', (t) => t.map((x) => x.dataset.view));
+    console.log(`views offered: ${tabs.join(', ')}`);
+
+    // --- login page when the token is missing ----------------------------------------------------
+    await page.evaluate(() => sessionStorage.clear());
+    await page.goto(pageUrl({}));
+    await page.waitForSelector('#login:not([hidden])', { timeout: 5000 });
+    await page.fill('#login-project', P);
+    await page.fill('#login-token', 'not-a-token');
+    await page.click('#login-form button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#login-error').textContent.length > 0, null, { timeout: 5000 });
+    await page.fill('#login-token', TOKEN);
+    await page.click('#login-form button[type=submit]');
+    await page.waitForSelector('#app:not([hidden])', { timeout: 10000 });
+    check('login page rejects a bad token and accepts the read token', true);
+
+    check('page made no requests to other origins', external.length === 0, external.slice(0, 3).join(' '));
+    check('no JavaScript errors', errors.length === 0, errors.slice(0, 3).join(' | '));
+    console.log(`first load (login + flame + table): ${loadMs} ms`);
+  } catch (e) {
+    check('spec ran to the end', false, String(e && e.stack || e));
+  } finally {
+    await ctx.close();
+    fs.rmSync(userDir, { recursive: true, force: true });
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+}
+
+main();
