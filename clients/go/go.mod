@@ -1,0 +1,3 @@
+module watchtower/clients/go
+
+go 1.19
