@@ -372,7 +372,7 @@ int cli_parse_convert(int argc, char **argv, cli_convert_args *a, char *err, siz
 	if (!a->file)
 		return usage_err(err, errlen, "profile convert: FILE is required");
 	if (!to)
-		return usage_err(err, errlen, "profile convert: --to folded|pprof is required");
+		return usage_err(err, errlen, "profile convert: --to folded|pprof|speedscope is required");
 	if (!strcmp(to, "folded") || !strcmp(to, "collapsed"))
 		a->to = CLI_TO_FOLDED;
 	else if (!strcmp(to, "pprof"))

@@ -26,15 +26,18 @@ void cli_usage(FILE *f)
 	"Commands:\n"
 	"  profile upload FILE --service S [--format F] [--type T] [--label K=V]...\n"
 	"                 [--from T] [--until T]\n"
-	"      POST the file's bytes to {edge or hub}/v1/profiles; prints the answer.\n"
+	"      POST the file to {edge or hub}/v1/profiles: format detected by content\n"
+	"      (unless --format), body gzipped, 3 tries on connect errors and 5xx;\n"
+	"      prints what was stored (samples, types, time range; --json: the answer).\n"
 	"      F: auto (default), pprof, folded, perf, jfr, otlp, cpuprofile, speedscope\n"
 	"      (what the server accepts). Exit 1 on a 4xx/5xx, the error on stderr.\n"
 	"  profile summary FILE [--format F] [--type T] [--top N]\n"
-	"      Offline, like `go tool pprof -top`: format, sample types with units and\n"
-	"      totals, time range, top N functions by self and by total (N=0: all).\n"
-	"  profile convert FILE --to folded|pprof [--type T] [-o OUT]\n"
-	"      Offline conversion of any format above. --to speedscope is not\n"
-	"      supported yet.\n"
+	"      Offline, like `go tool pprof -top`: format, sample count, sample types\n"
+	"      with units and totals, unique stacks, time range, top N functions by\n"
+	"      self and by total (N=0: all). --json for scripts.\n"
+	"  profile convert FILE --to folded|pprof|speedscope [--type T] [-o OUT]\n"
+	"      Offline conversion of any format above (FILE - = stdin). speedscope\n"
+	"      takes --type all or T1,T2 (one profile per type and thread).\n"
 	"  profile convert-cpuprofile IN [-o OUT] [--type samples|cpu]\n"
 	"      V8/Node .cpuprofile to folded stacks (the seed's Node.js path).\n"
 	"  admin project create NAME [--retention-days N] [--exist-ok]\n"
@@ -46,6 +49,8 @@ void cli_usage(FILE *f)
 	"  config set FILE [-o OUT] PATH=VALUE...   (libconfig values: '\"s\"', 42, [..])\n"
 	"  config get FILE PATH\n"
 	"      Generate a daemon config from an example (used by appliance/up).\n"
+	"  policy get --project P | policy set --project P FILE\n"
+	"      Read or replace a project's profiling policy (admin token).\n"
 	"  pki init|issue-edge|issue-hub|show ...   (site PKI for edge-hub mTLS;\n"
 	"      wtctl pki help)\n"
 	"  help, version\n", f);
@@ -103,6 +108,8 @@ static int dispatch(const cli_global *g, int argc, char **argv)
 			return cli_cmd_query(g, verb, argc - 3, argv + 3);
 		return unknown(verb);
 	}
+	if (!strcmp(grp, "policy"))
+		return cli_cmd_policy(g, verb, argc - 3, argv + 3);
 	if (!strcmp(grp, "config")) {
 		if (!strcmp(verb, "set"))
 			return cli_cmd_config_set(g, argc - 3, argv + 3);

@@ -172,6 +172,8 @@ int cli_cmd_token_create(const cli_global *g, int argc, char **argv);
 int cli_cmd_query(const cli_global *g, const char *view, int argc, char **argv);
 int cli_cmd_config_set(const cli_global *g, int argc, char **argv);
 int cli_cmd_config_get(const cli_global *g, int argc, char **argv);
+/* policy get|set (cmd_policy.c) */
+int cli_cmd_policy(const cli_global *g, const char *verb, int argc, char **argv);
 
 /* Dispatch: the whole wtctl command line. */
 int cli_main(int argc, char **argv, cli_getenv_fn getenv_fn);

@@ -1,12 +1,12 @@
 /*
- * cmd_profile.c — `wtctl profile upload|summary|convert`.
+ * cmd_profile.c — `wtctl profile summary|convert`.
  *
- * upload sends the file's bytes unchanged (the server detects gzip and the
- * format); summary and convert work offline through wt_format_decode, so
- * they accept exactly what the daemons accept.
+ * (upload lives in cmd_upload.c.) summary and convert work offline through
+ * wt_format_decode, so they accept exactly what the daemons accept.
  *
- * Offline inputs are read whole into memory (bounded by CLI_OFFLINE_MAX);
- * streaming of very large inputs is future work (issue 13).
+ * Offline inputs are mmap'd (input.h), bounded by CLI_OFFLINE_MAX, with a
+ * progress line on a terminal for large ones; the model then holds only
+ * unique stacks/samples.
  */
 #include "cli.h"
 
@@ -23,8 +23,10 @@
 #include "folded.h"
 #include "format.h"
 #include "http_client.h"
+#include "input.h"
 #include "pprof.h"
 #include "profile.h"
+#include "speedscope.h"
 #include "summary.h"
 
 /* Offline commands run on the operator's machine: allow larger inputs than
@@ -33,96 +35,6 @@
 #define CLI_OFFLINE_MAX_DECOMPRESSED ((size_t)8 << 30)
 #define CLI_OFFLINE_MAX_SAMPLES ((size_t)100000000)
 
-/* Read a whole file ("-" = stdin) of at most max bytes. *out malloc'd. */
-static int read_file(const char *path, size_t max, uint8_t **out, size_t *len)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	wt_buf b = WT_BUF_INIT;
-	uint8_t chunk[65536];
-	size_t n;
-	int rc = 0;
-
-	if (!f) {
-		fprintf(stderr, "wtctl: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		if (b.len + n > max) {
-			fprintf(stderr, "wtctl: %s: larger than %zu bytes\n", path, max);
-			rc = -1;
-			break;
-		}
-		if (wt_buf_append(&b, chunk, n)) {
-			fprintf(stderr, "wtctl: %s: out of memory\n", path);
-			rc = -1;
-			break;
-		}
-	}
-	if (!rc && ferror(f)) {
-		fprintf(stderr, "wtctl: %s: read error: %s\n", path, strerror(errno));
-		rc = -1;
-	}
-	if (f != stdin)
-		fclose(f);
-	if (rc) {
-		wt_buf_free(&b);
-		return -1;
-	}
-	wt_buf_putc(&b, '\0'); /* keeps an empty file non-NULL */
-	*out = wt_buf_steal(&b, len);
-	(*len)--;
-	return 0;
-}
-
-/* ---- upload ----------------------------------------------------------------------- */
-
-int cli_cmd_upload(const cli_global *g, int argc, char **argv)
-{
-	cli_upload_args a;
-	cli_http_resp r = {0};
-	char err[CLI_ERR_MAX];
-	const char *base = g->edge ? g->edge : g->hub;
-	uint8_t *body = NULL;
-	size_t len = 0;
-	char *url = NULL;
-	int rc = CLI_EXIT_FAIL;
-
-	if (cli_parse_upload(argc, argv, &a, err, sizeof(err))) {
-		fprintf(stderr, "wtctl: %s\n", err);
-		return CLI_EXIT_USAGE;
-	}
-	if (!base) {
-		fprintf(stderr, "wtctl: profile upload: give --edge URL or --hub URL (or WT_EDGE_URL / WT_HUB_URL)\n");
-		return CLI_EXIT_USAGE;
-	}
-	if (!g->token)
-		fprintf(stderr, "wtctl: warning: no --token (or WT_TOKEN); the server will answer 401\n");
-	if (read_file(a.file, CLI_OFFLINE_MAX, &body, &len))
-		goto out;
-	if (!(url = cli_upload_url(base, &a))) {
-		fprintf(stderr, "wtctl: bad base URL %s\n", base);
-		goto out;
-	}
-	if (cli_http_request("POST", url, g->token, "application/octet-stream", body, len, &r,
-			     err, sizeof(err))) {
-		fprintf(stderr, "wtctl: profile upload: %s\n", err);
-		goto out;
-	}
-	if (r.status < 200 || r.status >= 300) {
-		cli_http_report_error("profile upload", &r);
-		goto out;
-	}
-	fwrite(r.body, 1, r.len, stdout);
-	if (!r.len || r.body[r.len - 1] != '\n')
-		putchar('\n');
-	rc = CLI_EXIT_OK;
-out:
-	cli_http_resp_free(&r);
-	free(url);
-	free(body);
-	return rc;
-}
-
 /* ---- shared offline decode ------------------------------------------------------------ */
 
 static int decode_file(const char *path, const char *format, wt_profile **p, wt_format *detected)
@@ -130,22 +42,24 @@ static int decode_file(const char *path, const char *format, wt_profile **p, wt_
 	wt_decode_opts o;
 	wt_format fmt = WT_FMT_AUTO;
 	wt_err e = {0};
-	uint8_t *body = NULL;
-	size_t len;
+	cli_input in;
+	cli_progress *pr;
 	int rc;
 
 	if (format && wt_format_parse(format, &fmt)) {
 		fprintf(stderr, "wtctl: --format %s: unknown format\n", format);
 		return -1;
 	}
-	if (read_file(path, CLI_OFFLINE_MAX, &body, &len))
+	if (cli_input_open(path, CLI_OFFLINE_MAX, &in))
 		return -1;
 	wt_decode_opts_default(&o);
 	o.lim.max_body = CLI_OFFLINE_MAX;
 	o.lim.max_decompressed = CLI_OFFLINE_MAX_DECOMPRESSED;
 	o.lim.max_samples = CLI_OFFLINE_MAX_SAMPLES;
-	rc = wt_format_decode(body, len, fmt, &o, p, detected, &e);
-	free(body);
+	pr = cli_progress_start(&in, "decoding");
+	rc = wt_format_decode(in.data, in.len, fmt, &o, p, detected, &e);
+	cli_progress_stop(pr, !rc);
+	cli_input_close(&in);
 	if (rc) {
 		fprintf(stderr, "wtctl: %s: %s\n", path, e.msg[0] ? e.msg : wt_err_name(rc));
 		return -1;
@@ -222,51 +136,25 @@ static double pct(int64_t v, int64_t total)
 	return total ? 100.0 * (double)v / (double)total : 0.0;
 }
 
+/* ISO 8601 UTC with milliseconds, or "unknown". */
 static void fmt_time(char *buf, size_t n, int64_t ns)
 {
 	time_t t = (time_t)(ns / 1000000000);
 	struct tm tm;
+	char sec[32];
 
 	if (!ns || !gmtime_r(&t, &tm)) {
 		snprintf(buf, n, "unknown");
 		return;
 	}
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	strftime(sec, sizeof(sec), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, n, "%s.%03dZ", sec, (int)(ns % 1000000000 / 1000000));
 }
 
-static int summary_json(const char *path, const wt_profile *p, wt_format fmt, int type,
-			cli_summary *s, uint64_t top)
+static json_t *top_rows(const cli_summary *s, size_t n)
 {
-	json_t *root = json_object(), *types = json_array(), *rows = json_array(),
-	       *rows_total = json_array();
-	size_t n = top && top < s->n ? (size_t)top : s->n;
-	char tbuf[64];
-	int rc;
+	json_t *rows = json_array();
 
-	json_object_set_new(root, "file", json_string(path));
-	json_object_set_new(root, "format", json_string(wt_format_name(fmt)));
-	json_object_set_new(root, "samples", json_integer((json_int_t)p->nsamples));
-	json_object_set_new(root, "stacks", json_integer((json_int_t)p->nstacks));
-	json_object_set_new(root, "functions", json_integer((json_int_t)s->n));
-	for (size_t i = 0; i < p->ntypes; i++) {
-		json_t *t = json_object();
-		json_object_set_new(t, "type", json_string(wt_profile_str(p, p->types[i].canonical)));
-		json_object_set_new(t, "name", json_string(wt_profile_str(p, p->types[i].type)));
-		json_object_set_new(t, "unit", json_string(wt_profile_str(p, p->types[i].unit)));
-		json_object_set_new(t, "total", json_integer(wt_profile_total(p, i)));
-		json_array_append_new(types, t);
-	}
-	json_object_set_new(root, "types", types);
-	json_object_set_new(root, "type", json_string(wt_profile_str(p, p->types[type].canonical)));
-	json_object_set_new(root, "unit", json_string(wt_profile_str(p, p->types[type].unit)));
-	json_object_set_new(root, "total", json_integer(s->total));
-	if (p->time_ns) {
-		fmt_time(tbuf, sizeof(tbuf), p->time_ns);
-		json_object_set_new(root, "time", json_string(tbuf));
-		json_object_set_new(root, "time_ns", json_integer(p->time_ns));
-	}
-	if (p->duration_ns)
-		json_object_set_new(root, "duration_ns", json_integer(p->duration_ns));
 	for (size_t i = 0; i < n; i++) {
 		json_t *r = json_object();
 		json_object_set_new(r, "function", json_string(s->rows[i].function));
@@ -274,16 +162,55 @@ static int summary_json(const char *path, const wt_profile *p, wt_format fmt, in
 		json_object_set_new(r, "total", json_integer(s->rows[i].total));
 		json_array_append_new(rows, r);
 	}
-	json_object_set_new(root, "top", rows);
-	cli_summary_sort_by_total(s);
-	for (size_t i = 0; i < n; i++) {
-		json_t *r = json_object();
-		json_object_set_new(r, "function", json_string(s->rows[i].function));
-		json_object_set_new(r, "self", json_integer(s->rows[i].self));
-		json_object_set_new(r, "total", json_integer(s->rows[i].total));
-		json_array_append_new(rows_total, r);
+	return rows;
+}
+
+/* {"format","samples","types":[{"type","unit","total"}],"top":[{"function",
+ * "self","total"}]} first (the documented contract), then the extras listed
+ * in docs/operations.md. */
+static int summary_json(const char *path, const wt_profile *p, wt_format fmt, int type,
+			cli_summary *s, uint64_t top)
+{
+	json_t *root = json_object(), *types = json_array();
+	size_t n = top && top < s->n ? (size_t)top : s->n;
+	int64_t t0, t1;
+	char tbuf[64];
+	int rc;
+
+	json_object_set_new(root, "format", json_string(wt_format_name(fmt)));
+	json_object_set_new(root, "samples", json_integer(cli_summary_sample_count(p)));
+	for (size_t i = 0; i < p->ntypes; i++) {
+		json_t *t = json_object();
+		json_object_set_new(t, "type", json_string(wt_profile_str(p, p->types[i].canonical)));
+		json_object_set_new(t, "unit", json_string(wt_profile_str(p, p->types[i].unit)));
+		json_object_set_new(t, "total", json_integer(wt_profile_total(p, i)));
+		json_array_append_new(types, t);
 	}
-	json_object_set_new(root, "top_total", rows_total);
+	json_object_set_new(root, "types", types);
+	json_object_set_new(root, "top", top_rows(s, n));
+	/* extras */
+	json_object_set_new(root, "file", json_string(path));
+	json_object_set_new(root, "type", json_string(wt_profile_str(p, p->types[type].canonical)));
+	json_object_set_new(root, "unit", json_string(wt_profile_str(p, p->types[type].unit)));
+	json_object_set_new(root, "total", json_integer(s->total));
+	json_object_set_new(root, "rows", json_integer((json_int_t)p->nsamples));
+	json_object_set_new(root, "stacks", json_integer((json_int_t)p->nstacks));
+	json_object_set_new(root, "functions", json_integer((json_int_t)s->n));
+	cli_summary_time_range(p, &t0, &t1);
+	if (t0) {
+		fmt_time(tbuf, sizeof(tbuf), t0);
+		json_object_set_new(root, "time_start", json_string(tbuf));
+		json_object_set_new(root, "time_start_ns", json_integer(t0));
+	}
+	if (t1) {
+		fmt_time(tbuf, sizeof(tbuf), t1);
+		json_object_set_new(root, "time_end", json_string(tbuf));
+		json_object_set_new(root, "time_end_ns", json_integer(t1));
+	}
+	if (p->duration_ns)
+		json_object_set_new(root, "duration_ns", json_integer(p->duration_ns));
+	cli_summary_sort_by_total(s);
+	json_object_set_new(root, "top_total", top_rows(s, n));
 	rc = json_dumpf(root, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	putchar('\n');
 	json_decref(root);
@@ -296,15 +223,25 @@ static void summary_text(const char *path, const wt_profile *p, wt_format fmt, i
 	const char *unit = wt_profile_str(p, p->types[type].unit);
 	size_t n = top && top < s->n ? (size_t)top : s->n;
 	char a[64], b[64], c[64];
-	int64_t sum = 0;
+	int64_t sum = 0, t0, t1;
 
 	printf("File: %s\nFormat: %s\n", path, wt_format_name(fmt));
-	fmt_time(a, sizeof(a), p->time_ns);
-	human(b, sizeof(b), p->duration_ns, "nanoseconds");
-	printf("Time: %s", a);
-	if (p->duration_ns)
-		printf(", duration %s", b);
-	printf("\nSamples: %zu rows, %zu unique stacks, %zu functions\n", p->nsamples, p->nstacks, s->n);
+	cli_summary_time_range(p, &t0, &t1);
+	fmt_time(a, sizeof(a), t0);
+	fmt_time(b, sizeof(b), t1);
+	if (t0 || t1)
+		printf("Time: %s .. %s", a, b);
+	else
+		printf("Time: unknown");
+	if (p->duration_ns) {
+		human(c, sizeof(c), p->duration_ns, "nanoseconds");
+		printf(" (duration %s)", c);
+	} else if (t0 && t1 > t0) {
+		human(c, sizeof(c), t1 - t0, "nanoseconds");
+		printf(" (%s between first and last sample)", c);
+	}
+	printf("\nSamples: %" PRId64 " (%zu rows, %zu unique stacks, %zu functions)\n",
+	       cli_summary_sample_count(p), p->nsamples, p->nstacks, s->n);
 	printf("Types:\n");
 	for (size_t i = 0; i < p->ntypes; i++) {
 		const char *u = wt_profile_str(p, p->types[i].unit);
@@ -394,43 +331,101 @@ static int write_out(const char *path, const void *data, size_t len)
 	return rc;
 }
 
+/* --type for convert: NULL (the default type), one name, or for speedscope
+ * "all" / a comma-separated list. Fills idx[] (at most p->ntypes entries,
+ * duplicates dropped) and *n. */
+static int convert_types(const wt_profile *p, const char *spec, int many, const char *path,
+			 size_t *idx, size_t *n)
+{
+	char name[256];
+	int t;
+
+	*n = 0;
+	if (spec && many && !strcmp(spec, "all")) {
+		for (size_t i = 0; i < p->ntypes; i++)
+			idx[(*n)++] = i;
+		return *n ? 0 : pick_type(p, NULL, path);
+	}
+	if (spec && strchr(spec, ',') && !many) {
+		fprintf(stderr, "wtctl: --type %s: this output holds one sample type\n", spec);
+		return -1;
+	}
+	for (const char *q = spec; !spec || *q;) {
+		size_t len = spec ? strcspn(q, ",") : 0;
+		if (spec) {
+			if (!len || len >= sizeof(name)) {
+				fprintf(stderr, "wtctl: --type %s: bad type list\n", spec);
+				return -1;
+			}
+			memcpy(name, q, len);
+			name[len] = '\0';
+		}
+		if ((t = pick_type(p, spec ? name : NULL, path)) < 0)
+			return -1;
+		size_t k = 0;
+		while (k < *n && idx[k] != (size_t)t)
+			k++;
+		if (k == *n)
+			idx[(*n)++] = (size_t)t;
+		if (!spec)
+			break;
+		q += len;
+		if (*q == ',')
+			q++;
+	}
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
 int cli_cmd_convert(const cli_global *g, int argc, char **argv)
 {
+	static const char *const to_name[] = {"folded", "pprof", "speedscope"};
 	cli_convert_args a;
 	wt_profile *p = NULL;
 	wt_format fmt = WT_FMT_AUTO;
 	wt_buf out = WT_BUF_INIT;
 	wt_err e = {0};
 	uint8_t *bytes = NULL;
-	size_t len = 0;
+	size_t len = 0, *types = NULL, ntypes = 0;
 	char err[CLI_ERR_MAX];
-	int type, rc = CLI_EXIT_FAIL;
+	int rc = CLI_EXIT_FAIL;
 
 	if (cli_parse_convert(argc, argv, &a, err, sizeof(err))) {
 		fprintf(stderr, "wtctl: %s\n", err);
 		return CLI_EXIT_USAGE;
 	}
-	if (a.to == CLI_TO_SPEEDSCOPE) {
-		fprintf(stderr, "wtctl: profile convert: --to speedscope is not supported yet "
-				"(it comes with the speedscope format work); use folded or pprof\n");
-		return CLI_EXIT_USAGE;
-	}
 	if (decode_file(a.file, a.format, &p, &fmt))
 		goto out;
-	if ((type = pick_type(p, a.type, a.file)) < 0)
+	if (!(types = calloc(p->ntypes ? p->ntypes : 1, sizeof(*types)))) {
+		fprintf(stderr, "wtctl: out of memory\n");
 		goto out;
-	if (a.to == CLI_TO_FOLDED) {
-		if (wt_folded_encode(p, (size_t)type, &out, &e)) {
+	}
+	if (convert_types(p, a.type, a.to == CLI_TO_SPEEDSCOPE, a.file, types, &ntypes))
+		goto out;
+	switch (a.to) {
+	case CLI_TO_FOLDED:
+		if (wt_folded_encode(p, types[0], &out, &e)) {
 			fprintf(stderr, "wtctl: %s: folded: %s\n", a.file, e.msg);
 			goto out;
 		}
-		if (write_out(a.out, out.data, out.len))
+		break;
+	case CLI_TO_SPEEDSCOPE:
+		if (wt_speedscope_encode(p, types, ntypes, base_name(a.file), &out, &e)) {
+			fprintf(stderr, "wtctl: %s: %s\n", a.file, e.msg);
 			goto out;
-	} else {
+		}
+		break;
+	case CLI_TO_PPROF:
 		/* --type picks pprof's default_sample_type; every type is kept. */
 		if (a.type) {
 			uint32_t id;
-			if (wt_profile_intern_cstr(p, wt_profile_str(p, p->types[type].type), &id, &e)) {
+			if (wt_profile_intern_cstr(p, wt_profile_str(p, p->types[types[0]].type), &id, &e)) {
 				fprintf(stderr, "wtctl: %s: %s\n", a.file, e.msg);
 				goto out;
 			}
@@ -440,17 +435,18 @@ int cli_cmd_convert(const cli_global *g, int argc, char **argv)
 			fprintf(stderr, "wtctl: %s: pprof: %s\n", a.file, e.msg);
 			goto out;
 		}
-		if (write_out(a.out, bytes, len))
-			goto out;
+		break;
 	}
+	if (bytes ? write_out(a.out, bytes, len) : write_out(a.out, out.data, out.len))
+		goto out;
 	if (!g->json)
-		fprintf(stderr, "wtctl: %s (%s) -> %s: %zu samples, %zu stacks\n", a.file,
-			wt_format_name(fmt), a.to == CLI_TO_FOLDED ? "folded" : "pprof", p->nsamples,
-			p->nstacks);
+		fprintf(stderr, "wtctl: %s (%s) -> %s: %" PRId64 " samples, %zu stacks\n", a.file,
+			wt_format_name(fmt), to_name[a.to], cli_summary_sample_count(p), p->nstacks);
 	rc = CLI_EXIT_OK;
 out:
 	wt_buf_free(&out);
 	free(bytes);
+	free(types);
 	wt_profile_free(p);
 	return rc;
 }

@@ -196,3 +196,33 @@ int cli_summary_pick_type(const wt_profile *p, const char *name)
 	}
 	return (int)p->ntypes - 1;
 }
+
+int64_t cli_summary_sample_count(const wt_profile *p)
+{
+	for (size_t i = 0; i < p->ntypes; i++)
+		if (!strcmp(wt_profile_str(p, p->types[i].canonical), "samples"))
+			return wt_profile_total(p, i);
+	for (size_t i = 0; i < p->ntypes; i++)
+		if (!strcmp(wt_profile_str(p, p->types[i].unit), "samples"))
+			return wt_profile_total(p, i);
+	return (int64_t)p->nsamples;
+}
+
+void cli_summary_time_range(const wt_profile *p, int64_t *start, int64_t *end)
+{
+	int64_t lo = 0, hi = 0;
+
+	for (size_t i = 0; i < p->nsamples; i++) {
+		int64_t t = p->samples[i].time_ns;
+		if (!t)
+			continue;
+		if (!lo || t < lo)
+			lo = t;
+		if (t > hi)
+			hi = t;
+	}
+	*start = p->time_ns ? p->time_ns : lo;
+	*end = hi;
+	if (*start && p->duration_ns && *start + p->duration_ns > *end)
+		*end = *start + p->duration_ns;
+}

@@ -44,4 +44,17 @@ void cli_summary_sort_by_total(cli_summary *s);
  * profile has no types. */
 int cli_summary_pick_type(const wt_profile *p, const char *name);
 
+/* The number of samples as the producing tool counts them: the total of the
+ * profile's sample-count type — the first type whose canonical name is
+ * "samples" (pprof samples/count, perf and cpuprofile record counts), else
+ * the first whose unit is "samples" (folded, perf without periods, JFR
+ * execution samples) — or, when there is none (heap profiles), the number
+ * of distinct sample rows. */
+int64_t cli_summary_sample_count(const wt_profile *p);
+
+/* Time range of the profile in unix ns (0 = unknown): start is the
+ * profile's start time, else the earliest sample time; end is the later of
+ * start + duration and the latest sample time. */
+void cli_summary_time_range(const wt_profile *p, int64_t *start, int64_t *end);
+
 #endif

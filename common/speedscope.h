@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "err.h"
 #include "profile.h"
 
@@ -30,5 +31,18 @@
  * format has no wall clock); 0 = unknown. */
 int wt_speedscope_decode(const uint8_t *buf, size_t len, const wt_limits *lim,
 			 int64_t time_ns, wt_profile **out, wt_err *err);
+
+/* Encoder (speedscope_encode.c): sample types types[0..ntypes) of p as a
+ * speedscope document appended to *out — shared.frames[] one per distinct
+ * (printable name, file), one "sampled" profile per type and, when samples
+ * carry a `thread` label, per thread (named after it; "TYPE: THREAD" when
+ * several types are written, the type's name for unlabelled samples), with
+ * distinct stacks root first and their summed values as weights. Units:
+ * time units and bytes kept, others "none". `name` is the document's name
+ * (NULL = "profile"). Errors: WT_EINVAL for a type index out of range or a
+ * stack whose value is negative (speedscope weights are non-negative),
+ * WT_ENOMEM. The caller owns *out. */
+int wt_speedscope_encode(const wt_profile *p, const size_t *types, size_t ntypes,
+			 const char *name, wt_buf *out, wt_err *err);
 
 #endif

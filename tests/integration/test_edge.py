@@ -206,6 +206,23 @@ class EdgeTest(unittest.TestCase):
                             headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
         self.assertEqual(st, 200, body)
         self.assert_table_matches(e, pprof_reference(GO_CPU, "cpu"), service="gomp", type="cpu")
+        # the Pyroscope Java agent's form: the recording in a part named "jfr";
+        # stored exactly as a direct format=jfr upload of the same bytes
+        jfr = os.path.join(CORPUS, "jfr/jfr-parser__example.jfr")
+        with open(jfr, "rb") as f:
+            rec = f.read()
+        mpj = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"jfr\"; filename=\"jfr\"\r\n"
+               "Content-Type: application/octet-stream\r\n\r\n").encode() + rec + f"\r\n--{boundary}--\r\n".encode()
+        st, body = e.upload(mpj, path="/ingest", name="javamp.cpu{env=prod}", format="jfr", spyName="javaspy",
+                            headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        self.assertEqual(st, 200, body)
+        st, body = e.upload(rec, service="javadirect", format="jfr")
+        self.assertEqual(st, 200, body)
+        far = {"from": "0", "until": str(now + 3600), "type": "cpu"}
+        st, a = e.query("table", service="javamp", **far)
+        st2, b = e.query("table", service="javadirect", **far)
+        self.assertGreater(b["total"], 0)
+        self.assertEqual(a["total"], b["total"])
         # multipart without a profile part is a 400, not a crash
         bad = f"--{boundary}\r\nContent-Disposition: form-data; name=\"other\"\r\n\r\nx\r\n--{boundary}--\r\n".encode()
         st, body = e.upload(bad, path="/ingest", name="gomp.cpu", format="pprof",
