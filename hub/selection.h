@@ -1,11 +1,9 @@
 /*
  * selection.h — one "selection" of profile samples (project, service,
- * sample type, time range, label/span/trace filters) as the analysis
- * endpoints use it: its SQL WHERE clause, its default type, its aggregated
- * flame, its total. The diff endpoint holds two (base and target).
- *
- * This mirrors the static helpers of http_query.c (same semantics, same
- * SQL) so the analysis code does not reach into that file.
+ * sample type, time range, label/span/trace filters) as the query and
+ * analysis endpoints use it: its SQL WHERE clause, its default type, its
+ * aggregated flame, its total. The diff endpoint holds two (base and
+ * target); table/flamegraph/callgraph (http_query.c) hold one.
  *
  * Ownership: a hub_sel borrows every string (from the request's evkeyvalq
  * or the caller); it owns nothing and needs no free.
