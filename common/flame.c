@@ -19,74 +19,11 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "u64map.h"
+
 #define ROOT_NAME "total"
 
 /* ---- small containers ---------------------------------------------------------- */
-
-/* Exact-key open-addressing map: uint64 key → uint32 value. */
-typedef struct kmap {
-	uint64_t *keys;
-	uint32_t *vals; /* UINT32_MAX = empty slot */
-	size_t cap, n;
-} kmap;
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static int kmap_grow(kmap *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 256, i, j;
-	uint64_t *nk = malloc(ncap * sizeof(*nk));
-	uint32_t *nv = malloc(ncap * sizeof(*nv));
-
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
-		return WT_ENOMEM;
-	}
-	memset(nv, 0xff, ncap * sizeof(*nv));
-	for (i = 0; i < m->cap; i++) {
-		if (m->vals[i] == UINT32_MAX)
-			continue;
-		for (j = mix64(m->keys[i]) & (ncap - 1); nv[j] != UINT32_MAX; j = (j + 1) & (ncap - 1))
-			;
-		nk[j] = m->keys[i];
-		nv[j] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = nk;
-	m->vals = nv;
-	m->cap = ncap;
-	return 0;
-}
-
-/* Slot of key (filled → found; empty → where to insert). */
-static int kmap_slot(kmap *m, uint64_t key, size_t *slot)
-{
-	size_t j;
-
-	if ((m->n + 1) * 2 > m->cap && kmap_grow(m))
-		return WT_ENOMEM;
-	for (j = mix64(key) & (m->cap - 1); m->vals[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
-		if (m->keys[j] == key)
-			break;
-	*slot = j;
-	return 0;
-}
-
-static void kmap_free(kmap *m)
-{
-	free(m->keys);
-	free(m->vals);
-}
 
 static int grow(void **arr, size_t *cap, size_t need, size_t sz)
 {
@@ -135,19 +72,19 @@ struct wt_flame {
 	int64_t *fself, *ftotal;
 	uint64_t *fmark;
 	size_t nnames, names_cap;
-	kmap name_idx; /* xxh3(name) → first id; collisions chain via name_next */
+	wt_u64map name_idx; /* xxh3(name) → first id; collisions chain via name_next */
 	uint32_t *name_next;
 	size_t name_next_cap;
 
 	/* tree */
 	fnode *nodes;
 	size_t nnodes, nodes_cap;
-	kmap child_idx; /* parent << 32 | name → node */
+	wt_u64map child_idx; /* parent << 32 | name → node */
 
 	/* call graph */
 	fedge *edges;
 	size_t nedges, edges_cap;
-	kmap edge_idx; /* from << 32 | to → edge */
+	wt_u64map edge_idx; /* from << 32 | to → edge */
 
 	uint64_t epoch;
 	uint32_t *ids; /* scratch: name ids of the stack being added */
@@ -165,7 +102,7 @@ static int name_intern(wt_flame *f, const char *s, uint32_t *id)
 	uint64_t h = XXH3_64bits(s, len);
 	uint32_t i, head;
 
-	if (kmap_slot(&f->name_idx, h, &slot))
+	if (wt_u64map_slot(&f->name_idx, h, &slot))
 		return WT_ENOMEM;
 	head = f->name_idx.vals[slot];
 	for (i = head; i != UINT32_MAX; i = f->name_next[i])
@@ -242,11 +179,11 @@ void wt_flame_free(wt_flame *f)
 	free(f->ftotal);
 	free(f->fmark);
 	free(f->name_next);
-	kmap_free(&f->name_idx);
+	wt_u64map_free(&f->name_idx);
 	free(f->nodes);
-	kmap_free(&f->child_idx);
+	wt_u64map_free(&f->child_idx);
 	free(f->edges);
-	kmap_free(&f->edge_idx);
+	wt_u64map_free(&f->edge_idx);
 	free(f->ids);
 	free(f);
 }
@@ -257,7 +194,7 @@ static int child_of(wt_flame *f, uint32_t parent, uint32_t name, uint32_t *out)
 	size_t slot;
 	fnode *n;
 
-	if (kmap_slot(&f->child_idx, key, &slot))
+	if (wt_u64map_slot(&f->child_idx, key, &slot))
 		return WT_ENOMEM;
 	if (f->child_idx.vals[slot] != UINT32_MAX) {
 		*out = f->child_idx.vals[slot];
@@ -286,7 +223,7 @@ static int edge_add(wt_flame *f, uint32_t from, uint32_t to, int64_t value)
 	size_t slot;
 	fedge *e;
 
-	if (kmap_slot(&f->edge_idx, key, &slot))
+	if (wt_u64map_slot(&f->edge_idx, key, &slot))
 		return WT_ENOMEM;
 	if (f->edge_idx.vals[slot] == UINT32_MAX) {
 		if (grow((void **)&f->edges, &f->edges_cap, f->nedges + 1, sizeof(*f->edges)))

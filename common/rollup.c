@@ -16,6 +16,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "u64map.h"
+
 #define NS_PER_MINUTE 60000000000LL
 
 /* A string pool owned by the rollup: names are copied once. */
@@ -59,78 +61,11 @@ static void pool_free(pool *pl)
 	free(pl->blocks);
 }
 
-/* Generic open-addressing map from a 64-bit key (+ hash) to a uint32 value. */
-typedef struct u64map {
-	uint64_t *keys;
-	uint32_t *vals; /* UINT32_MAX = empty */
-	size_t cap, n;
-} u64map;
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static int u64map_grow(u64map *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 1024, i;
-	uint64_t *nk = malloc(ncap * sizeof(*nk));
-	uint32_t *nv = malloc(ncap * sizeof(*nv));
-
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
-		return WT_ENOMEM;
-	}
-	memset(nv, 0xff, ncap * sizeof(*nv));
-	for (i = 0; i < m->cap; i++) {
-		size_t j;
-
-		if (m->vals[i] == UINT32_MAX)
-			continue;
-		for (j = mix64(m->keys[i]) & (ncap - 1); nv[j] != UINT32_MAX; j = (j + 1) & (ncap - 1))
-			;
-		nk[j] = m->keys[i];
-		nv[j] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = nk;
-	m->vals = nv;
-	m->cap = ncap;
-	return 0;
-}
-
-/* *slot receives the index of key's slot (existing or to fill). */
-static int u64map_slot(u64map *m, uint64_t key, size_t *slot)
-{
-	size_t j;
-
-	if ((m->n + 1) * 2 > m->cap && u64map_grow(m))
-		return WT_ENOMEM;
-	for (j = mix64(key) & (m->cap - 1); m->vals[j] != UINT32_MAX; j = (j + 1) & (m->cap - 1))
-		if (m->keys[j] == key)
-			break;
-	*slot = j;
-	return 0;
-}
-
-static void u64map_free(u64map *m)
-{
-	free(m->keys);
-	free(m->vals);
-}
-
 /* Names: distinct frame names, interned by content. */
 typedef struct names {
 	const char **s;
 	size_t n, cap;
-	u64map idx; /* xxh3 of name → first name id with that hash; collisions chain */
+	wt_u64map idx; /* xxh3 of name → first name id with that hash; collisions chain */
 	uint32_t *next; /* chain of ids sharing a hash */
 } names;
 
@@ -140,7 +75,7 @@ static int names_intern(names *nm, pool *pl, const char *s, uint32_t *id)
 	uint64_t h = XXH3_64bits(s, len);
 	uint32_t i;
 
-	if (u64map_slot(&nm->idx, h, &slot))
+	if (wt_u64map_slot(&nm->idx, h, &slot))
 		return WT_ENOMEM;
 	if (nm->idx.vals[slot] != UINT32_MAX) {
 		for (i = nm->idx.vals[slot]; i != UINT32_MAX; i = nm->next[i])
@@ -240,7 +175,7 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 	cell *cells = NULL;
 	int64_t *acc = NULL;         /* cells × ntypes × {self,total} */
 	size_t ncells = 0, cells_cap = 0, nt = p->ntypes, i, j, nrows = 0;
-	u64map cellmap;              /* (minute, name) hash → first cell; chained */
+	wt_u64map cellmap;              /* (minute, name) hash → first cell; chained */
 	uint32_t *cell_next = NULL;
 	const char **tname = NULL, **tunit = NULL;
 	size_t *tord = NULL;
@@ -312,7 +247,7 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 			size_t slot, c;
 			uint32_t ci;
 
-			if (u64map_slot(&cellmap, key, &slot))
+			if (wt_u64map_slot(&cellmap, key, &slot))
 				goto oom;
 			ci = cellmap.vals[slot];
 			while (ci != UINT32_MAX && !(cells[ci].minute == minute && cells[ci].name == nid))
@@ -452,8 +387,8 @@ cleanup:
 	free(order);
 	free(nm.s);
 	free(nm.next);
-	u64map_free(&nm.idx);
-	u64map_free(&cellmap);
+	wt_u64map_free(&nm.idx);
+	wt_u64map_free(&cellmap);
 	return rc;
 }
 
