@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "deletion.h"
 #include "ebpf.h"
 #include "log.h"
 #include "tls_client.h"
@@ -197,6 +198,33 @@ static void apply_sampler(edge_config_client *c)
 	pthread_mutex_unlock(&hook_mu);
 }
 
+/* The hub's audited deletions (projects[].deletions: deletion_id, before_ns,
+ * service or null) applied once each to the buffer (deletion.h). A failed
+ * one is retried with the next config. */
+static void apply_deletions(edge_config_client *c)
+{
+	json_t *p, *d;
+	size_t i, j;
+
+	if (!c->store)
+		return;
+	pthread_rwlock_rdlock(&c->lk);
+	json_array_foreach(json_object_get(c->current, "projects"), i, p) {
+		json_array_foreach(json_object_get(p, "deletions"), j, d) {
+			wt_err err = {0, ""};
+			json_t *bn = json_object_get(d, "before_ns");
+			if (!json_is_integer(bn) ||
+			    edge_deletion_apply(c->store, json_string_value(json_object_get(d, "deletion_id")),
+						json_string_value(json_object_get(p, "name")),
+						json_string_value(json_object_get(d, "service")),
+						(int64_t)json_integer_value(bn), &err) < 0)
+				wt_warn("remote config: projects[%zu].deletions[%zu] not applied: %s", i, j,
+					err.msg[0] ? err.msg : "before_ns: expected an integer");
+		}
+	}
+	pthread_rwlock_unlock(&c->lk);
+}
+
 void edge_config_set_policy_hook(edge_policy_hook fn, void *arg)
 {
 	pthread_mutex_lock(&hook_mu);
@@ -321,6 +349,7 @@ int edge_config_client_apply(edge_config_client *c, const char *text, size_t len
 	pthread_rwlock_unlock(&c->lk);
 	atomic_fetch_add(&c->applied, 1);
 	atomic_store(&c->last_apply_ns, now_ns());
+	apply_deletions(c);
 	{
 		wt_buf revs = WT_BUF_INIT;
 		pthread_rwlock_rdlock(&c->lk);

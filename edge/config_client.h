@@ -13,7 +13,9 @@
  *     min(local file, policy) (the policy can only tighten them);
  *   - sampler: the effective rules of edge.default_project (the project the
  *     eBPF sampler writes to) go to edge_ebpf_apply() once the sampler is
- *     attached, and to the hook set with edge_config_set_policy_hook().
+ *     attached, and to the hook set with edge_config_set_policy_hook();
+ *   - deletions: projects[].deletions (the hub's audited deletions) go to
+ *     edge_deletion_apply() (deletion.h), once each.
  * At start the last good config is loaded from RocksDB first, so an edge
  * restarted during a hub outage runs with it.
  *

@@ -4,7 +4,7 @@
  * and the projects' upload/read token hashes; ETag = sha256 of the
  * canonical JSON; long-poll wakes on local policy changes at once and
  * re-reads ClickHouse every second (changes made through other hubs, new
- * tokens).
+ * tokens, audited deletions).
  */
 #include "edge_config.h"
 
@@ -70,6 +70,31 @@ static int token_row(void *ctx, char **f, size_t n)
 	return 0;
 }
 
+/* audit row (project, deletion_id, detail "before=… before_ns=N service=S|*")
+ * → projects[].deletions entry; rows that do not parse are skipped. */
+static int deletion_row(void *ctx, char **f, size_t n)
+{
+	json_t *projects = ctx, *p;
+	const char *bn, *sv;
+	char *end;
+	long long before_ns;
+	size_t i;
+
+	if (n < 3 || !*f[1] || !(bn = strstr(f[2], " before_ns=")) || !(sv = strstr(f[2], " service=")))
+		return 0;
+	before_ns = strtoll(bn + strlen(" before_ns="), &end, 10);
+	if (before_ns <= 0 || *end != ' ')
+		return 0;
+	sv += strlen(" service=");
+	json_array_foreach(projects, i, p)
+		if (!strcmp(json_string_value(json_object_get(p, "name")), f[0]))
+			json_array_append_new(json_object_get(p, "deletions"),
+					      json_pack("{s:s, s:I, s:o}", "deletion_id", f[1], "before_ns",
+							(json_int_t)before_ns, "service",
+							strcmp(sv, "*") ? json_string(sv) : json_null()));
+	return 0;
+}
+
 /* Build the config (without etag) for edge_id and projects. */
 static int build(hub_ch *ch, const char *edge_id, const names *want, json_t **out, wt_err *err)
 {
@@ -109,10 +134,10 @@ static int build(hub_ch *ch, const char *edge_id, const names *want, json_t **ou
 		if ((rc = hub_policy_load(ch, known.v[i], &rec, err)))
 			goto out;
 		eff = hub_policy_effective(rec.doc, edge_id);
-		json_array_append_new(projects, json_pack("{s:s, s:I, s:O, s:o, s:[], s:[]}", "name", known.v[i],
-							  "policy_revision", (json_int_t)rec.revision, "policy", rec.doc,
-							  "effective", eff ? eff : json_object(),
-							  "upload_token_sha256", "read_token_sha256"));
+		json_array_append_new(projects, json_pack("{s:s, s:I, s:O, s:o, s:[], s:[], s:[]}", "name",
+							  known.v[i], "policy_revision", (json_int_t)rec.revision,
+							  "policy", rec.doc, "effective", eff ? eff : json_object(),
+							  "upload_token_sha256", "read_token_sha256", "deletions"));
 		hub_policy_rec_free(&rec);
 	}
 	if (known.n) {
@@ -129,6 +154,22 @@ static int build(hub_ch *ch, const char *edge_id, const names *want, json_t **ou
 		if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
 			goto out;
 		hub_tsv_each((char *)res.data, res.len, 3, token_row, projects);
+		/* recent audited deletions, for the edges' buffers (edge/deletion.h) */
+		wt_buf_reset(&sql);
+		wt_buf_reset(&res);
+		wt_buf_printf(&sql, "SELECT project, deletion_id, detail FROM audit_events_v1 WHERE action ="
+			      " 'profiles.delete' AND deletion_id != '' AND time_ns >= %lld AND project IN (",
+			      (long long)(hub_now_ns() - HUB_EDGE_CONFIG_DELETION_DAYS * 86400LL * 1000000000LL));
+		for (i = 0; i < known.n; i++) {
+			if (i)
+				wt_buf_puts(&sql, ", ");
+			hub_sql_quote(&sql, known.v[i]);
+		}
+		wt_buf_printf(&sql, ") ORDER BY project, time_ns, deletion_id LIMIT %d FORMAT TabSeparated",
+			      HUB_EDGE_CONFIG_MAX_DELETIONS);
+		if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
+			goto out;
+		hub_tsv_each((char *)res.data, res.len, 3, deletion_row, projects);
 	}
 	cfg = json_pack("{s:s, s:O}", "edge_id", edge_id, "projects", projects);
 	if (!cfg)

@@ -8,8 +8,12 @@
  * the answer is held until the config changes or S passes, then 304).
  * Body: {"edge_id", "etag", "projects": [{"name", "policy_revision",
  * "policy", "effective", "upload_token_sha256": [...],
- * "read_token_sha256": [...]}]} — token hashes as tokens_v1 stores them
- * (sha256 hex of the secret), so edges accept tokens created at the hub.
+ * "read_token_sha256": [...], "deletions": [...]}]} — token hashes as
+ * tokens_v1 stores them (sha256 hex of the secret), so edges accept tokens
+ * created at the hub; deletions: the project's audited deletions of the
+ * last HUB_EDGE_CONFIG_DELETION_DAYS days, {"deletion_id", "before_ns",
+ * "service" (null = all)}, oldest first, which edges apply once to their
+ * buffers (edge/deletion.h).
  */
 #ifndef HUB_EDGE_CONFIG_H
 #define HUB_EDGE_CONFIG_H
@@ -21,6 +25,8 @@ struct hub_ctx;
 
 #define HUB_EDGE_CONFIG_MAX_WAIT_S 30
 #define HUB_EDGE_CONFIG_MAX_PROJECTS 64
+#define HUB_EDGE_CONFIG_DELETION_DAYS 30
+#define HUB_EDGE_CONFIG_MAX_DELETIONS 1000
 /* Long-polls held at once; beyond this a poll is answered at once so
  * replication keeps TLS workers (tls_server.h: one connection per worker). */
 #define HUB_EDGE_CONFIG_MAX_WAITERS 4

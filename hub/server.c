@@ -138,11 +138,14 @@ static void bad_method(hub_req *r, const char *allowed)
 /* /v1/projects/{p}/profiles/{view} */
 static int match_query(const char *path, char *project, size_t pcap, char *view, size_t vcap)
 {
-	const char *p = path + strlen("/v1/projects/");
-	const char *slash = strchr(p, '/');
+	const char *p, *slash;
 	size_t n;
 
-	if (strncmp(path, "/v1/projects/", 13) || !slash)
+	/* check the prefix first: a shorter path must not be read past its end */
+	if (strncmp(path, "/v1/projects/", 13))
+		return 0;
+	p = path + 13;
+	if (!(slash = strchr(p, '/')))
 		return 0;
 	n = (size_t)(slash - p);
 	if (n == 0 || n >= pcap)

@@ -141,10 +141,12 @@ function cell(k, v, unit) {
   return esc(String(v));
 }
 
-function genericTable(items, unit, extraCol) {
+// rowAttrs(item) -> {name: value}: data attributes of the item's <tr>
+function genericTable(items, unit, extraCol, rowAttrs) {
   if (!items.length) return '<p class="empty">Nothing to show.</p>';
   const keys = [...new Set(items.flatMap((x) => Object.keys(x)))].filter((k) => typeof items[0][k] !== 'object' || items[0][k] === null).slice(0, 10);
-  return `<table class="ftable generic"><thead><tr>${keys.map((k) => `<th>${esc(k)}</th>`).join('')}${extraCol ? '<th></th>' : ''}</tr></thead><tbody>${items.map((x) => `<tr>${keys.map((k) => `<td>${cell(k, x[k], unit || x.unit)}</td>`).join('')}${extraCol ? `<td>${extraCol(x)}</td>` : ''}</tr>`).join('')}</tbody></table>`;
+  const attrs = (x) => (rowAttrs ? Object.entries(rowAttrs(x)).map(([k, v]) => ` data-${k}="${esc(String(v ?? ''))}"`).join('') : '');
+  return `<table class="ftable generic"><thead><tr>${keys.map((k) => `<th>${esc(k)}</th>`).join('')}${extraCol ? '<th></th>' : ''}</tr></thead><tbody>${items.map((x) => `<tr${attrs(x)}>${keys.map((k) => `<td>${cell(k, x[k], unit || x.unit)}</td>`).join('')}${extraCol ? `<td>${extraCol(x)}</td>` : ''}</tr>`).join('')}</tbody></table>`;
 }
 
 function compareLink(S, it) {
@@ -194,8 +196,8 @@ export async function renderExtra(view, host, ctx) {
   }
   if (view === 'issues') {
     const j = await api.get(api.proj('/issues'), { service: S.service });
-    const d = el('div');
-    d.innerHTML = genericTable(firstArray(j), j.unit, (x) => compareLink(S, x));
+    const d = el('div', { class: 'issues' });
+    d.innerHTML = genericTable(firstArray(j), j.unit, (x) => compareLink(S, x), (x) => ({ id: x.id, function: x.function, service: x.service }));
     host.append(d);
     return;
   }
@@ -213,16 +215,16 @@ export async function renderExtra(view, host, ctx) {
     }
     if (err) throw err;
     if (view === 'audit') {
-      const d = el('div');
-      d.innerHTML = genericTable(firstArray(j));
+      const d = el('div', { class: 'audit' });
+      d.innerHTML = genericTable(firstArray(j), undefined, undefined, (x) => ({ action: x.action, actor: x.actor, detail: x.detail }));
       host.append(d);
       return;
     }
     const ta = el('textarea', { id: 'policy-text', rows: 24, cols: 100, spellcheck: 'false', 'aria-label': 'Policy JSON' });
     ta.value = JSON.stringify(j && j.policy !== undefined ? j.policy : j, null, 2);
-    host.append(el('p', { class: 'muted small', text: `revision ${j.revision ?? '—'}${j.updated_by ? ' by ' + j.updated_by : ''}${j.updated_ns ? ' at ' + fmtTime(j.updated_ns / 1e9) : ''}` }));
-    const msg = el('div', { class: 'small', role: 'status' });
-    const save = el('button', { type: 'button', text: 'Save policy' });
+    host.append(el('p', { class: 'muted small', id: 'policy-rev', 'data-rev': String(j.revision ?? ''), text: `revision ${j.revision ?? '—'}${j.updated_by ? ' by ' + j.updated_by : ''}${j.updated_ns ? ' at ' + fmtTime(j.updated_ns / 1e9) : ''}` }));
+    const msg = el('div', { class: 'small', role: 'status', id: 'policy-msg' });
+    const save = el('button', { type: 'button', id: 'policy-save', text: 'Save policy' });
     save.onclick = async () => {
       msg.textContent = 'Saving…';
       let body;
@@ -282,7 +284,7 @@ function heatmap(j) {
   }
   box.append(cv);
   const list = el('ul', { class: 'sr-only' });
-  list.innerHTML = rows.map((r, i) => `<li data-name="${esc(names[i])}">${esc(names[i])}: ${esc(fmtValue((vals[i] || []).reduce((a, b) => a + b, 0), j.unit))}</li>`).join('');
+  list.innerHTML = rows.map((r, i) => `<li data-name="${esc(names[i])}" data-sum="${(vals[i] || []).reduce((a, b) => a + b, 0)}">${esc(names[i])}: ${esc(fmtValue((vals[i] || []).reduce((a, b) => a + b, 0), j.unit))}</li>`).join('');
   box.append(list);
   box.dataset.rows = String(rows.length);
   void fmtPct;

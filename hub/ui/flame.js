@@ -9,6 +9,7 @@ import { makeMatcher, matchedTotal, pathOf } from './tree.js';
 import { fmtValue, fmtPct, esc } from './util.js';
 
 const ROW = 18;
+let queryGen = 0; // distinguishes searches in the per-node match cache
 const MIN_W = 0.35; // px: narrower nodes are not drawn
 
 function hashHue(name) {
@@ -59,6 +60,7 @@ export class FlameGraph {
   destroy() { this.ro.disconnect(); }
 
   setTree(root, focusPath) {
+    const t0 = performance.now();
     this.root = root;
     // levels[d] = nodes at depth d in x order; x/w as fractions of root.total
     const levels = [];
@@ -91,6 +93,7 @@ export class FlameGraph {
       }
       this.focus = n;
     }
+    this.host.dataset.layoutMs = (performance.now() - t0).toFixed(1);
     this._searchShare();
     this.draw();
   }
@@ -98,10 +101,21 @@ export class FlameGraph {
   setIcicle(v) { this.icicle = v; this.draw(); }
 
   setSearch(q) {
+    const t0 = performance.now();
     this.query = q || '';
-    this.match = makeMatcher(q);
+    const m = makeMatcher(q);
+    // memoised per name (a profile repeats few thousand names over 100k
+    // nodes) and per node (drawing asks again on every redraw)
+    this.match = null;
+    if (m) {
+      const byName = new Map();
+      const gen = ++queryGen;
+      this.match = (name) => { let v = byName.get(name); if (v === undefined) { v = m(name); byName.set(name, v); } return v; };
+      this._nodeMatch = (n) => { if (n._qg !== gen) { n._qg = gen; n._qm = this.match(n.name); } return n._qm; };
+    }
     this._searchShare();
     this.draw();
+    this.host.dataset.searchMs = (performance.now() - t0).toFixed(1);
   }
 
   _searchShare() {
@@ -131,9 +145,15 @@ export class FlameGraph {
   _color(n, dark) {
     if (this.opts.diff) return this._diffColor(n, dark);
     if (this.match) {
-      if (this.match(n.name)) return dark ? '#d946ef' : '#c026d3';
+      if (this._nodeMatch(n)) return dark ? '#d946ef' : '#c026d3';
       return dark ? '#3b3f4a' : '#d9dce3';
     }
+    // the palette colour depends on the name only: cached per node
+    if (n._cd !== dark || !n._c) { n._c = this._paletteColor(n, dark); n._cd = dark; }
+    return n._c;
+  }
+
+  _paletteColor(n, dark) {
     const h = hashHue(n.name);
     if (n.depth === 0) return dark ? '#6b7280' : '#9ca3af';
     // warm palette (flame graph tradition)
@@ -147,7 +167,7 @@ export class FlameGraph {
     const r = this.root;
     let b = n.base || 0, t = n.target || 0;
     if (this.opts.normalize !== false && r.base && r.target) { b = b / r.base; t = t / r.target; }
-    if (this.match && this.match(n.name)) return dark ? '#d946ef' : '#c026d3';
+    if (this.match && this._nodeMatch(n)) return dark ? '#d946ef' : '#c026d3';
     let ch;
     if (b === 0 && t === 0) ch = 0;
     else if (b === 0) ch = 1;
@@ -161,6 +181,7 @@ export class FlameGraph {
 
   draw() {
     if (!this.root || !this.levels) return;
+    const tDraw = performance.now();
     const dpr = window.devicePixelRatio || 1;
     const width = Math.max(100, this.scroller.clientWidth - 2);
     const depth = this.levels.length;
@@ -183,6 +204,7 @@ export class FlameGraph {
     const ancestors = new Set();
     for (let a = f; a; a = a.parent) ancestors.add(a);
     const visible = [];
+    let lastFill = null;
     const textColor = dark ? '#111' : '#111';
     for (let d = 0; d < depth; d++) {
       const lvl = this.levels[d];
@@ -204,7 +226,8 @@ export class FlameGraph {
           w = n._w * scale;
         }
         if (w < MIN_W) continue;
-        ctx.fillStyle = this._color(n, dark);
+        const col = this._color(n, dark);
+        if (col !== lastFill) { ctx.fillStyle = col; lastFill = col; }
         ctx.fillRect(x0, y, Math.max(w - 0.5, 0.5), ROW - 1);
         if (n === this.hover) {
           ctx.strokeStyle = dark ? '#fff' : '#000';
@@ -212,7 +235,7 @@ export class FlameGraph {
           ctx.strokeRect(x0 + 0.5, y + 0.5, Math.max(w - 1.5, 0.5), ROW - 2);
         }
         if (w > 28) {
-          ctx.fillStyle = this.match && !this.match(n.name) && !this.opts.diff ? (dark ? '#9ca3af' : '#4b5563') : textColor;
+          ctx.fillStyle = lastFill = this.match && !this._nodeMatch(n) && !this.opts.diff ? (dark ? '#9ca3af' : '#4b5563') : textColor;
           const label = n.depth === 0 ? `total (${fmtValue(n.total, this.opts.unit)})` : n.name;
           const maxChars = Math.floor((w - 6) / 7.2);
           const txt = label.length > maxChars ? label.slice(0, Math.max(0, maxChars - 1)) + '…' : label;
@@ -229,11 +252,12 @@ export class FlameGraph {
     this.status.textContent = (f !== this.root ? `zoomed: ${f.name} (${fmtPct(f.total / (this.root.total || 1))} of total) — Esc resets` : `${this.count} nodes, total ${fmtValue(this.root.total, this.opts.unit)}`) + share;
     this.status.dataset.matched = this.match ? '1' : '0';
     this._aria(visible);
+    this.host.dataset.drawMs = (performance.now() - tDraw).toFixed(1);
   }
 
   _aria(visible) {
     const top = visible.filter((n) => n.depth > 0).sort((a, b) => b.total - a.total).slice(0, 40);
-    const html = top.map((n) => `<li data-name="${esc(n.name)}" data-total="${n.total}" data-self="${n.self}" data-depth="${n.depth}"${this.match && this.match(n.name) ? ' data-match="1"' : ''}>${esc(n.name)}: total ${esc(fmtValue(n.total, this.opts.unit))}, self ${esc(fmtValue(n.self, this.opts.unit))}</li>`).join('');
+    const html = top.map((n) => `<li data-name="${esc(n.name)}" data-total="${n.total}" data-self="${n.self}" data-depth="${n.depth}"${this.match && this._nodeMatch(n) ? ' data-match="1"' : ''}>${esc(n.name)}: total ${esc(fmtValue(n.total, this.opts.unit))}, self ${esc(fmtValue(n.self, this.opts.unit))}</li>`).join('');
     if (this.aria.innerHTML !== html) this.aria.innerHTML = html;
   }
 

@@ -13,16 +13,18 @@ export function fromJson(j, parent = null, depth = 0) {
 
 // Iterative version for deep trees (avoids stack overflow on 100k nodes).
 export function importTree(j) {
-  const root = { name: j.name || 'total', self: j.self || 0, total: j.total || 0, children: [], parent: null, depth: 0 };
-  const stack = [[j, root]];
-  while (stack.length) {
-    const [src, dst] = stack.pop();
+  const root = { name: j.name || 'total', self: j.self || 0, total: j.total || 0, _x: 0, _w: 0, _qg: 0, _qm: false, _c: '', _cd: false, children: [], parent: null, depth: 0 };
+  // parallel stacks: no allocation per node besides the node itself
+  const srcs = [j], dsts = [root];
+  while (srcs.length) {
+    const src = srcs.pop(), dst = dsts.pop();
     const kids = src.children || [];
     for (let i = 0; i < kids.length; i++) {
       const k = kids[i];
-      const n = { name: k.name, self: k.self || 0, total: k.total || 0, children: [], parent: dst, depth: dst.depth + 1 };
+      const n = { name: k.name, self: k.self || 0, total: k.total || 0, _x: 0, _w: 0, _qg: 0, _qm: false, _c: '', _cd: false, children: [], parent: dst, depth: dst.depth + 1 };
       dst.children.push(n);
-      stack.push([k, n]);
+      srcs.push(k);
+      dsts.push(n);
     }
   }
   return root;
@@ -70,7 +72,7 @@ export function matchesPrefix(name, prefixes) {
 // The root ("total") is never hidden. Returns a new tree.
 export function hideFrames(root, prefixes) {
   prefixes = (prefixes || []).filter(Boolean);
-  const out = { name: root.name, self: root.self, total: 0, children: [], parent: null, depth: 0 };
+  const out = { name: root.name, self: root.self, total: 0, _x: 0, _w: 0, _qg: 0, _qm: false, _c: '', _cd: false, children: [], parent: null, depth: 0 };
   if (!prefixes.length) return copyTree(root);
   const index = new Map(); // per output node: name -> child
   const childOf = (parent, name) => {
@@ -78,7 +80,7 @@ export function hideFrames(root, prefixes) {
     if (!m) { m = new Map(); index.set(parent, m); }
     let c = m.get(name);
     if (!c) {
-      c = { name, self: 0, total: 0, children: [], parent, depth: 0 };
+      c = { name, self: 0, total: 0, _x: 0, _w: 0, _qg: 0, _qm: false, _c: '', _cd: false, children: [], parent, depth: 0 };
       m.set(name, c);
       parent.children.push(c);
     }
@@ -102,12 +104,12 @@ export function hideFrames(root, prefixes) {
 }
 
 export function copyTree(root) {
-  const out = { name: root.name, self: root.self, total: root.total, children: [], parent: null, depth: 0 };
+  const out = { name: root.name, self: root.self, total: root.total, _x: 0, _w: 0, _qg: 0, _qm: false, _c: '', _cd: false, children: [], parent: null, depth: 0 };
   const stack = [[root, out]];
   while (stack.length) {
     const [s, d] = stack.pop();
     for (const c of s.children) {
-      const n = { name: c.name, self: c.self, total: c.total, children: [], parent: d, depth: d.depth + 1 };
+      const n = { name: c.name, self: c.self, total: c.total, _x: 0, _w: 0, _qg: 0, _qm: false, _c: '', _cd: false, children: [], parent: d, depth: d.depth + 1 };
       d.children.push(n);
       stack.push([c, n]);
     }
@@ -118,37 +120,29 @@ export function copyTree(root) {
 // Per-function rows like the API's table: self summed over all nodes;
 // total counts a function once per stack (outermost occurrence only).
 export function tableFromTree(root) {
+  // one row per name; `on` counts the row's frames on the current path so a
+  // recursive function's total counts its outermost frames only
   const rows = new Map();
-  const onStack = new Map();
-  const get = (name) => {
-    let r = rows.get(name);
-    if (!r) { r = { function: name, self: 0, total: 0 }; rows.set(name, r); }
-    return r;
-  };
-  // iterative DFS with enter/exit events
-  const stack = [[root, false]];
-  while (stack.length) {
-    const [n, exit] = stack.pop();
-    if (n === root) {
-      if (!exit) {
-        stack.push([n, true]);
-        for (let i = n.children.length - 1; i >= 0; i--) stack.push([n.children[i], false]);
-      }
-      continue;
-    }
-    if (exit) {
-      const k = onStack.get(n.name) - 1;
-      if (k) onStack.set(n.name, k); else onStack.delete(n.name);
-      continue;
-    }
-    const r = get(n.name);
+  // iterative DFS with enter/exit events on parallel stacks (no per-node
+  // allocation: this runs over 100k-node trees)
+  const nodes = [], rowOf = [];
+  for (let i = root.children.length - 1; i >= 0; i--) { nodes.push(root.children[i]); rowOf.push(null); }
+  while (nodes.length) {
+    const n = nodes.pop();
+    const exitRow = rowOf.pop();
+    if (exitRow) { exitRow.on--; continue; }
+    let r = rows.get(n.name);
+    if (!r) { r = { function: n.name, self: 0, total: 0, on: 0 }; rows.set(n.name, r); }
     r.self += n.self;
-    if (!onStack.has(n.name)) r.total += n.total;
-    onStack.set(n.name, (onStack.get(n.name) || 0) + 1);
-    stack.push([n, true]);
-    for (let i = n.children.length - 1; i >= 0; i--) stack.push([n.children[i], false]);
+    if (!r.on) r.total += n.total;
+    r.on++;
+    nodes.push(n);
+    rowOf.push(r);
+    const kids = n.children;
+    for (let i = kids.length - 1; i >= 0; i--) { nodes.push(kids[i]); rowOf.push(null); }
   }
-  const out = [...rows.values()];
+  const out = [];
+  for (const r of rows.values()) out.push({ function: r.function, self: r.self, total: r.total });
   if (root.self) out.push({ function: root.name === 'total' ? '[self of root]' : root.name, self: root.self, total: root.self });
   return out.sort((a, b) => b.self - a.self || b.total - a.total || (a.function < b.function ? -1 : 1));
 }
