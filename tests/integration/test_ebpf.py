@@ -54,17 +54,25 @@ def bpftool_ids(kind, other_pids=()):
     return ids
 
 
-def other_edges(mine):
-    """Pids of wt-edge processes other than mine."""
-    pids = []
-    for d in os.listdir("/proc"):
-        if d.isdigit() and int(d) != mine:
-            try:
-                if os.path.basename(os.readlink(f"/proc/{d}/exe")) == "wt-edge":
-                    pids.append(int(d))
-            except OSError:
-                pass
-    return pids
+def fd_bpf_ids(pid):
+    """BPF program and map ids held by pid's file descriptors."""
+    progs, maps = set(), set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return progs, maps
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                text = f.read()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith("prog_id:"):
+                progs.add(int(line.split()[1]))
+            elif line.startswith("map_id:"):
+                maps.add(int(line.split()[1]))
+    return progs, maps
 
 
 def requirements():
@@ -229,8 +237,17 @@ class EbpfSampler(unittest.TestCase):
         self.edge.proc.send_signal(signal.SIGHUP)
 
     def ours(self):
-        others = other_edges(self.edge.proc.pid if self.edge.proc else -1)
-        return (bpftool_ids("prog", others) - self.before[0], bpftool_ids("map", others) - self.before[1])
+        """Programs and maps of THIS edge: those its fds hold (fdinfo
+        prog_id/map_id) plus any it held earlier that are still loaded (a
+        leak). Another wt-edge with the sampler on the same machine (a local
+        cluster, a parallel test run) is not counted."""
+        allp, allm = bpftool_ids("prog"), bpftool_ids("map")
+        seen = getattr(self, "_seen", (set(), set()))
+        if self.edge.proc:
+            p, m = fd_bpf_ids(self.edge.proc.pid)
+            seen = (seen[0] | (p & allp), seen[1] | (m & allm))
+        self._seen = seen
+        return (seen[0] & allp, seen[1] & allm)
 
     def nfds(self):
         return len(os.listdir(f"/proc/{self.edge.proc.pid}/fd"))
