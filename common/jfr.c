@@ -1183,8 +1183,12 @@ static int nbuf_put(dec *d, size_t *n, const char *s, size_t len, int dots)
 	return 0;
 }
 
-/* jdk.types.Method (pooled or inline) → function "pkg.Class.method". */
-static int method_function(dec *d, const jfield *mf, const fval *mv, uint32_t *fid, size_t at)
+/* jdk.types.Method (pooled or inline) → function "pkg.Class.method".
+ * *hidden is set for methods the JVM marks hidden (lambda forms,
+ * Invokers$Holder …): like `jfr print`, callers leave those frames out. */
+#define METHOD_HIDDEN (1ULL << 32)
+static int method_function(dec *d, const jfield *mf, const fval *mv, uint32_t *fid, int *hidden,
+			   size_t at)
 {
 	chunk *c = &d->ch;
 	uint64_t cached;
@@ -1192,16 +1196,21 @@ static int method_function(dec *d, const jfield *mf, const fval *mv, uint32_t *f
 	int isnull, rc;
 	int cacheable = mf->cpool && !mf->array;
 
+	*hidden = 0;
 	if (cacheable && hm_get(&c->methods, mv->v, &cached)) {
 		*fid = (uint32_t)cached;
+		*hidden = (cached & METHOD_HIDDEN) != 0;
 		return 0;
 	}
 	if (obj_pos(d, mf, mv, &pos)) {
 		fval *vals = c->scr[3];
-		int32_t ft, fn;
+		int32_t ft, fn, fh;
 		TRY(read_obj(d, mf->cls, pos, c->end, vals));
 		ft = field_index(d, mf->cls, "type");
 		fn = field_index(d, mf->cls, "name");
+		fh = field_index(d, mf->cls, "hidden");
+		if (fh >= 0)
+			*hidden = vals[fh].v != 0;
 		if (ft >= 0) {
 			const jfield *tf = &c->fld[c->cls[mf->cls].field0 + ft];
 			size_t tpos;
@@ -1229,7 +1238,7 @@ static int method_function(dec *d, const jfield *mf, const fval *mv, uint32_t *f
 		TRY(nbuf_put(d, &n, "[unknown]", 9, 0));
 	if ((rc = wt_profile_add_function_named(d->p, d->nbuf, n, NULL, fid, d->err)))
 		return ctxerr(d, rc, at);
-	if (cacheable && hm_put(&c->methods, mv->v, *fid))
+	if (cacheable && hm_put(&c->methods, mv->v, *fid | (*hidden ? METHOD_HIDDEN : 0)))
 		return oom(d);
 	return 0;
 }
@@ -1292,9 +1301,12 @@ static int get_stack(dec *d, const jfield *sf, const fval *sv, uint32_t *sid, si
 				{
 					fval *fv = c->scr[2];
 					const jclass *fc = &c->cls[af->cls];
+					int hidden;
 					TRY(read_obj(d, af->cls, fpos, c->end, fv));
 					TRY(method_function(d, &c->fld[fc->field0 + fm], &fv[fm], &fr.function,
-							    at));
+							    &hidden, at));
+					if (hidden)
+						continue;
 					if (fl >= 0)
 						fr.line = (int64_t)fv[fl].v;
 				}
