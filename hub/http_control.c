@@ -6,29 +6,13 @@
 
 #include "http_server.h"
 #include "hub.h"
+#include "params.h"
 
 static void method_not_allowed(hub_req *r, const char *allowed)
 {
 	atomic_fetch_add(&r->ctx->metrics.responses_4xx, 1);
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow", allowed);
 	wt_http_send_json(r->req, 405, json_pack("{s:s, s:s}", "error", "method_not_allowed", "detail", allowed));
-}
-
-/* "/v1/projects/{p}<rest>": copy p, return rest (or NULL). */
-static const char *project_of(const char *path, char *project, size_t cap)
-{
-	const char *p, *slash;
-	size_t n;
-
-	if (strncmp(path, "/v1/projects/", 13))
-		return NULL;
-	p = path + 13;
-	slash = strchr(p, '/');
-	if (!slash || slash == p || (n = (size_t)(slash - p)) >= cap)
-		return NULL;
-	memcpy(project, p, n);
-	project[n] = '\0';
-	return slash;
 }
 
 int hub_control_route(hub_req *r)
@@ -44,7 +28,7 @@ int hub_control_route(hub_req *r)
 			hub_handle_worker_run(r);
 		return 1;
 	}
-	if (!(rest = project_of(r->path, project, sizeof(project))))
+	if (!(rest = hub_path_project(r->path, project, sizeof(project))))
 		return 0;
 	if (!strcmp(rest, "/policy")) {
 		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_PUT)

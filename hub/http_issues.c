@@ -313,24 +313,6 @@ static void method_not_allowed(hub_req *r, const char *allowed)
 				       "detail", "method not allowed (allowed: ", allowed, ")"));
 }
 
-/* "/v1/projects/{p}/<rest>": copies p, returns rest (after the slash) or NULL. */
-static const char *project_path(const char *path, char *project, size_t cap)
-{
-	const char *p, *slash;
-	size_t n;
-
-	if (strncmp(path, "/v1/projects/", 13))
-		return NULL;
-	p = path + 13;
-	slash = strchr(p, '/');
-	if (!slash || slash == p || (size_t)(slash - p) >= cap)
-		return NULL;
-	n = (size_t)(slash - p);
-	memcpy(project, p, n);
-	project[n] = '\0';
-	return slash + 1;
-}
-
 int hub_analysis_route(hub_req *r)
 {
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(r->req);
@@ -344,8 +326,9 @@ int hub_analysis_route(hub_req *r)
 			hub_handle_analysis_run(r);
 		return 1;
 	}
-	if (!(rest = project_path(r->path, project, sizeof(project))))
+	if (!(rest = hub_path_project(r->path, project, sizeof(project))))
 		return 0;
+	rest++; /* past the '/' */
 	if (!strncmp(rest, "profiles/", 9)) {
 		const char *view = rest + 9;
 		void (*fn)(hub_req *, const char *) = NULL;

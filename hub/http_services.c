@@ -28,21 +28,9 @@ static const char *const column_labels[] = {"host", "thread", "container", "span
 
 int hub_match_project_suffix(const char *path, const char *suffix, char *project, size_t cap)
 {
-	const char *p, *slash;
-	size_t n;
+	const char *rest = hub_path_project(path, project, cap);
 
-	if (strncmp(path, "/v1/projects/", 13))
-		return 0;
-	p = path + 13;
-	slash = strchr(p, '/');
-	if (!slash || strcmp(slash, suffix))
-		return 0;
-	n = (size_t)(slash - p);
-	if (n == 0 || n >= cap)
-		return 0;
-	memcpy(project, p, n);
-	project[n] = '\0';
-	return 1;
+	return rest && !strcmp(rest, suffix);
 }
 
 static void date_str(int64_t ns, char out[11])

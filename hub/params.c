@@ -113,3 +113,22 @@ int hub_param_uint(const struct evkeyvalq *q, const char *name, long def, long l
 	*out = x;
 	return 0;
 }
+
+const char *hub_path_project(const char *path, char *project, size_t cap)
+{
+	const char *p, *slash;
+	size_t n;
+
+	/* prefix first: a shorter path must not be read past its end */
+	if (strncmp(path, "/v1/projects/", 13))
+		return NULL;
+	p = path + 13;
+	if (!(slash = strchr(p, '/')))
+		return NULL;
+	n = (size_t)(slash - p);
+	if (n == 0 || n >= cap)
+		return NULL;
+	memcpy(project, p, n);
+	project[n] = '\0';
+	return slash;
+}

@@ -35,6 +35,11 @@ typedef struct hub_params {
  * parameters are ignored. 0 or WT_EINVAL naming the parameter. */
 int hub_params_parse(const struct evkeyvalq *q, hub_params *p, wt_err *err);
 
+/* "/v1/projects/{p}/…": copy p (1 to cap-1 bytes) into project and return
+ * a pointer to the '/' that follows it; NULL when path has another shape.
+ * The route matchers of server.c and the http_*.c routers all use it. */
+const char *hub_path_project(const char *path, char *project, size_t cap);
+
 /* 1 if s is a usable service name: 1-256 bytes, printable, no control
  * characters. */
 int hub_service_valid(const char *s);

@@ -23,6 +23,7 @@
 #include "http_server.h"
 #include "log.h"
 #include "http_ui.h"
+#include "params.h"
 #include "repl.h"
 
 typedef struct worker {
@@ -138,24 +139,12 @@ static void bad_method(hub_req *r, const char *allowed)
 /* /v1/projects/{p}/profiles/{view} */
 static int match_query(const char *path, char *project, size_t pcap, char *view, size_t vcap)
 {
-	const char *p, *slash;
-	size_t n;
+	const char *rest = hub_path_project(path, project, pcap);
 
-	/* check the prefix first: a shorter path must not be read past its end */
-	if (strncmp(path, "/v1/projects/", 13))
+	if (!rest || strncmp(rest, "/profiles/", 10))
 		return 0;
-	p = path + 13;
-	if (!(slash = strchr(p, '/')))
-		return 0;
-	n = (size_t)(slash - p);
-	if (n == 0 || n >= pcap)
-		return 0;
-	memcpy(project, p, n);
-	project[n] = '\0';
-	if (strncmp(slash, "/profiles/", 10))
-		return 0;
-	snprintf(view, vcap, "%s", slash + 10);
-	return strlen(slash + 10) < vcap;
+	snprintf(view, vcap, "%s", rest + 10);
+	return strlen(rest + 10) < vcap;
 }
 
 static void route(struct evhttp_request *req, void *arg)
