@@ -28,6 +28,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "text_input.h"
+
 #define FOLDED_DEFAULT_TYPE "cpu"
 #define FOLDED_DEFAULT_UNIT "samples"
 #define NS_PER_SEC 1000000000LL
@@ -600,7 +602,8 @@ int wt_folded_decode(const uint8_t *buf, size_t len, const wt_folded_opts *opts,
 		     wt_profile **out, wt_err *err)
 {
 	dec d;
-	const char *s = buf ? (const char *)buf : "", *end = s + (buf ? len : 0), *nul;
+	const char *s = buf ? (const char *)buf : "", *end = s + (buf ? len : 0);
+	size_t skip;
 	int rc = 0;
 
 	*out = NULL;
@@ -610,23 +613,9 @@ int wt_folded_decode(const uint8_t *buf, size_t len, const wt_folded_opts *opts,
 	d.p = wt_profile_new(opts ? opts->lim : NULL);
 	if (!d.p)
 		return wt_err_set(err, WT_ENOMEM, "folded: out of memory");
-	if (len > d.p->lim.max_decompressed) {
-		rc = wt_err_set(err, WT_ELIMIT, "folded: input of %zu bytes exceeds max_decompressed %zu",
-				len, d.p->lim.max_decompressed);
+	if ((rc = wt_text_input_check("folded", s, len, &d.p->lim, &skip, err)))
 		goto cleanup;
-	}
-	if (len && (nul = memchr(s, 0, len))) {
-		size_t line = 1;
-		const char *q;
-
-		for (q = s; (q = memchr(q, '\n', (size_t)(nul - q))); q++)
-			line++;
-		rc = wt_err_set(err, WT_EINVAL, "folded: line %zu: NUL byte at offset %zu", line,
-				(size_t)(nul - s));
-		goto cleanup;
-	}
-	if (len >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3)) /* UTF-8 BOM */
-		s += 3;
+	s += skip;
 	if (opts && opts->time_ns)
 		d.p->time_ns = opts->time_ns;
 	while (s < end) {

@@ -38,6 +38,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "text_input.h"
+
 #define NS_PER_SEC 1000000000LL
 #define PERF_CPU_TYPE "cpu"
 #define PERF_ERR_SNIP 60 /* bytes of offending text quoted in errors */
@@ -898,7 +900,8 @@ static int decode_records(dec *d, const char *s, const char *end)
 int wt_perf_script_decode(const uint8_t *buf, size_t len, const wt_limits *lim,
 			  int64_t time_ns, wt_profile **out, wt_err *err)
 {
-	const char *s = (const char *)buf, *end = s + len, *nul;
+	const char *s = (const char *)buf, *end = s + len;
+	size_t skip;
 	dec d;
 	int rc;
 
@@ -908,23 +911,9 @@ int wt_perf_script_decode(const uint8_t *buf, size_t len, const wt_limits *lim,
 	d.base = time_ns;
 	if (!(d.p = wt_profile_new(lim)))
 		return wt_err_set(err, WT_ENOMEM, "perf: out of memory");
-	if (len > d.p->lim.max_decompressed) {
-		rc = wt_err_set(err, WT_ELIMIT, "perf: input of %zu bytes exceeds max_decompressed %zu",
-				len, d.p->lim.max_decompressed);
+	if ((rc = wt_text_input_check("perf", s, len, &d.p->lim, &skip, err)))
 		goto cleanup;
-	}
-	if (len && (nul = memchr(s, 0, len))) {
-		size_t line = 1;
-		const char *q;
-
-		for (q = s; (q = memchr(q, '\n', (size_t)(nul - q))); q++)
-			line++;
-		rc = wt_err_set(err, WT_EINVAL, "perf: line %zu: NUL byte at offset %zu", line,
-				(size_t)(nul - s));
-		goto cleanup;
-	}
-	if (len >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3))
-		s += 3;
+	s += skip;
 	if ((rc = scan_headers(&d, s, end)))
 		goto cleanup;
 	if (!d.nev) {
