@@ -8,13 +8,6 @@
 #include "hub.h"
 #include "params.h"
 
-static void method_not_allowed(hub_req *r, const char *allowed)
-{
-	atomic_fetch_add(&r->ctx->metrics.responses_4xx, 1);
-	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow", allowed);
-	wt_http_send_json(r->req, 405, json_pack("{s:s, s:s}", "error", "method_not_allowed", "detail", allowed));
-}
-
 int hub_control_route(hub_req *r)
 {
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(r->req);
@@ -23,7 +16,7 @@ int hub_control_route(hub_req *r)
 
 	if (!strcmp(r->path, "/v1/admin/worker/run")) {
 		if (cmd != EVHTTP_REQ_POST)
-			method_not_allowed(r, "POST");
+			hub_req_method_not_allowed(r, "POST");
 		else
 			hub_handle_worker_run(r);
 		return 1;
@@ -32,28 +25,28 @@ int hub_control_route(hub_req *r)
 		return 0;
 	if (!strcmp(rest, "/policy")) {
 		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_PUT)
-			method_not_allowed(r, "GET, PUT");
+			hub_req_method_not_allowed(r, "GET, PUT");
 		else
 			hub_handle_policy(r, project);
 		return 1;
 	}
 	if (!strcmp(rest, "/profiles")) {
 		if (cmd != EVHTTP_REQ_DELETE)
-			method_not_allowed(r, "DELETE");
+			hub_req_method_not_allowed(r, "DELETE");
 		else
 			hub_handle_delete_profiles(r, project);
 		return 1;
 	}
 	if (!strcmp(rest, "/audit")) {
 		if (cmd != EVHTTP_REQ_GET)
-			method_not_allowed(r, "GET");
+			hub_req_method_not_allowed(r, "GET");
 		else
 			hub_handle_audit(r, project);
 		return 1;
 	}
 	if (!strncmp(rest, "/deletions/", 11) && !strchr(rest + 11, '/')) {
 		if (cmd != EVHTTP_REQ_GET)
-			method_not_allowed(r, "GET");
+			hub_req_method_not_allowed(r, "GET");
 		else
 			hub_handle_deletion(r, project, rest + 11);
 		return 1;

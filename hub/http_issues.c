@@ -306,13 +306,6 @@ done:
 
 /* ---- routing --------------------------------------------------------------- */
 
-static void method_not_allowed(hub_req *r, const char *allowed)
-{
-	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow", allowed);
-	hub_req_json(r, 405, json_pack("{s:s, s:s++}", "error", "method_not_allowed",
-				       "detail", "method not allowed (allowed: ", allowed, ")"));
-}
-
 int hub_analysis_route(hub_req *r)
 {
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(r->req);
@@ -321,7 +314,7 @@ int hub_analysis_route(hub_req *r)
 
 	if (!strcmp(r->path, "/v1/admin/analysis/run")) {
 		if (cmd != EVHTTP_REQ_POST)
-			method_not_allowed(r, "POST");
+			hub_req_method_not_allowed(r, "POST");
 		else
 			hub_handle_analysis_run(r);
 		return 1;
@@ -343,21 +336,21 @@ int hub_analysis_route(hub_req *r)
 		if (!fn)
 			return 0;
 		if (cmd != EVHTTP_REQ_GET)
-			method_not_allowed(r, "GET");
+			hub_req_method_not_allowed(r, "GET");
 		else
 			fn(r, project);
 		return 1;
 	}
 	if (!strcmp(rest, "issues")) {
 		if (cmd != EVHTTP_REQ_GET)
-			method_not_allowed(r, "GET");
+			hub_req_method_not_allowed(r, "GET");
 		else
 			hub_handle_issues(r, project);
 		return 1;
 	}
 	if (!strncmp(rest, "issues/", 7) && rest[7] && !strchr(rest + 7, '/')) {
 		if (cmd != EVHTTP_REQ_PATCH)
-			method_not_allowed(r, "PATCH");
+			hub_req_method_not_allowed(r, "PATCH");
 		else
 			hub_handle_issue_patch(r, project, rest + 7);
 		return 1;

@@ -74,6 +74,8 @@ void hub_handle_analysis_run(hub_req *r);
 int hub_req_auth(hub_req *r, hub_principal *p);
 /* Send err as the JSON error reply and count it. */
 void hub_req_fail(hub_req *r, const wt_err *err);
+/* 405 with an Allow header and a JSON error naming the allowed methods. */
+void hub_req_method_not_allowed(hub_req *r, const char *allowed);
 /* Send a JSON reply (takes ownership of body) and count it. */
 void hub_req_json(hub_req *r, int status, json_t *body);
 

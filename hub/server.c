@@ -126,7 +126,7 @@ static void not_found(hub_req *r)
 	hub_req_fail(r, &err);
 }
 
-static void bad_method(hub_req *r, const char *allowed)
+void hub_req_method_not_allowed(hub_req *r, const char *allowed)
 {
 	wt_err err;
 	count_status(r->ctx, 405);
@@ -159,27 +159,27 @@ static void route(struct evhttp_request *req, void *arg)
 	atomic_fetch_add(&w->ctx->metrics.requests_total, 1);
 	if (!strcmp(r.path, "/healthz")) {
 		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
-			{ bad_method(&r, "GET"); return; }
+			{ hub_req_method_not_allowed(&r, "GET"); return; }
 		{ hub_handle_healthz(&r); return; }
 	}
 	if (!strcmp(r.path, "/metrics")) {
 		if (cmd != EVHTTP_REQ_GET)
-			{ bad_method(&r, "GET"); return; }
+			{ hub_req_method_not_allowed(&r, "GET"); return; }
 		{ hub_handle_metrics(&r); return; }
 	}
 	if (!strcmp(r.path, "/v1/profiles")) {
 		if (cmd != EVHTTP_REQ_POST)
-			{ bad_method(&r, "POST"); return; }
+			{ hub_req_method_not_allowed(&r, "POST"); return; }
 		{ hub_handle_upload(&r); return; }
 	}
 	if (!strcmp(r.path, "/v1/admin/projects")) {
 		if (cmd != EVHTTP_REQ_POST && cmd != EVHTTP_REQ_GET)
-			{ bad_method(&r, "GET, POST"); return; }
+			{ hub_req_method_not_allowed(&r, "GET, POST"); return; }
 		{ hub_handle_admin_projects(&r); return; }
 	}
 	if (!strcmp(r.path, "/v1/admin/tokens")) {
 		if (cmd != EVHTTP_REQ_POST && cmd != EVHTTP_REQ_GET)
-			{ bad_method(&r, "GET, POST"); return; }
+			{ hub_req_method_not_allowed(&r, "GET, POST"); return; }
 		{ hub_handle_admin_tokens(&r); return; }
 	}
 	if (hub_control_route(&r)) /* policy, audit, deletion, worker (http_control.c) */
@@ -189,13 +189,13 @@ static void route(struct evhttp_request *req, void *arg)
 	/* Explorer UI (static, no token) and its picker endpoints (http_ui.h). */
 	if (!strcmp(r.path, "/") || !strcmp(r.path, "/ui") || !strncmp(r.path, "/ui/", 4)) {
 		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
-			{ bad_method(&r, "GET"); return; }
+			{ hub_req_method_not_allowed(&r, "GET"); return; }
 		{ hub_handle_ui(&r); return; }
 	}
 	if (hub_match_project_suffix(r.path, "/services", project, sizeof(project)) ||
 	    hub_match_project_suffix(r.path, "/labels", project, sizeof(project))) {
 		if (cmd != EVHTTP_REQ_GET)
-			{ bad_method(&r, "GET"); return; }
+			{ hub_req_method_not_allowed(&r, "GET"); return; }
 		if (hub_match_project_suffix(r.path, "/services", project, sizeof(project)))
 			hub_handle_services(&r, project);
 		else
@@ -204,13 +204,13 @@ static void route(struct evhttp_request *req, void *arg)
 	}
 	if (match_query(r.path, project, sizeof(project), view, sizeof(view)) && !strcmp(view, "series")) {
 		if (cmd != EVHTTP_REQ_GET)
-			{ bad_method(&r, "GET"); return; }
+			{ hub_req_method_not_allowed(&r, "GET"); return; }
 		{ hub_handle_series(&r, project); return; }
 	}
 	if (match_query(r.path, project, sizeof(project), view, sizeof(view))) {
 		if (!strcmp(view, "flamegraph") || !strcmp(view, "table") || !strcmp(view, "callgraph")) {
 			if (cmd != EVHTTP_REQ_GET)
-				{ bad_method(&r, "GET"); return; }
+				{ hub_req_method_not_allowed(&r, "GET"); return; }
 			{ hub_handle_query(&r, project, view); return; }
 		}
 	}
