@@ -303,18 +303,25 @@ def perf_report(perf_data):
     out = run(["perf", "report", "-i", perf_data, "--stdio", "--no-children", "--sort", "sym", "-n",
                "-g", "none"]).stdout
     samples = events = None
+    header = None
     rows = {}
     row_re = re.compile(r"^\s*[\d.]+%\s+(\d+)\s+\[.\]\s+(.*?)\s*$")
     for line in out.splitlines():
-        m = re.match(r"# Samples: (\d+)", line)
+        # perf abbreviates the header from 1000 on ("1K"): exact only below
+        m = re.match(r"# Samples: (\d+)$", line.strip())
         if m:
-            samples = int(m.group(1))
+            header = int(m.group(1))
         m = re.match(r"# Event count \(approx.\): (\d+)", line)
         if m:
             events = int(m.group(1))
         m = row_re.match(line)
         if m:
             rows[m.group(2)] = rows.get(m.group(2), 0) + int(m.group(1))
+    # the exact count is the sum of the per-symbol rows (-n); it must agree
+    # with the header whenever perf prints the header unabbreviated
+    samples = sum(rows.values()) if rows else None
+    if header is not None and samples != header:
+        raise AssertionError(f"perf report: rows sum to {samples} samples, header says {header}")
     return samples, events, rows
 
 
