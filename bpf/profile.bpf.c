@@ -18,6 +18,7 @@
 
 #define EEXIST 17
 #define ENOMEM 12
+#define EFAULT 14
 
 const volatile int wt_mode = WT_MODE_HASH;
 
@@ -54,6 +55,14 @@ static __always_inline void stat_inc(__u32 i)
 		(*v)++;
 }
 
+/* The interrupted code segment selector. The verifier lets a perf_event
+ * program read its context's registers in whole 8-byte words only, and
+ * newer kernels declare cs as a 2-byte member of a union. */
+static __always_inline __u64 regs_cs(struct bpf_perf_event_data *ctx)
+{
+	return *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
+}
+
 SEC("perf_event")
 int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 {
@@ -69,7 +78,12 @@ int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 	key.tgid = id >> 32;
 	key.cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	key.kern_stack_id = bpf_get_stackid(ctx, &wt_stacks, 0);
+	/* interrupted in user mode: there is no kernel stack to walk (the
+	 * walk would return -EFAULT after paying for its setup) */
+	if ((regs_cs(ctx) & 3) == 3)
+		key.kern_stack_id = -EFAULT;
+	else
+		key.kern_stack_id = bpf_get_stackid(ctx, &wt_stacks, 0);
 	key.user_stack_id = bpf_get_stackid(ctx, &wt_stacks, BPF_F_USER_STACK);
 	/* a collision here means the stack map is too small (or two stacks
 	 * hashed alike): the sample stays, without that stack */

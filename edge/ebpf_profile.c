@@ -165,19 +165,16 @@ static int drain_entries(const struct wt_stack_key *keys, const uint64_t *vals, 
 	return 0;
 }
 
-int edge_ebpf_drain_maps(int counts_fd, int stacks_fd, int kind, size_t max_keys, edge_ebpf_sink fn, void *arg,
-			 edge_ebpf_counters *ctr, wt_err *err)
-{
-	struct wt_stack_key *keys = calloc(max_keys + 1, sizeof(*keys));
-	uint64_t *vals = calloc(max_keys + 1, sizeof(*vals));
-	size_t n = 0, m = 0;
-	int rc = 0;
+/* Entries read per batch call: one syscall moves this many keys instead of
+ * two syscalls per key (get_next_key + lookup_and_delete). */
+#define BATCH 1024
 
-	if (!keys || !vals) {
-		rc = wt_err_set(err, WT_ENOMEM, "out of memory draining BPF maps");
-		goto out;
-	}
-	/* collect first, delete after: deleting while walking restarts the walk */
+/* Per-key fallback for kernels without batch operations on hash maps
+ * (before 5.6): collect first, delete after (deleting while walking
+ * restarts the walk). */
+static size_t drain_per_key(int counts_fd, size_t max_keys, struct wt_stack_key *keys, uint64_t *vals)
+{
+	size_t n = 0, m = 0;
 	void *prev = NULL;
 	while (n < max_keys && bpf_map_get_next_key(counts_fd, prev, &keys[n]) == 0) {
 		prev = &keys[n];
@@ -190,6 +187,53 @@ int edge_ebpf_drain_maps(int counts_fd, int stacks_fd, int kind, size_t max_keys
 			m++;
 		}
 	}
+	return m;
+}
+
+/* Batched walk of a hash map of wt_stack_key → u64 (deleting what it reads
+ * when del): returns the entries read, or -1 when the kernel has no batch
+ * operations for it (caller falls back to the per-key walk). A bucket
+ * larger than the room left (ENOSPC) ends the walk early; the rest stays
+ * for the next call. */
+static long batch_walk(int fd, int del, size_t max_keys, struct wt_stack_key *keys, uint64_t *vals)
+{
+	struct wt_stack_key token; /* hash maps use a u32 bucket index; key-sized is always enough */
+	size_t n = 0;
+	int first = 1;
+	while (n < max_keys) {
+		__u32 cnt = (__u32)(max_keys - n < BATCH ? max_keys - n : BATCH);
+		int r = del ? bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token, &token, keys + n, vals + n, &cnt,
+							      NULL)
+			    : bpf_map_lookup_batch(fd, first ? NULL : &token, &token, keys + n, vals + n, &cnt, NULL);
+		int e = r ? errno : 0;
+		if (r && e != ENOENT && e != ENOSPC) {
+			if (first && (e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP || e == ENOSYS))
+				return -1;
+			if (e == EFAULT)
+				cnt = 0;
+		}
+		n += cnt;
+		first = 0;
+		if (r)
+			break;
+	}
+	return (long)n;
+}
+
+int edge_ebpf_drain_maps(int counts_fd, int stacks_fd, int kind, size_t max_keys, edge_ebpf_sink fn, void *arg,
+			 edge_ebpf_counters *ctr, wt_err *err)
+{
+	struct wt_stack_key *keys = calloc(max_keys + 1, sizeof(*keys));
+	uint64_t *vals = calloc(max_keys + 1, sizeof(*vals));
+	size_t m = 0;
+	int rc = 0;
+
+	if (!keys || !vals) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory draining BPF maps");
+		goto out;
+	}
+	long got = batch_walk(counts_fd, 1, max_keys, keys, vals);
+	m = got >= 0 ? (size_t)got : drain_per_key(counts_fd, max_keys, keys, vals);
 	rc = drain_entries(keys, vals, m, stacks_fd, kind, fn, arg, ctr, err);
 out:
 	free(keys);
@@ -199,15 +243,29 @@ out:
 
 void edge_ebpf_scan_keys(int counts_fd, size_t max_keys, edge_ebpf_seen fn, void *arg)
 {
-	struct wt_stack_key a, b, *cur = &a, *prev = NULL;
+	struct wt_stack_key *keys = calloc(max_keys + 1, sizeof(*keys));
+	uint64_t *vals = calloc(max_keys + 1, sizeof(*vals));
 	uint32_t last = 0;
-	for (size_t i = 0; i < max_keys && bpf_map_get_next_key(counts_fd, prev, cur) == 0; i++) {
-		if (cur->tgid != last)
-			fn(arg, cur->tgid);
-		last = cur->tgid;
-		prev = cur;
-		cur = cur == &a ? &b : &a;
+	long n;
+
+	if (keys && vals && (n = batch_walk(counts_fd, 0, max_keys, keys, vals)) >= 0) {
+		for (long i = 0; i < n; i++) {
+			if (keys[i].tgid != last)
+				fn(arg, keys[i].tgid);
+			last = keys[i].tgid;
+		}
+	} else {
+		struct wt_stack_key a, b, *cur = &a, *prev = NULL;
+		for (size_t i = 0; i < max_keys && bpf_map_get_next_key(counts_fd, prev, cur) == 0; i++) {
+			if (cur->tgid != last)
+				fn(arg, cur->tgid);
+			last = cur->tgid;
+			prev = cur;
+			cur = cur == &a ? &b : &a;
+		}
 	}
+	free(keys);
+	free(vals);
 }
 
 void edge_ebpf_read_stats(int stats_fd, uint64_t prev[WT_STAT_MAX], edge_ebpf_counters *ctr)
