@@ -82,6 +82,7 @@ int BPF_PROG(wt_offcpu_switch, bool preempt, struct task_struct *prev, struct ta
 		s.key.tgid = BPF_CORE_READ(prev, tgid);
 		/* prev is still current here: its stacks and cgroup */
 		s.key.cgroup_id = bpf_get_current_cgroup_id();
+		s.key.image = (__u64)BPF_CORE_READ(prev, mm);
 		bpf_get_current_comm(s.key.comm, sizeof(s.key.comm));
 		s.key.kern_stack_id = bpf_get_stackid(ctx, &wt_off_stacks, 0);
 		s.key.user_stack_id = bpf_get_stackid(ctx, &wt_off_stacks, BPF_F_USER_STACK);

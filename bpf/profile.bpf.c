@@ -11,6 +11,7 @@
  * Tuning is load-time: the mode through rodata, map sizes before load.
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
@@ -41,6 +42,20 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } wt_events SEC(".maps");
 
+/* tgid → image last announced through wt_new_procs (the edge deletes the
+ * entries of processes that are gone) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 16384);
+} wt_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} wt_new_procs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
@@ -63,6 +78,30 @@ static __always_inline __u64 regs_cs(struct bpf_perf_event_data *ctx)
 	return *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
 }
 
+/* Announce (tgid, image) the first time it is sampled: one hash lookup per
+ * sample otherwise. */
+static __always_inline void announce(__u32 tgid, __u64 image)
+{
+	__u64 *last = bpf_map_lookup_elem(&wt_procs, &tgid);
+	if (last && *last == image)
+		return;
+	if (bpf_map_update_elem(&wt_procs, &tgid, &image, BPF_ANY)) {
+		stat_inc(WT_STAT_PROCS_FULL);
+		return;
+	}
+	struct wt_proc_event *ev = bpf_ringbuf_reserve(&wt_new_procs, sizeof(*ev), 0);
+	if (!ev) {
+		/* announced next time: the edge finds the image at the flush anyway */
+		bpf_map_delete_elem(&wt_procs, &tgid);
+		stat_inc(WT_STAT_PROCS_FULL);
+		return;
+	}
+	ev->tgid = tgid;
+	ev->pad = 0;
+	ev->image = image;
+	bpf_ringbuf_submit(ev, 0);
+}
+
 SEC("perf_event")
 int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 {
@@ -77,6 +116,8 @@ int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 	key.pid = (__u32)id;
 	key.tgid = id >> 32;
 	key.cgroup_id = bpf_get_current_cgroup_id();
+	key.image = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), mm);
+	announce(key.tgid, key.image);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	/* interrupted in user mode: there is no kernel stack to walk (the
 	 * walk would return -EFAULT after paying for its setup) */

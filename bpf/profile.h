@@ -14,7 +14,10 @@
 #define WT_COMM_LEN 16
 
 /* One aggregation key for on-CPU counts and off-CPU nanoseconds. pid is the
- * thread (kernel pid), tgid the process; comm is the thread's name at sample
+ * thread (kernel pid), tgid the process; image is the process's address
+ * space (the task's mm pointer: a new one on every exec, 0 for kernel
+ * threads), so samples taken before and after an exec are told apart and
+ * each symbolizes with its own binary; comm is the thread's name at sample
  * time. A negative stack id is -errno from bpf_get_stackid (-EFAULT: no user
  * stack, e.g. a kernel thread; -EEXIST/-ENOMEM: the stack map is full or
  * collided — counted in stats). */
@@ -24,7 +27,18 @@ struct wt_stack_key {
 	__s32 user_stack_id;
 	__s32 kern_stack_id;
 	__u64 cgroup_id;
+	__u64 image;
 	char comm[WT_COMM_LEN];
+};
+
+/* A process image (tgid, image) sampled for the first time: streamed
+ * through wt_new_procs so that the edge reads /proc/PID/maps while the
+ * process still lives (short-lived processes, and the new binary after an
+ * exec). */
+struct wt_proc_event {
+	__u32 tgid;
+	__u32 pad;
+	__u64 image;
 };
 
 /* The same key streamed through the ring buffer (ring mode), with the
@@ -43,6 +57,7 @@ enum wt_stat {
 	WT_STAT_KSTACK_COLL,     /* kernel stack not stored: -EEXIST/-ENOMEM */
 	WT_STAT_OFF_SHORT,       /* off-CPU intervals under the threshold */
 	WT_STAT_OFF_MISSED,      /* switch-in without a recorded switch-out */
+	WT_STAT_PROCS_FULL,      /* new process image not announced: wt_procs full / ring full */
 	WT_STAT_MAX
 };
 

@@ -30,9 +30,10 @@ enum { EDGE_EBPF_CPU = 0, EDGE_EBPF_OFFCPU = 1, EDGE_EBPF_NKINDS };
 typedef void (*edge_ebpf_sink)(void *arg, int kind, const struct wt_stack_key *k, uint64_t value,
 			       const uint64_t *ustack, size_t nu, const uint64_t *kstack, size_t nk);
 
-/* Called for every thread group seen since the last drain (discovery:
- * lets the sampler read /proc/PID/maps while the process lives). */
-typedef void (*edge_ebpf_seen)(void *arg, uint32_t tgid);
+/* Called for process images (tgid, image: see struct wt_stack_key) seen
+ * since the last drain (discovery: lets the sampler read /proc/PID/maps
+ * while the process lives). */
+typedef void (*edge_ebpf_seen)(void *arg, uint32_t tgid, uint64_t image);
 
 /* Cumulative counters of one probe kind (across reloads). */
 typedef struct edge_ebpf_counters {
@@ -64,7 +65,13 @@ int edge_ebpf_cpu_frequency(const edge_ebpf_cpu *c);
 /* Ring mode: consume streamed samples for up to timeout_ms (0 in hash
  * mode: returns at once). seen() is called for new tgids. */
 int edge_ebpf_cpu_poll(edge_ebpf_cpu *c, int timeout_ms, edge_ebpf_seen seen, void *arg);
-void edge_ebpf_cpu_scan(edge_ebpf_cpu *c, edge_ebpf_seen fn, void *arg);
+/* Wait up to timeout_ms for process images sampled for the first time
+ * (announced by the program through wt_new_procs) and call seen() for
+ * each: the discovery thread's loop. Returns the number handled. */
+int edge_ebpf_cpu_poll_procs(edge_ebpf_cpu *c, int timeout_ms, edge_ebpf_seen seen, void *arg);
+/* The process tgid is gone: forget it in the kernel, so that the pid's next
+ * process is announced again and the table does not fill up. */
+void edge_ebpf_cpu_forget(edge_ebpf_cpu *c, uint32_t tgid);
 int edge_ebpf_cpu_drain(edge_ebpf_cpu *c, edge_ebpf_sink fn, void *arg, wt_err *err);
 /* Detach and unload everything (links, perf fds, maps, programs). */
 void edge_ebpf_cpu_close(edge_ebpf_cpu *c);

@@ -6,6 +6,7 @@
 #include "ebpf_procs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -77,11 +78,17 @@ void edge_procs_free(edge_procs *t)
 
 static int read_small(const char *path, char *buf, size_t cap)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+	if (fd < 0)
 		return -1;
-	size_t n = fread(buf, 1, cap - 1, f);
-	fclose(f);
+	while (n < cap - 1) {
+		ssize_t r = read(fd, buf + n, cap - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
 	buf[n] = '\0';
 	return (int)n;
 }
@@ -129,18 +136,22 @@ static int map_cmp(const void *a, const void *b)
 
 static void read_maps(edge_procs *t, edge_proc *p)
 {
-	char path[128], line[4096 + 256], file[4096 + 128];
+	char path[128], line[4096 + 256], file[4096 + 128], iobuf[65536];
 	size_t cap = 0;
 	snprintf(path, sizeof(path), "%s/%u/maps", t->root, p->tgid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return;
+	/* /proc/PID/maps is generated per read(2): fewer, larger reads */
+	setvbuf(f, iobuf, _IOFBF, sizeof(iobuf));
 	maps_free(t, p);
 	while (fgets(line, sizeof(line), f) && p->nmaps < MAX_MAPS) {
-		unsigned long long start, end, off;
+		unsigned long long start, end, off, ino;
+		unsigned dmaj, dmin;
 		char perms[8];
 		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &end, perms, &off, &pos) < 4 || !strchr(perms, 'x'))
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &dmaj, &dmin, &ino, &pos) < 7 ||
+		    !strchr(perms, 'x'))
 			continue;
 		char *name = line + pos;
 		name[strcspn(name, "\n")] = '\0';
@@ -170,7 +181,7 @@ static void read_maps(edge_procs *t, edge_proc *p)
 				snprintf(file, sizeof(file), "%s/%u/map_files/%llx-%llx", t->root, p->tgid, start, end);
 			else
 				snprintf(file, sizeof(file), "%s/%u/root%s", t->root, p->tgid, name);
-			m->elf = edge_elf_get(t->elfs, file);
+			m->elf = edge_elf_get_mapped(t->elfs, ((uint64_t)dmaj << 32) | dmin, ino, file);
 		}
 		p->nmaps++;
 	}
@@ -223,11 +234,11 @@ static void capture(edge_procs *t, edge_proc *p, const char *comm)
 	resolve_service(t, p);
 }
 
-static edge_proc *get_locked(edge_procs *t, uint32_t tgid, const char *comm)
+static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, const char *comm)
 {
 	size_t h = (tgid * 2654435761u) % NBUCKETS;
 	for (edge_proc *p = t->b[h]; p; p = p->next)
-		if (p->tgid == tgid)
+		if (p->tgid == tgid && p->image == image)
 			return p;
 	if (t->n >= MAX_PROCS)
 		return NULL;
@@ -235,50 +246,38 @@ static edge_proc *get_locked(edge_procs *t, uint32_t tgid, const char *comm)
 	if (!p)
 		return NULL;
 	p->tgid = tgid;
+	p->image = image;
 	capture(t, p, comm);
 	if (!p->service) {
 		proc_free(t, p);
 		return NULL;
 	}
+	/* an exec: the tgid's earlier images keep their mappings for the
+	 * samples still to be flushed, then go */
+	for (edge_proc *q = t->b[h]; q; q = q->next)
+		if (q->tgid == tgid)
+			q->superseded = 1;
 	p->next = t->b[h];
 	t->b[h] = p;
 	t->n++;
 	return p;
 }
 
-edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, const char *comm)
+edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, const char *comm)
 {
 	pthread_mutex_lock(&t->mu);
-	edge_proc *p = get_locked(t, tgid, comm);
+	edge_proc *p = get_locked(t, tgid, image, comm);
 	pthread_mutex_unlock(&t->mu);
 	return p;
 }
 
 void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen)
 {
-	if (p->state != EDGE_PROC_LIVE || p->refreshed_gen == gen)
+	if (p->state != EDGE_PROC_LIVE || p->refreshed_gen == gen || p->superseded)
 		return;
 	pthread_mutex_lock(&t->mu);
 	p->refreshed_gen = gen;
 	read_maps(t, p);
-	pthread_mutex_unlock(&t->mu);
-}
-
-void edge_procs_recapture(edge_procs *t, edge_proc *p, uint64_t gen)
-{
-	if (p->recaptured_gen == gen)
-		return;
-	pthread_mutex_lock(&t->mu);
-	p->recaptured_gen = p->refreshed_gen = gen;
-	maps_free(t, p);
-	free(p->cgroup);
-	p->cgroup = NULL;
-	p->exe[0] = p->container[0] = '\0';
-	p->user = NULL;
-	p->user_gen = 0;
-	if (t->captured)
-		t->captured--; /* counted again by capture() */
-	capture(t, p, p->comm);
 	pthread_mutex_unlock(&t->mu);
 }
 
@@ -298,7 +297,7 @@ const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr)
 	return addr < m->end ? m : NULL;
 }
 
-void edge_procs_sweep(edge_procs *t, uint64_t gen)
+void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint32_t tgid), void *arg)
 {
 	char path[128];
 	pthread_mutex_lock(&t->mu);
@@ -306,10 +305,16 @@ void edge_procs_sweep(edge_procs *t, uint64_t gen)
 		edge_proc **pp = &t->b[i];
 		while (*pp) {
 			edge_proc *p = *pp;
-			snprintf(path, sizeof(path), "%s/%u", t->root, p->tgid);
-			/* gone, or lost and idle: a later process may reuse the pid */
-			if (p->gen < gen && (p->state == EDGE_PROC_LOST || (access(path, F_OK) != 0 && errno == ENOENT))) {
+			int dead = 0;
+			if (p->gen < gen && !p->superseded) {
+				snprintf(path, sizeof(path), "%s/%u", t->root, p->tgid);
+				/* gone, or lost and idle: a later process may reuse the pid */
+				dead = p->state == EDGE_PROC_LOST || (access(path, F_OK) != 0 && errno == ENOENT);
+			}
+			if (p->gen < gen && (dead || p->superseded)) {
 				*pp = p->next;
+				if (dead && gone)
+					gone(arg, p->tgid);
 				proc_free(t, p);
 				t->n--;
 				continue;

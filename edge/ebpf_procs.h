@@ -3,11 +3,16 @@
  * executable mappings (with their ELF files from the symbolize.h cache),
  * labels (process name, container id, cgroup) and the resolved service.
  *
- * A process is captured from /proc the first time its tgid shows up
- * (discovery runs every second, well before the flush), so processes that
- * exit before the flush still symbolize. A tgid already gone when first
- * seen is "lost": its samples keep their kernel frames, its user frames
- * stay bare addresses, and its service falls back to the sampled comm.
+ * A process image — (tgid, image), image being the kernel's address space
+ * of the process, new on every exec — is captured from /proc the first
+ * time it shows up: the BPF program announces it at its first sample
+ * (wt_new_procs), so processes that exit before the flush still symbolize,
+ * and a process that execs gets the new binary's mappings while its
+ * earlier samples keep the old ones. Capturing is the only time /proc is
+ * read for an image (again only when an address misses every mapping:
+ * dlopen). An image already gone when first seen is "lost": its samples
+ * keep their kernel frames, its user frames stay bare addresses, and its
+ * service falls back to the sampled comm.
  *
  * Ownership: the table owns its processes; pointers returned stay valid
  * until edge_procs_sweep or edge_procs_free. Threads: edge_procs_get may
@@ -35,6 +40,8 @@ typedef struct edge_proc_map {
 typedef struct edge_proc {
 	uint32_t tgid;
 	int state;
+	uint64_t image;   /* see struct wt_stack_key */
+	int superseded;   /* a later image of the same tgid exists (exec) */
 	char comm[16];    /* process name (thread-group leader) */
 	char exe[256];    /* executable base name, "" if unknown */
 	char container[65];
@@ -44,7 +51,6 @@ typedef struct edge_proc {
 	size_t nmaps;
 	uint64_t gen;     /* last flush generation with samples */
 	uint64_t refreshed_gen; /* maps re-read in this generation */
-	uint64_t recaptured_gen; /* everything re-read in this generation */
 	void *user;       /* the sampler's per-flush slot, valid when user_gen == gen */
 	uint64_t user_gen;
 	struct edge_proc *next;
@@ -58,20 +64,19 @@ edge_procs *edge_procs_new(const char *root, edge_elf_cache *elfs, const edge_eb
 void edge_procs_free(edge_procs *t);
 void edge_procs_set_rules(edge_procs *t, const edge_ebpf_rule *rules, size_t nrules);
 
-/* The process tgid, captured now if new. comm is the sampled thread name,
- * used when /proc has nothing. NULL only on OOM or when the table is full. */
-edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, const char *comm);
+/* The process image (tgid, image), captured now if new (which marks the
+ * tgid's earlier images superseded). comm is the sampled thread name, used
+ * when /proc has nothing. NULL only on OOM or when the table is full. */
+edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, const char *comm);
 /* Re-read the mappings (after an address missed them: exec, dlopen),
  * at most once per generation. */
 void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen);
-/* Read everything again (the leader's comm changed: exec), at most once
- * per generation; the service is resolved again. */
-void edge_procs_recapture(edge_procs *t, edge_proc *p, uint64_t gen);
 /* Mapping containing addr, or NULL. O(log n). */
 const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr);
-/* Drop processes that no longer exist and had no samples in generation
- * gen. */
-void edge_procs_sweep(edge_procs *t, uint64_t gen);
+/* Drop images without samples in generation gen whose process no longer
+ * exists or that a later exec superseded; gone(arg, tgid) is called for
+ * each dropped image whose process is gone (may be NULL). */
+void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint32_t tgid), void *arg);
 
 /* counters: processes captured, lost (gone before capture), tracked now */
 void edge_procs_stats(const edge_procs *t, uint64_t *captured, uint64_t *lost, uint64_t *tracked);

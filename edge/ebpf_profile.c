@@ -251,14 +251,14 @@ void edge_ebpf_scan_keys(int counts_fd, size_t max_keys, edge_ebpf_seen fn, void
 	if (keys && vals && (n = batch_walk(counts_fd, 0, max_keys, keys, vals)) >= 0) {
 		for (long i = 0; i < n; i++) {
 			if (keys[i].tgid != last)
-				fn(arg, keys[i].tgid);
+				fn(arg, keys[i].tgid, keys[i].image);
 			last = keys[i].tgid;
 		}
 	} else {
 		struct wt_stack_key a, b, *cur = &a, *prev = NULL;
 		for (size_t i = 0; i < max_keys && bpf_map_get_next_key(counts_fd, prev, cur) == 0; i++) {
 			if (cur->tgid != last)
-				fn(arg, cur->tgid);
+				fn(arg, cur->tgid, cur->image);
 			last = cur->tgid;
 			prev = cur;
 			cur = cur == &a ? &b : &a;
@@ -301,6 +301,10 @@ struct edge_ebpf_cpu {
 	agg ua; /* ring mode: user-space aggregation */
 	edge_ebpf_seen seen;
 	void *seen_arg;
+	struct ring_buffer *procs_ring; /* wt_new_procs (discovery thread) */
+	edge_ebpf_seen procs_seen;
+	void *procs_arg;
+	size_t procs_n;
 	edge_ebpf_counters *ctr;
 	uint64_t prev[WT_STAT_MAX];
 };
@@ -385,7 +389,18 @@ static int ring_cb(void *ctx, void *data, size_t len)
 	if (r <= 0)
 		atomic_fetch_add(&c->ctr->stat[WT_STAT_LOST], 1);
 	else if (is_new && c->seen)
-		c->seen(c->seen_arg, e->key.tgid);
+		c->seen(c->seen_arg, e->key.tgid, e->key.image);
+	return 0;
+}
+
+static int procs_cb(void *ctx, void *data, size_t len)
+{
+	edge_ebpf_cpu *c = ctx;
+	const struct wt_proc_event *ev = data;
+	if (len < sizeof(*ev) || !c->procs_seen)
+		return 0;
+	c->procs_seen(c->procs_arg, ev->tgid, ev->image);
+	c->procs_n++;
 	return 0;
 }
 
@@ -433,6 +448,11 @@ int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_e
 			goto fail;
 		}
 	}
+	c->procs_ring = ring_buffer__new(bpf_map__fd(c->skel->maps.wt_new_procs), procs_cb, c, NULL);
+	if (!c->procs_ring) {
+		rc = wt_err_set(err, WT_EIO, "ebpf: ring buffer setup (wt_new_procs): %s", strerror(errno));
+		goto fail;
+	}
 	if ((rc = attach(c, cfg->frequency_hz, err)))
 		goto fail;
 	*out = c;
@@ -466,11 +486,20 @@ int edge_ebpf_cpu_poll(edge_ebpf_cpu *c, int timeout_ms, edge_ebpf_seen seen, vo
 	return n < 0 && n != -EINTR ? WT_EIO : 0;
 }
 
-void edge_ebpf_cpu_scan(edge_ebpf_cpu *c, edge_ebpf_seen fn, void *arg)
+int edge_ebpf_cpu_poll_procs(edge_ebpf_cpu *c, int timeout_ms, edge_ebpf_seen seen, void *arg)
 {
-	if (c->ring)
-		return; /* ring mode reports new tgids as events arrive */
-	edge_ebpf_scan_keys(bpf_map__fd(c->skel->maps.wt_counts), c->max_keys, fn, arg);
+	c->procs_seen = seen;
+	c->procs_arg = arg;
+	c->procs_n = 0;
+	int n = ring_buffer__poll(c->procs_ring, timeout_ms);
+	c->procs_seen = NULL;
+	return n < 0 ? 0 : (int)c->procs_n;
+}
+
+void edge_ebpf_cpu_forget(edge_ebpf_cpu *c, uint32_t tgid)
+{
+	if (c)
+		bpf_map_delete_elem(bpf_map__fd(c->skel->maps.wt_procs), &tgid);
 }
 
 int edge_ebpf_cpu_drain(edge_ebpf_cpu *c, edge_ebpf_sink fn, void *arg, wt_err *err)
@@ -511,6 +540,8 @@ void edge_ebpf_cpu_close(edge_ebpf_cpu *c)
 	detach(c);
 	if (c->ring)
 		ring_buffer__free(c->ring);
+	if (c->procs_ring)
+		ring_buffer__free(c->procs_ring);
 	if (c->skel)
 		wt_profile_bpf__destroy(c->skel);
 	free(c->ua.e);

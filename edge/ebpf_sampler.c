@@ -27,6 +27,7 @@
 #define NS_PER_S 1000000000LL
 #define TICK_MS 100
 #define DISCOVER_NS (NS_PER_S)
+#define DISCOVER_POLL_MS 200 /* longest wait for new processes (stop, unload) */
 #define MAX_ELF_FILES 512
 #define TRUNCATED_FRAME "[truncated]"
 #define NO_STACK_FRAME "[no stack]"
@@ -290,8 +291,11 @@ static int user_frame(edge_ebpf *e, svc *s, edge_proc *pr, uint64_t ip, int leaf
 	int rc;
 
 	*fname = NULL;
-	if (!m && pr->state == EDGE_PROC_LIVE) {
-		/* exec or dlopen since the capture */
+	if (!m && leaf && pr->state == EDGE_PROC_LIVE) {
+		/* dlopen since the capture. Only the leaf (the interrupted
+		 * instruction) is surely code: a caller address that misses is
+		 * most often a frame-pointer walk through code built without
+		 * them, which no re-read of the mappings would resolve. */
 		edge_procs_refresh(e->procs, pr, e->gen);
 		m = edge_proc_find_map(pr, ip);
 	}
@@ -364,11 +368,7 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		return; /* this flush already failed (OOM / limits) */
 	memcpy(comm, k->comm, WT_COMM_LEN);
 	comm[WT_COMM_LEN] = '\0';
-	edge_proc *pr = edge_procs_get(e->procs, k->tgid, comm);
-	/* the leader's name changed since the capture: most likely an exec
-	 * (captured between fork and exec), so binary and service changed */
-	if (pr && pr->state == EDGE_PROC_LIVE && k->pid == k->tgid && strcmp(pr->comm, comm) != 0)
-		edge_procs_recapture(e->procs, pr, e->gen);
+	edge_proc *pr = edge_procs_get(e->procs, k->tgid, k->image, comm);
 	svc *s = pr ? svc_get(e, pr) : NULL;
 	if (!s) {
 		atomic_fetch_add(&e->no_proc, 1);
@@ -426,10 +426,16 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	wt_profile_add_sample(s->p, stack, ls, 0, vals, err);
 }
 
-static void seen(void *arg, uint32_t tgid)
+static void seen(void *arg, uint32_t tgid, uint64_t image)
 {
 	edge_ebpf *e = arg;
-	edge_procs_get(e->procs, tgid, NULL);
+	edge_procs_get(e->procs, tgid, image, NULL);
+}
+
+static void gone(void *arg, uint32_t tgid)
+{
+	edge_ebpf *e = arg;
+	edge_ebpf_cpu_forget(e->cpu, tgid);
 }
 
 static void commit_done(edge_commit *c)
@@ -524,7 +530,7 @@ static void flush(edge_ebpf *e)
 	submit_all(e, e->window_ns, end);
 	svcs_free(e);
 	e->window_ns = end;
-	edge_procs_sweep(e->procs, e->gen);
+	edge_procs_sweep(e->procs, e->gen, gone, e);
 	edge_procs_stats(e->procs, &cap, &lost, &tracked);
 	atomic_store(&e->captured_procs, cap);
 	atomic_store(&e->lost_procs, lost);
@@ -535,27 +541,38 @@ static void flush(edge_ebpf *e)
 
 /* Discovery runs on its own thread so that a slow flush (many new
  * binaries to parse, a loaded machine) does not delay capturing the
- * mappings of processes that are about to exit. */
+ * mappings of processes that are about to exit. The on-CPU program
+ * announces each new process image (wt_new_procs): the thread sleeps in
+ * the ring buffer's poll and captures it within moments of its first
+ * sample. Off-CPU keys are scanned every second (batched reads). */
 static void *discover_run(void *arg)
 {
 	edge_ebpf *e = arg;
+	int64_t next_scan = 0;
 	for (;;) {
+		pthread_mutex_lock(&e->mu);
+		int stop = e->stop;
+		pthread_mutex_unlock(&e->mu);
+		if (stop)
+			break;
+		pthread_mutex_lock(&e->pmu);
+		int have = e->cpu != NULL;
+		if (e->cpu)
+			edge_ebpf_cpu_poll_procs(e->cpu, DISCOVER_POLL_MS, seen, e);
+		if (e->off && now_ns(CLOCK_MONOTONIC) >= next_scan) {
+			edge_ebpf_off_scan(e->off, seen, e);
+			next_scan = now_ns(CLOCK_MONOTONIC) + DISCOVER_NS;
+		}
+		pthread_mutex_unlock(&e->pmu);
+		if (have)
+			continue;
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += DISCOVER_NS / NS_PER_S;
 		pthread_mutex_lock(&e->mu);
 		if (!e->stop)
 			pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-		int stop = e->stop;
 		pthread_mutex_unlock(&e->mu);
-		if (stop)
-			break;
-		pthread_mutex_lock(&e->pmu);
-		if (e->cpu)
-			edge_ebpf_cpu_scan(e->cpu, seen, e);
-		if (e->off)
-			edge_ebpf_off_scan(e->off, seen, e);
-		pthread_mutex_unlock(&e->pmu);
 	}
 	return NULL;
 }

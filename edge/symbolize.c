@@ -183,6 +183,7 @@ typedef struct load {
 struct edge_elf {
 	dev_t dev;
 	ino_t ino;
+	uint64_t map_dev, map_ino; /* as /proc/PID/maps shows them, 0 = unknown */
 	off_t size;
 	struct timespec mtime;
 	int refs;
@@ -380,6 +381,29 @@ static void cache_evict(edge_elf_cache *c)
 	c->e[victim] = c->e[--c->n];
 }
 
+static edge_elf *take(edge_elf_cache *c, edge_elf *e)
+{
+	e->refs++;
+	e->last_use = ++c->clock;
+	cache_evict(c);
+	return e;
+}
+
+edge_elf *edge_elf_get_mapped(edge_elf_cache *c, uint64_t map_dev, uint64_t map_ino, const char *path)
+{
+	if (map_ino) {
+		for (size_t i = 0; i < c->n; i++)
+			if (c->e[i]->map_ino == map_ino && c->e[i]->map_dev == map_dev)
+				return take(c, c->e[i]);
+	}
+	edge_elf *e = edge_elf_get(c, path);
+	if (e && map_ino) {
+		e->map_dev = map_dev;
+		e->map_ino = map_ino;
+	}
+	return e;
+}
+
 edge_elf *edge_elf_get(edge_elf_cache *c, const char *path)
 {
 	struct stat st;
@@ -411,9 +435,7 @@ edge_elf *edge_elf_get(edge_elf_cache *c, const char *path)
 			goto out;
 		c->e[c->n++] = e;
 	}
-	e->refs++;
-	e->last_use = ++c->clock;
-	cache_evict(c);
+	take(c, e);
 out:
 	close(fd);
 	return e;

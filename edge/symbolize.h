@@ -50,6 +50,13 @@ void edge_elf_cache_free(edge_elf_cache *c);
  * or is not ELF (then the mapping stays unsymbolized). Release with
  * edge_elf_unref. */
 edge_elf *edge_elf_get(edge_elf_cache *c, const char *path);
+/* The same, for a file /proc/PID/maps lists with device map_dev and inode
+ * map_ino: a file already in the cache under that identity is returned
+ * without opening path (each open through /proc/PID/root walks the path
+ * again); otherwise as edge_elf_get, remembering the identity. A file
+ * rewritten in place (same inode) keeps its cached symbols until evicted
+ * (running binaries cannot be written: ETXTBSY). */
+edge_elf *edge_elf_get_mapped(edge_elf_cache *c, uint64_t map_dev, uint64_t map_ino, const char *path);
 void edge_elf_unref(edge_elf_cache *c, edge_elf *e);
 
 /* Function containing the file offset off (of an executable mapping), or
