@@ -80,7 +80,7 @@ static __always_inline __u64 regs_cs(struct bpf_perf_event_data *ctx)
 
 /* Announce (tgid, image) the first time it is sampled: one hash lookup per
  * sample otherwise. */
-static __always_inline void announce(__u32 tgid, __u64 image)
+static __always_inline void announce(__u32 tgid, __u64 image, __u64 cgroup_id)
 {
 	__u64 *last = bpf_map_lookup_elem(&wt_procs, &tgid);
 	if (last && *last == image)
@@ -99,6 +99,7 @@ static __always_inline void announce(__u32 tgid, __u64 image)
 	ev->tgid = tgid;
 	ev->pad = 0;
 	ev->image = image;
+	ev->cgroup_id = cgroup_id;
 	bpf_ringbuf_submit(ev, 0);
 }
 
@@ -117,7 +118,7 @@ int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 	key.tgid = id >> 32;
 	key.cgroup_id = bpf_get_current_cgroup_id();
 	key.image = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), mm);
-	announce(key.tgid, key.image);
+	announce(key.tgid, key.image, key.cgroup_id);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	/* interrupted in user mode: there is no kernel stack to walk (the
 	 * walk would return -EFAULT after paying for its setup) */

@@ -39,6 +39,7 @@ struct wt_proc_event {
 	__u32 tgid;
 	__u32 pad;
 	__u64 image;
+	__u64 cgroup_id;
 };
 
 /* The same key streamed through the ring buffer (ring mode), with the

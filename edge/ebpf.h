@@ -2,9 +2,10 @@
  * ebpf.h — the edge's whole-system eBPF sampler (SPEC §3 "eBPF sampler";
  * docs/operations.md "## eBPF sampler").
  *
- * One sampler thread owns the probes (ebpf_probe.h): it discovers new
- * processes every second (capturing their mappings while they live), and
- * every flush_interval_s drains the in-kernel aggregates, symbolizes them
+ * One sampler thread owns the probes (ebpf_probe.h); a discovery thread
+ * captures the mappings of each new process image the moment the BPF
+ * program announces it (so short-lived processes, and a process after an
+ * exec, symbolize); the sampler thread every flush_interval_s drains the in-kernel aggregates, symbolizes them
  * (symbolize.h), builds one wt_profile per service (types cpu and offcpu,
  * nanoseconds) and submits each through the ordinary ingest pipeline
  * (edge_ingest_prepare_fmt: raw pprof original, rollup, stacks; one group

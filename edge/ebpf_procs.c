@@ -17,6 +17,16 @@
 #define NBUCKETS 4096
 #define MAX_PROCS 65536
 #define MAX_MAPS 8192
+#define CG_BUCKETS 1024
+#define MAX_CGROUPS 4096
+
+/* cgroup v2 id → path, so that the many processes of one cgroup (a build,
+ * a container) read /proc/PID/cgroup once */
+typedef struct cg_ent {
+	uint64_t id;
+	char *path;
+	struct cg_ent *next;
+} cg_ent;
 
 struct edge_procs {
 	pthread_mutex_t mu; /* discovery thread vs sampler thread */
@@ -27,6 +37,8 @@ struct edge_procs {
 	edge_proc *b[NBUCKETS];
 	size_t n;
 	uint64_t captured, lost;
+	cg_ent *cg[CG_BUCKETS];
+	size_t ncg;
 };
 
 edge_procs *edge_procs_new(const char *root, edge_elf_cache *elfs, const edge_ebpf_rule *rules, size_t nrules)
@@ -72,6 +84,14 @@ void edge_procs_free(edge_procs *t)
 			proc_free(t, p);
 		}
 	}
+	for (size_t i = 0; i < CG_BUCKETS; i++) {
+		cg_ent *c = t->cg[i], *nx;
+		for (; c; c = nx) {
+			nx = c->next;
+			free(c->path);
+			free(c);
+		}
+	}
 	pthread_mutex_destroy(&t->mu);
 	free(t);
 }
@@ -82,11 +102,15 @@ static int read_small(const char *path, char *buf, size_t cap)
 	size_t n = 0;
 	if (fd < 0)
 		return -1;
+	/* a /proc file hands its whole (small) text to one read: a short
+	 * read is the end, no second read for the EOF */
 	while (n < cap - 1) {
 		ssize_t r = read(fd, buf + n, cap - 1 - n);
 		if (r <= 0)
 			break;
 		n += (size_t)r;
+		if ((size_t)r < cap - 1 - (n - (size_t)r))
+			break;
 	}
 	close(fd);
 	buf[n] = '\0';
@@ -190,7 +214,52 @@ static void read_maps(edge_procs *t, edge_proc *p)
 		qsort(p->maps, p->nmaps, sizeof(*p->maps), map_cmp);
 }
 
-static void capture(edge_procs *t, edge_proc *p, const char *comm)
+static cg_ent **cg_slot(edge_procs *t, uint64_t id)
+{
+	cg_ent **pp = &t->cg[(id * 11400714819323198485ull >> 32) % CG_BUCKETS];
+	while (*pp && (*pp)->id != id)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void set_cgroup(edge_proc *p, const char *cg)
+{
+	p->cgroup = strdup(cg);
+	edge_container_id(cg, p->container);
+}
+
+static void read_cgroup(edge_procs *t, edge_proc *p, uint64_t cgroup_id)
+{
+	char path[128], buf[4096];
+	cg_ent **slot = cgroup_id ? cg_slot(t, cgroup_id) : NULL;
+	if (slot && *slot) {
+		set_cgroup(p, (*slot)->path);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%u/cgroup", t->root, p->tgid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return;
+	/* cgroup v2 line "0::/path"; v1 lines use the same path layout */
+	char *line = strstr(buf, "0::");
+	char *cg = line ? line + 3 : strchr(buf, '/');
+	if (!cg)
+		return;
+	cg[strcspn(cg, "\n")] = '\0';
+	set_cgroup(p, cg);
+	/* only a v2 path is what the sampled (v2) cgroup id names */
+	if (slot && line && t->ncg < MAX_CGROUPS) {
+		cg_ent *c = calloc(1, sizeof(*c));
+		if (c && (c->path = strdup(cg))) {
+			c->id = cgroup_id;
+			*slot = c;
+			t->ncg++;
+		} else {
+			free(c);
+		}
+	}
+}
+
+static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char *comm)
 {
 	char path[128], buf[4096];
 	int n;
@@ -216,17 +285,7 @@ static void capture(edge_procs *t, edge_proc *p, const char *comm)
 		const char *base = strrchr(buf, '/');
 		snprintf(p->exe, sizeof(p->exe), "%s", base ? base + 1 : buf);
 	}
-	snprintf(path, sizeof(path), "%s/%u/cgroup", t->root, p->tgid);
-	if (read_small(path, buf, sizeof(buf)) > 0) {
-		/* cgroup v2 line "0::/path"; v1 lines use the same path layout */
-		char *line = strstr(buf, "0::");
-		char *cg = line ? line + 3 : strchr(buf, '/');
-		if (cg) {
-			cg[strcspn(cg, "\n")] = '\0';
-			p->cgroup = strdup(cg);
-			edge_container_id(cg, p->container);
-		}
-	}
+	read_cgroup(t, p, cgroup_id);
 	read_maps(t, p);
 	if (n <= 0 && p->nmaps == 0)
 		p->state = EDGE_PROC_KERNEL;
@@ -234,7 +293,7 @@ static void capture(edge_procs *t, edge_proc *p, const char *comm)
 	resolve_service(t, p);
 }
 
-static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, const char *comm)
+static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm)
 {
 	size_t h = (tgid * 2654435761u) % NBUCKETS;
 	for (edge_proc *p = t->b[h]; p; p = p->next)
@@ -247,7 +306,7 @@ static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, const
 		return NULL;
 	p->tgid = tgid;
 	p->image = image;
-	capture(t, p, comm);
+	capture(t, p, cgroup_id, comm);
 	if (!p->service) {
 		proc_free(t, p);
 		return NULL;
@@ -263,10 +322,10 @@ static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, const
 	return p;
 }
 
-edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, const char *comm)
+edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm)
 {
 	pthread_mutex_lock(&t->mu);
-	edge_proc *p = get_locked(t, tgid, image, comm);
+	edge_proc *p = get_locked(t, tgid, image, cgroup_id, comm);
 	pthread_mutex_unlock(&t->mu);
 	return p;
 }

@@ -368,7 +368,7 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		return; /* this flush already failed (OOM / limits) */
 	memcpy(comm, k->comm, WT_COMM_LEN);
 	comm[WT_COMM_LEN] = '\0';
-	edge_proc *pr = edge_procs_get(e->procs, k->tgid, k->image, comm);
+	edge_proc *pr = edge_procs_get(e->procs, k->tgid, k->image, k->cgroup_id, comm);
 	svc *s = pr ? svc_get(e, pr) : NULL;
 	if (!s) {
 		atomic_fetch_add(&e->no_proc, 1);
@@ -426,10 +426,10 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	wt_profile_add_sample(s->p, stack, ls, 0, vals, err);
 }
 
-static void seen(void *arg, uint32_t tgid, uint64_t image)
+static void seen(void *arg, uint32_t tgid, uint64_t image, uint64_t cgroup_id)
 {
 	edge_ebpf *e = arg;
-	edge_procs_get(e->procs, tgid, image, NULL);
+	edge_procs_get(e->procs, tgid, image, cgroup_id, NULL);
 }
 
 static void gone(void *arg, uint32_t tgid)

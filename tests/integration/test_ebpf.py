@@ -13,6 +13,14 @@ known truth measured by the workload itself:
   - sleep: off-CPU time of sleep_in_known_function within ±15 % of the
     slept time the workload measured.
   - /metrics exposes lost samples and stack collisions.
+  - exec: a process that spins in before_exec_spin, then execs a second
+    build of the workload (hot_alpha renamed after_exec_alpha, checked with
+    nm) under the same pid: the samples after the exec carry the new
+    binary's names (service ebpfexec2), those before it the old ones
+    (service ebpfwork) — the maps are captured per process image.
+  - short-lived processes: 15 runs of a 0.1 s spinner (binary ebpfshort)
+    are symbolized: hot_alpha takes most of their self time and no frame
+    stays a bare address of ebpfshort.
   - SIGHUP reload changes the frequency live, disables (our programs and
     maps leave the kernel, fds return to the baseline) and re-enables;
     SIGTERM leaves no program or map of ours behind (`bpftool`).
@@ -141,14 +149,20 @@ class EbpfSampler(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         return json.loads(out.stdout.strip().splitlines()[-1])
 
-    def table(self, pid, typ):
-        """Rows of the edge's table for this workload process, after the
-        flush that follows its exit (flush_interval_s = 1)."""
+    def wait_flushes(self):
+        """Two flushes from now: what ran before is in the table."""
         flushes = self.metric("wt_edge_ebpf_flushes_total")
         deadline = time.time() + 30
         while time.time() < deadline and self.metric("wt_edge_ebpf_flushes_total") < flushes + 2:
             time.sleep(0.1)
-        st, js = self.edge.query("table", service="ebpfwork", type=typ, **{"label.pid": str(pid)})
+
+    def table(self, pid, typ, service="ebpfwork", wait=True):
+        """Rows of the edge's table for this workload process, after the
+        flush that follows its exit (flush_interval_s = 1)."""
+        if wait:
+            self.wait_flushes()
+        labels = {"label.pid": str(pid)} if pid is not None else {}
+        st, js = self.edge.query("table", service=service, type=typ, **labels)
         self.assertEqual(st, 200, js)
         return js
 
@@ -227,6 +241,46 @@ class EbpfSampler(unittest.TestCase):
         self.assertGreater(m['wt_edge_ebpf_samples_total{probe="cpu"}'], 0)
         self.assertGreater(m["wt_edge_ebpf_profiles_total"], 0)
         self.assertEqual(m["wt_edge_ebpf_commit_errors_total"], 0)
+
+    def test_4a_exec_new_binary(self):
+        self.wait_enabled()
+        exec2 = os.path.join(self.tmp, "ebpfexec2")
+        subprocess.run(["cc", "-O1", "-fno-omit-frame-pointer", "-fno-inline", "-Dhot_alpha=after_exec_alpha", "-o",
+                        exec2, WORK_SRC], check=True, timeout=60)
+        nm = subprocess.run(["nm", exec2], capture_output=True, text=True, check=True).stdout
+        self.assertRegex(nm, r"\bT after_exec_alpha\b")
+        self.assertNotRegex(nm, r"\bT hot_alpha\b")
+        truth = self.run_work("exec", 1.5, exec2, "spin", 1.5)
+        pid = truth["pid"]
+        before = {r["function"]: r for r in self.table(pid, "cpu", service="ebpfwork")["rows"]}
+        after_js = self.table(pid, "cpu", service="ebpfexec2", wait=False)
+        self.rollup_sanity(after_js)
+        after = {r["function"]: r for r in after_js["rows"]}
+        top = max(after_js["rows"], key=lambda r: r["self"])["function"]
+        print(f"after exec: top self {top}; before exec: {sorted(before)[:8]}", file=sys.stderr)
+        self.assertEqual(top, "after_exec_alpha", list(after)[:20])
+        self.assertGreater(after["after_exec_alpha"]["self"], 0.5 * after_js["total"])
+        self.assertNotIn("before_exec_spin", after)
+        self.assertIn("before_exec_spin", before, list(before)[:20])
+        self.assertNotIn("after_exec_alpha", before)
+
+    def test_4b_short_lived_processes(self):
+        self.wait_enabled()
+        short = os.path.join(self.tmp, "ebpfshort")
+        shutil.copy(self.work, short)
+        captured = self.metric("wt_edge_ebpf_processes_captured_total")
+        for _ in range(15):
+            out = subprocess.run([short, "spin", "0.1"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(out.returncode, 0, out.stderr)
+        js = self.table(None, "cpu", service="ebpfshort")
+        self.rollup_sanity(js)
+        rows = {r["function"]: r for r in js["rows"]}
+        bare = [f for f in rows if "ebpfshort+0x" in f]
+        print(f"short-lived: hot_alpha self {rows.get('hot_alpha', {}).get('self', 0) / js['total']:.2f} of total; "
+              f"captured +{self.metric('wt_edge_ebpf_processes_captured_total') - captured}", file=sys.stderr)
+        self.assertIn("hot_alpha", rows, list(rows)[:20])
+        self.assertGreater(rows["hot_alpha"]["self"], 0.7 * js["total"])
+        self.assertEqual(bare, [], "frames of ebpfshort left unsymbolized")
 
     def reload(self, enabled, freq):
         with open(self.edge.cfg) as f:

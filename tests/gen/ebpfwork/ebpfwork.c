@@ -14,6 +14,10 @@
  *                             prints the total slept ns measured
  *   ebpfwork spin SECONDS     one busy function (overhead benchmark);
  *                             prints iterations per second
+ *   ebpfwork exec SECONDS PROG ARG...
+ *                             spins in before_exec_spin, prints its pid,
+ *                             then execv(PROG, PROG ARG...) in the same
+ *                             process (a new binary under the same pid)
  * Output: one JSON object on stdout.
  */
 #include <fcntl.h>
@@ -138,6 +142,26 @@ __attribute__((noinline)) static int run_spin(double seconds)
 	return 0;
 }
 
+__attribute__((noinline)) void before_exec_spin(double seconds)
+{
+	int64_t end = ns(CLOCK_MONOTONIC) + (int64_t)(seconds * 1e9);
+	uint64_t x = sink;
+	while (ns(CLOCK_MONOTONIC) < end)
+		for (int i = 0; i < 100000; i++)
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	sink = x;
+}
+
+__attribute__((noinline)) static int run_exec(double seconds, char **argv)
+{
+	before_exec_spin(seconds);
+	printf("{\"mode\":\"exec\",\"pid\":%d}\n", (int)getpid());
+	fflush(stdout);
+	execv(argv[0], argv);
+	perror("execv");
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -149,6 +173,8 @@ int main(int argc, char **argv)
 		return run_sleep(atoi(argv[2]), atol(argv[3]));
 	if (argc >= 3 && !strcmp(argv[1], "spin"))
 		return run_spin(atof(argv[2]));
-	fprintf(stderr, "usage: ebpfwork cpu S | syscall S | sleep N MS | spin S\n");
+	if (argc >= 4 && !strcmp(argv[1], "exec"))
+		return run_exec(atof(argv[2]), argv + 3);
+	fprintf(stderr, "usage: ebpfwork cpu S | syscall S | sleep N MS | spin S | exec S PROG ARG...\n");
 	return 2;
 }

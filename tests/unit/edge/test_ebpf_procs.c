@@ -1,0 +1,187 @@
+/*
+ * test_ebpf_procs.c — the eBPF sampler's process table and ELF cache
+ * (edge/ebpf_procs.c, edge/symbolize.c), against this very test process:
+ *   - a file /proc/self/maps lists is found in the ELF cache by the device
+ *     and inode of that line (which stat(2) of the file confirms), without
+ *     opening the path again;
+ *   - process images: a second image of the same tgid (an exec) is a new
+ *     capture and supersedes the first; a sweep drops the superseded image
+ *     without reporting the process gone, and reports a dead pid gone;
+ *   - a cgroup id seen once is not read from /proc again.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "edge/ebpf_procs.h"
+#include "edge/symbolize.h"
+
+/* device and inode of our executable as /proc/self/maps shows them */
+static int self_maps_identity(uint64_t *dev, uint64_t *ino, char *path, size_t cap)
+{
+	char exe[4096], line[8192];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	FILE *f = fopen("/proc/self/maps", "r");
+	int found = 0;
+	if (n <= 0 || !f)
+		return -1;
+	exe[n] = '\0';
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned maj, min;
+		unsigned long long i;
+		int pos = 0;
+		if (sscanf(line, "%*x-%*x %*s %*x %x:%x %llu %n", &maj, &min, &i, &pos) == 3 &&
+		    !strncmp(line + pos, exe, strlen(exe))) {
+			*dev = ((uint64_t)maj << 32) | min;
+			*ino = i;
+			snprintf(path, cap, "%s", exe);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -1;
+}
+
+static void elf_cache_by_maps_identity(void **state)
+{
+	uint64_t dev = 0, ino = 0;
+	char path[4096];
+	struct stat st;
+	(void)state;
+	assert_int_equal(self_maps_identity(&dev, &ino, path, sizeof(path)), 0);
+	/* the identity the maps line gives is the file's (independent check) */
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal((uint64_t)st.st_ino, ino);
+	assert_int_equal(major(st.st_dev), dev >> 32);
+	assert_int_equal(minor(st.st_dev), dev & 0xffffffffu);
+
+	edge_elf_cache *c = edge_elf_cache_new(4);
+	edge_elf *a = edge_elf_get_mapped(c, dev, ino, path);
+	assert_non_null(a);
+	assert_true(edge_elf_nsyms(a) > 0);
+	/* same identity: served from the cache, the path is not opened */
+	edge_elf *b = edge_elf_get_mapped(c, dev, ino, "/nonexistent/binary");
+	assert_ptr_equal(a, b);
+	/* another identity is opened by path: missing file, no entry */
+	assert_null(edge_elf_get_mapped(c, dev, ino + 1, "/nonexistent/binary"));
+	/* the same file reached by path alone is the same entry */
+	edge_elf *d = edge_elf_get(c, path);
+	assert_ptr_equal(a, d);
+	edge_elf_unref(c, a);
+	edge_elf_unref(c, b);
+	edge_elf_unref(c, d);
+	edge_elf_cache_free(c);
+}
+
+static uint32_t gone_tgid;
+static int gone_calls;
+
+static void on_gone(void *arg, uint32_t tgid)
+{
+	(void)arg;
+	gone_tgid = tgid;
+	gone_calls++;
+}
+
+static void images_per_exec(void **state)
+{
+	(void)state;
+	edge_elf_cache *c = edge_elf_cache_new(16);
+	edge_procs *t = edge_procs_new("/proc", c, NULL, 0);
+	uint32_t me = (uint32_t)getpid();
+	uint64_t captured, lost, tracked;
+
+	edge_proc *p1 = edge_procs_get(t, me, 0x1000, 0, NULL);
+	assert_non_null(p1);
+	assert_int_equal(p1->state, EDGE_PROC_LIVE);
+	assert_true(p1->nmaps > 0);
+	assert_false(p1->superseded);
+	assert_ptr_equal(edge_procs_get(t, me, 0x1000, 0, NULL), p1); /* known image: no capture */
+	edge_proc *p2 = edge_procs_get(t, me, 0x2000, 0, NULL);        /* exec: a new image */
+	assert_non_null(p2);
+	assert_ptr_not_equal(p1, p2);
+	assert_true(p1->superseded);
+	assert_false(p2->superseded);
+	edge_procs_stats(t, &captured, &lost, &tracked);
+	assert_int_equal(captured, 2);
+	assert_int_equal(tracked, 2);
+
+	/* a child that has exited and been reaped: its pid is gone */
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	assert_true(child > 0);
+	waitpid(child, NULL, 0);
+	edge_proc *dead = edge_procs_get(t, (uint32_t)child, 0x3000, 0, "kid");
+	assert_non_null(dead);
+	assert_int_equal(dead->state, EDGE_PROC_LOST);
+	assert_string_equal(dead->service, "kid");
+
+	/* generation 1: p2 had samples in it, p1 and the dead one did not */
+	p2->gen = 1;
+	edge_procs_sweep(t, 1, on_gone, NULL);
+	edge_procs_stats(t, &captured, &lost, &tracked);
+	assert_int_equal(tracked, 1); /* p2 only */
+	assert_int_equal(gone_calls, 1);
+	assert_int_equal(gone_tgid, (uint32_t)child);
+	assert_ptr_equal(edge_procs_get(t, me, 0x2000, 0, NULL), p2);
+
+	edge_procs_free(t);
+	edge_elf_cache_free(c);
+}
+
+/* cgroup v2 path of this process, "" when there is none */
+static void self_cgroup(char *out, size_t cap)
+{
+	char buf[4096];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	out[0] = '\0';
+	while (f && fgets(buf, sizeof(buf), f)) {
+		if (!strncmp(buf, "0::", 3)) {
+			buf[strcspn(buf, "\n")] = '\0';
+			snprintf(out, cap, "%s", buf + 3);
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+static void cgroup_read_once_per_id(void **state)
+{
+	char want[4096];
+	(void)state;
+	self_cgroup(want, sizeof(want));
+	if (!want[0])
+		skip(); /* no cgroup v2 here */
+	edge_elf_cache *c = edge_elf_cache_new(16);
+	edge_procs *t = edge_procs_new("/proc", c, NULL, 0);
+	edge_proc *p = edge_procs_get(t, (uint32_t)getpid(), 0x1000, 0xfeed, NULL);
+	assert_non_null(p);
+	assert_string_equal(p->cgroup, want);
+	/* the parent, said to be in cgroup 0xfeed too, gets the cached path
+	 * (it is not read from /proc/PPID/cgroup) */
+	edge_proc *q = edge_procs_get(t, (uint32_t)getppid(), 0x2000, 0xfeed, NULL);
+	assert_non_null(q);
+	assert_string_equal(q->cgroup, want);
+	edge_procs_free(t);
+	edge_elf_cache_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(elf_cache_by_maps_identity),
+		cmocka_unit_test(images_per_exec),
+		cmocka_unit_test(cgroup_read_once_per_id),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
