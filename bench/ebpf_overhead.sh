@@ -20,6 +20,10 @@
 #               interrupted task's context and shows in no process's CPU
 #               time. Perf: the perf record process (writing its file);
 #               its kernel-side sampling shows only in the slowdown.
+#   perf      = steady (the window), session (its whole run: startup,
+#               recording, the build-id pass at exit), +report (`perf
+#               report` of the file: the symbolizing and aggregating the
+#               edge does online, perf defers)
 #   ratio     = ours ÷ perf (below 1: cheaper than perf)
 # Env: EBPF_BENCH_SECONDS (20), EBPF_BENCH_FREQS ("19 99 999"),
 # EBPF_BENCH_SCENARIOS ("quiet churn"), EBPF_BENCH_MODES ("hash"; add
@@ -35,7 +39,7 @@ fi
 command -v perf >/dev/null || { echo "ebpf_overhead: skipped: perf not installed"; exit 0; }
 [[ -x $BUILD/bin/wt-edge ]] || { echo "ebpf_overhead: $BUILD/bin/wt-edge missing (make first)"; exit 1; }
 exec python3 - "$@" <<'PY'
-import json, os, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
+import json, os, resource, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
 
 ROOT = os.environ["WT_ROOT"]
 BUILD = os.environ["BUILD"]
@@ -148,7 +152,9 @@ def ours(freq, mode, scenario):
 
 
 def perf(freq, scenario):
+    """(iterations/s, steady cpu%, session cpu%, report cpu%, MB)"""
     out = os.path.join(tmp, f"perf-{freq}.data")
+    start = time.time()
     p = subprocess.Popen(["perf", "record", "-F", str(freq), "-a", "-g", "-o", out],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(WARMUP_S)  # perf's startup (ring buffers, synthesizing the running processes)
@@ -156,10 +162,24 @@ def perf(freq, scenario):
     ips = spin(scenario)
     c1, t1 = cpu_s(p.pid), time.time()
     p.send_signal(signal.SIGINT)
-    p.wait()
+    _, _, ru = os.wait4(p.pid, 0)
+    session = time.time() - start
+    recorded = t1 - start
     size = os.path.getsize(out) if os.path.exists(out) else 0
+    # what perf defers: turning the samples into a profile (symbolizing,
+    # aggregating by stack) is `perf report`'s work, as it is the edge's
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(["perf", "report", "-i", out, "--stdio", "-g", "caller", "--sort", "comm,dso,sym"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rep = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
     os.unlink(out) if os.path.exists(out) else None
-    return ips, 100.0 * (c1 - c0) / (t1 - t0), size
+    return (ips, 100.0 * (c1 - c0) / (t1 - t0), 100.0 * (ru.ru_utime + ru.ru_stime) / session,
+            100.0 * rep / recorded, size)
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if b > 0 else "inf"
 
 
 try:
@@ -170,25 +190,30 @@ try:
     print(f"ebpf_overhead: workload `ebpfwork spin {SECS:g}` on each of {NCPU} CPUs; ours: default flush_interval_s (10),"
           f" offcpu off (perf -a -g samples on-CPU only)")
     for sc in SCENARIOS:
-        base = spin(sc)
-        print(f"== {sc}: unprofiled {base:.0f} iterations/s")
-        cols = "".join(f" | ours {m}: slowdown edge% bpf% total% procs(lost)" for m in MODES)
-        print(f"{'Hz':>5}{cols} | perf -a -g: slowdown  cpu%    MB | ours/perf: slowdown  cpu")
+        print(f"== {sc}")
+        cols = "".join(f" | ours {m}: slowdown  edge%  bpf% total% procs(lost)" for m in MODES)
+        print(f"{'Hz':>5}{cols} | perf -a -g: slowdown steady% session% +report%    MB"
+              f" | ours/perf: slowdown cpu÷session cpu÷(session+report)")
         for fr in FREQS:
+            base = spin(sc)  # next to each pair: the machine's load drifts
             row = f"{fr:>5}"
             res = {}
             for m in MODES:
                 ips, edge, bpf, cap, lost = ours(fr, m, sc)
                 res[m] = (base / ips, edge + bpf)
-                row += (f" | {'':>{len(m) - 4}}{base / ips:>18.3f} {edge:>5.2f} {bpf:>4.2f} {edge + bpf:>6.2f}"
+                row += (f" | {'':>{len(m) - 4}}{base / ips:>17.3f} {edge:>6.2f} {bpf:>5.2f} {edge + bpf:>5.2f}"
                         f" {cap:>6.0f}({lost:.0f})")
-            q = perf(fr, sc)
+            ips, steady, session, rep, size = perf(fr, sc)
             m0 = MODES[0]
-            row += (f" | {base / q[0]:>19.3f} {q[1]:>5.2f} {q[2] / 1e6:>5.1f}"
-                    f" | {res[m0][0] / (base / q[0]):>18.3f} {res[m0][1] / q[1]:>4.2f}")
+            row += (f" | {base / ips:>19.3f} {steady:>7.2f} {session:>8.2f} {rep:>8.2f} {size / 1e6:>5.1f}"
+                    f" | {res[m0][0] / (base / ips):>18.3f} {ratio(res[m0][1], session):>11}"
+                    f" {ratio(res[m0][1], session + rep):>20}")
             print(row, flush=True)
-    print("slowdown: unprofiled rate ÷ profiled rate (1.000 = no effect); edge%: wt-edge process CPU; bpf%: BPF program"
-          " run time; cpu%: ÷ wall time (one CPU = 100); procs: process images captured (lost: gone before capture)")
+    print("slowdown: unprofiled rate (measured right before) ÷ profiled rate (1.000 = no effect); edge%: wt-edge process"
+          " CPU; bpf%: BPF program run time; total = edge + bpf; procs: process images captured (lost: gone before"
+          " capture); perf steady%: perf record's CPU in the window; session%: its whole run (startup, recording, the"
+          " build-id pass at exit) ÷ its wall time; +report%: `perf report` of the file ÷ the recorded wall time;"
+          " all % of one CPU")
 finally:
     try:
         with open(STATS, "w") as f:

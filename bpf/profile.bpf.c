@@ -80,8 +80,10 @@ static __always_inline __u64 regs_cs(struct bpf_perf_event_data *ctx)
 
 /* Announce (tgid, image) the first time it is sampled: one hash lookup per
  * sample otherwise. */
-static __always_inline void announce(__u32 tgid, __u64 image, __u64 cgroup_id)
+static __always_inline void announce(const struct wt_stack_key *k)
 {
+	__u32 tgid = k->tgid;
+	__u64 image = k->image;
 	__u64 *last = bpf_map_lookup_elem(&wt_procs, &tgid);
 	if (last && *last == image)
 		return;
@@ -97,9 +99,10 @@ static __always_inline void announce(__u32 tgid, __u64 image, __u64 cgroup_id)
 		return;
 	}
 	ev->tgid = tgid;
-	ev->pad = 0;
+	ev->pid = k->pid;
 	ev->image = image;
-	ev->cgroup_id = cgroup_id;
+	ev->cgroup_id = k->cgroup_id;
+	__builtin_memcpy(ev->comm, k->comm, sizeof(ev->comm));
 	bpf_ringbuf_submit(ev, 0);
 }
 
@@ -118,8 +121,8 @@ int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 	key.tgid = id >> 32;
 	key.cgroup_id = bpf_get_current_cgroup_id();
 	key.image = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), mm);
-	announce(key.tgid, key.image, key.cgroup_id);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	announce(&key);
 	/* interrupted in user mode: there is no kernel stack to walk (the
 	 * walk would return -EFAULT after paying for its setup) */
 	if ((regs_cs(ctx) & 3) == 3)

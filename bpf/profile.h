@@ -37,9 +37,10 @@ struct wt_stack_key {
  * exec). */
 struct wt_proc_event {
 	__u32 tgid;
-	__u32 pad;
+	__u32 pid;           /* the sampled thread */
 	__u64 image;
 	__u64 cgroup_id;
+	char comm[WT_COMM_LEN]; /* the sampled thread's name */
 };
 
 /* The same key streamed through the ring buffer (ring mode), with the

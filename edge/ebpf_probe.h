@@ -30,10 +30,11 @@ enum { EDGE_EBPF_CPU = 0, EDGE_EBPF_OFFCPU = 1, EDGE_EBPF_NKINDS };
 typedef void (*edge_ebpf_sink)(void *arg, int kind, const struct wt_stack_key *k, uint64_t value,
 			       const uint64_t *ustack, size_t nu, const uint64_t *kstack, size_t nk);
 
-/* Called for process images (tgid, image: see struct wt_stack_key; and the
- * cgroup id sampled with it) seen since the last drain (discovery: lets the
- * sampler read /proc/PID/maps while the process lives). */
-typedef void (*edge_ebpf_seen)(void *arg, uint32_t tgid, uint64_t image, uint64_t cgroup_id);
+/* Called for process images (tgid, image: see struct wt_stack_key; with
+ * the thread, cgroup and name sampled) seen since the last drain
+ * (discovery: lets the sampler read /proc/PID/maps while the process
+ * lives). */
+typedef void (*edge_ebpf_seen)(void *arg, const struct wt_proc_event *ev);
 
 /* Cumulative counters of one probe kind (across reloads). */
 typedef struct edge_ebpf_counters {

@@ -259,21 +259,33 @@ static void read_cgroup(edge_procs *t, edge_proc *p, uint64_t cgroup_id)
 	}
 }
 
-static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char *comm)
+static void lost(edge_procs *t, edge_proc *p, const char *comm)
+{
+	p->state = EDGE_PROC_LOST;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm ? comm : "");
+	t->lost++;
+	resolve_service(t, p);
+}
+
+static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char *comm, int leader)
 {
 	char path[128], buf[4096];
+	/* the leader's name as sampled is what /proc/PID/comm holds: one file
+	 * less to read for a user process (image != 0) */
+	int from_sample = comm && leader && p->image;
 	int n;
 
-	snprintf(path, sizeof(path), "%s/%u/comm", t->root, p->tgid);
-	if (read_small(path, buf, sizeof(buf)) < 0) {
-		p->state = EDGE_PROC_LOST;
-		snprintf(p->comm, sizeof(p->comm), "%s", comm ? comm : "");
-		t->lost++;
-		resolve_service(t, p);
-		return;
+	if (from_sample) {
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	} else {
+		snprintf(path, sizeof(path), "%s/%u/comm", t->root, p->tgid);
+		if (read_small(path, buf, sizeof(buf)) < 0) {
+			lost(t, p, comm);
+			return;
+		}
+		buf[strcspn(buf, "\n")] = '\0';
+		snprintf(p->comm, sizeof(p->comm), "%s", buf);
 	}
-	buf[strcspn(buf, "\n")] = '\0';
-	snprintf(p->comm, sizeof(p->comm), "%s", buf);
 	p->state = EDGE_PROC_LIVE;
 	snprintf(path, sizeof(path), "%s/%u/exe", t->root, p->tgid);
 	n = (int)readlink(path, buf, sizeof(buf) - 1);
@@ -285,6 +297,10 @@ static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char 
 		const char *base = strrchr(buf, '/');
 		snprintf(p->exe, sizeof(p->exe), "%s", base ? base + 1 : buf);
 	}
+	if (n <= 0 && from_sample && errno == ENOENT) {
+		lost(t, p, comm); /* gone already */
+		return;
+	}
 	read_cgroup(t, p, cgroup_id);
 	read_maps(t, p);
 	if (n <= 0 && p->nmaps == 0)
@@ -293,7 +309,8 @@ static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char 
 	resolve_service(t, p);
 }
 
-static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm)
+static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm,
+			      int leader)
 {
 	size_t h = (tgid * 2654435761u) % NBUCKETS;
 	for (edge_proc *p = t->b[h]; p; p = p->next)
@@ -306,7 +323,7 @@ static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, uint6
 		return NULL;
 	p->tgid = tgid;
 	p->image = image;
-	capture(t, p, cgroup_id, comm);
+	capture(t, p, cgroup_id, comm, leader);
 	if (!p->service) {
 		proc_free(t, p);
 		return NULL;
@@ -322,10 +339,11 @@ static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, uint6
 	return p;
 }
 
-edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm)
+edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm,
+			  int leader)
 {
 	pthread_mutex_lock(&t->mu);
-	edge_proc *p = get_locked(t, tgid, image, cgroup_id, comm);
+	edge_proc *p = get_locked(t, tgid, image, cgroup_id, comm, leader);
 	pthread_mutex_unlock(&t->mu);
 	return p;
 }

@@ -67,9 +67,11 @@ void edge_procs_set_rules(edge_procs *t, const edge_ebpf_rule *rules, size_t nru
 /* The process image (tgid, image), captured now if new (which marks the
  * tgid's earlier images superseded). cgroup_id is the cgroup v2 id sampled
  * with it (0: unknown): a cgroup already seen is not read from /proc again.
- * comm is the sampled thread name, used when /proc has nothing. NULL only
- * on OOM or when the table is full. */
-edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm);
+ * comm is the sampled thread name (may be NULL), used when /proc has
+ * nothing, and instead of /proc/PID/comm when leader says the sampled
+ * thread was the group leader. NULL only on OOM or when the table is full. */
+edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm,
+			  int leader);
 /* Re-read the mappings (after an address missed them: exec, dlopen),
  * at most once per generation. */
 void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen);

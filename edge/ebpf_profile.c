@@ -41,6 +41,18 @@ typedef struct agg {
 	size_t cap, n, max;
 } agg;
 
+static void key_seen(edge_ebpf_seen fn, void *arg, const struct wt_stack_key *k)
+{
+	struct wt_proc_event ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.tgid = k->tgid;
+	ev.pid = k->pid;
+	ev.image = k->image;
+	ev.cgroup_id = k->cgroup_id;
+	memcpy(ev.comm, k->comm, sizeof(ev.comm));
+	fn(arg, &ev);
+}
+
 static uint64_t key_hash(const struct wt_stack_key *k)
 {
 	return XXH3_64bits(k, sizeof(*k));
@@ -251,14 +263,14 @@ void edge_ebpf_scan_keys(int counts_fd, size_t max_keys, edge_ebpf_seen fn, void
 	if (keys && vals && (n = batch_walk(counts_fd, 0, max_keys, keys, vals)) >= 0) {
 		for (long i = 0; i < n; i++) {
 			if (keys[i].tgid != last)
-				fn(arg, keys[i].tgid, keys[i].image, keys[i].cgroup_id);
+				key_seen(fn, arg, &keys[i]);
 			last = keys[i].tgid;
 		}
 	} else {
 		struct wt_stack_key a, b, *cur = &a, *prev = NULL;
 		for (size_t i = 0; i < max_keys && bpf_map_get_next_key(counts_fd, prev, cur) == 0; i++) {
 			if (cur->tgid != last)
-				fn(arg, cur->tgid, cur->image, cur->cgroup_id);
+				key_seen(fn, arg, cur);
 			last = cur->tgid;
 			prev = cur;
 			cur = cur == &a ? &b : &a;
@@ -389,7 +401,7 @@ static int ring_cb(void *ctx, void *data, size_t len)
 	if (r <= 0)
 		atomic_fetch_add(&c->ctr->stat[WT_STAT_LOST], 1);
 	else if (is_new && c->seen)
-		c->seen(c->seen_arg, e->key.tgid, e->key.image, e->key.cgroup_id);
+		key_seen(c->seen, c->seen_arg, &e->key);
 	return 0;
 }
 
@@ -399,7 +411,7 @@ static int procs_cb(void *ctx, void *data, size_t len)
 	const struct wt_proc_event *ev = data;
 	if (len < sizeof(*ev) || !c->procs_seen)
 		return 0;
-	c->procs_seen(c->procs_arg, ev->tgid, ev->image, ev->cgroup_id);
+	c->procs_seen(c->procs_arg, ev);
 	c->procs_n++;
 	return 0;
 }

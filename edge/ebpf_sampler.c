@@ -368,7 +368,7 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		return; /* this flush already failed (OOM / limits) */
 	memcpy(comm, k->comm, WT_COMM_LEN);
 	comm[WT_COMM_LEN] = '\0';
-	edge_proc *pr = edge_procs_get(e->procs, k->tgid, k->image, k->cgroup_id, comm);
+	edge_proc *pr = edge_procs_get(e->procs, k->tgid, k->image, k->cgroup_id, comm, k->pid == k->tgid);
 	svc *s = pr ? svc_get(e, pr) : NULL;
 	if (!s) {
 		atomic_fetch_add(&e->no_proc, 1);
@@ -426,10 +426,13 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	wt_profile_add_sample(s->p, stack, ls, 0, vals, err);
 }
 
-static void seen(void *arg, uint32_t tgid, uint64_t image, uint64_t cgroup_id)
+static void seen(void *arg, const struct wt_proc_event *ev)
 {
 	edge_ebpf *e = arg;
-	edge_procs_get(e->procs, tgid, image, cgroup_id, NULL);
+	char comm[WT_COMM_LEN + 1];
+	memcpy(comm, ev->comm, WT_COMM_LEN);
+	comm[WT_COMM_LEN] = '\0';
+	edge_procs_get(e->procs, ev->tgid, ev->image, ev->cgroup_id, comm, ev->pid == ev->tgid);
 }
 
 static void gone(void *arg, uint32_t tgid)

@@ -100,13 +100,13 @@ static void images_per_exec(void **state)
 	uint32_t me = (uint32_t)getpid();
 	uint64_t captured, lost, tracked;
 
-	edge_proc *p1 = edge_procs_get(t, me, 0x1000, 0, NULL);
+	edge_proc *p1 = edge_procs_get(t, me, 0x1000, 0, NULL, 0);
 	assert_non_null(p1);
 	assert_int_equal(p1->state, EDGE_PROC_LIVE);
 	assert_true(p1->nmaps > 0);
 	assert_false(p1->superseded);
-	assert_ptr_equal(edge_procs_get(t, me, 0x1000, 0, NULL), p1); /* known image: no capture */
-	edge_proc *p2 = edge_procs_get(t, me, 0x2000, 0, NULL);        /* exec: a new image */
+	assert_ptr_equal(edge_procs_get(t, me, 0x1000, 0, NULL, 0), p1); /* known image: no capture */
+	edge_proc *p2 = edge_procs_get(t, me, 0x2000, 0, NULL, 0);        /* exec: a new image */
 	assert_non_null(p2);
 	assert_ptr_not_equal(p1, p2);
 	assert_true(p1->superseded);
@@ -121,19 +121,32 @@ static void images_per_exec(void **state)
 		_exit(0);
 	assert_true(child > 0);
 	waitpid(child, NULL, 0);
-	edge_proc *dead = edge_procs_get(t, (uint32_t)child, 0x3000, 0, "kid");
+	edge_proc *dead = edge_procs_get(t, (uint32_t)child, 0x3000, 0, "kid", 0);
 	assert_non_null(dead);
 	assert_int_equal(dead->state, EDGE_PROC_LOST);
 	assert_string_equal(dead->service, "kid");
+	/* the same with the leader's sampled name (no /proc/PID/comm read):
+	 * still found gone, by its executable link */
+	edge_proc *dead2 = edge_procs_get(t, (uint32_t)child, 0x4000, 0, "kid2", 1);
+	assert_non_null(dead2);
+	assert_int_equal(dead2->state, EDGE_PROC_LOST);
+	assert_string_equal(dead2->service, "kid2");
+	/* a live process named by its sample keeps that name */
+	edge_proc *named = edge_procs_get(t, me, 0x5000, 0, "sampled-name", 1);
+	assert_non_null(named);
+	assert_int_equal(named->state, EDGE_PROC_LIVE);
+	assert_string_equal(named->comm, "sampled-name");
+	assert_true(named->nmaps > 0);
 
-	/* generation 1: p2 had samples in it, p1 and the dead one did not */
-	p2->gen = 1;
+	/* generation 1: named had samples in it, p1, p2 (superseded by
+	 * named) and the dead ones did not */
+	named->gen = 1;
 	edge_procs_sweep(t, 1, on_gone, NULL);
 	edge_procs_stats(t, &captured, &lost, &tracked);
-	assert_int_equal(tracked, 1); /* p2 only */
-	assert_int_equal(gone_calls, 1);
+	assert_int_equal(tracked, 1); /* named only */
+	assert_int_equal(gone_calls, 1); /* the child's first image was superseded by its second */
 	assert_int_equal(gone_tgid, (uint32_t)child);
-	assert_ptr_equal(edge_procs_get(t, me, 0x2000, 0, NULL), p2);
+	assert_ptr_equal(edge_procs_get(t, me, 0x5000, 0, NULL, 0), named);
 
 	edge_procs_free(t);
 	edge_elf_cache_free(c);
@@ -164,12 +177,12 @@ static void cgroup_read_once_per_id(void **state)
 		skip(); /* no cgroup v2 here */
 	edge_elf_cache *c = edge_elf_cache_new(16);
 	edge_procs *t = edge_procs_new("/proc", c, NULL, 0);
-	edge_proc *p = edge_procs_get(t, (uint32_t)getpid(), 0x1000, 0xfeed, NULL);
+	edge_proc *p = edge_procs_get(t, (uint32_t)getpid(), 0x1000, 0xfeed, NULL, 0);
 	assert_non_null(p);
 	assert_string_equal(p->cgroup, want);
 	/* the parent, said to be in cgroup 0xfeed too, gets the cached path
 	 * (it is not read from /proc/PPID/cgroup) */
-	edge_proc *q = edge_procs_get(t, (uint32_t)getppid(), 0x2000, 0xfeed, NULL);
+	edge_proc *q = edge_procs_get(t, (uint32_t)getppid(), 0x2000, 0xfeed, NULL, 0);
 	assert_non_null(q);
 	assert_string_equal(q->cgroup, want);
 	edge_procs_free(t);
