@@ -246,6 +246,19 @@ static int add_syms(edge_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, si
 	if (!data || !sh->sh_entsize)
 		return 0;
 	size_t cnt = sh->sh_size / sh->sh_entsize;
+	/* room for every symbol and the whole string table at once: growing
+	 * by doubling copies and touches fresh pages again and again */
+	if (e->n + cnt > *cap && e->n + cnt <= MAX_ELF_SYMS) {
+		sym *ns = realloc(e->s, (e->n + cnt) * sizeof(*ns));
+		if (!ns)
+			return WT_ENOMEM;
+		e->s = ns;
+		*cap = e->n + cnt;
+	}
+	Elf_Scn *strs = elf_getscn(elf, sh->sh_link);
+	GElf_Shdr ssh;
+	if (strs && gelf_getshdr(strs, &ssh) && ssh.sh_size < (64u << 20) && wt_buf_reserve(&e->names, ssh.sh_size))
+		return WT_ENOMEM;
 	for (size_t i = 0; i < cnt; i++) {
 		GElf_Sym gs;
 		if (!gelf_getsym(data, (int)i, &gs))
