@@ -90,8 +90,8 @@ def cpu_s(pid):
 
 
 def bpf_ns(pid):
-    """run_time_ns summed over the BPF programs pid holds"""
-    total = 0
+    """(run_time_ns, run_cnt) summed over the BPF programs pid holds"""
+    total = cnt = 0
     for fd in os.listdir(f"/proc/{pid}/fdinfo"):
         try:
             with open(f"/proc/{pid}/fdinfo/{fd}") as f:
@@ -102,7 +102,9 @@ def bpf_ns(pid):
             for line in text.splitlines():
                 if line.startswith("run_time_ns:"):
                     total += int(line.split()[1])
-    return total
+                elif line.startswith("run_cnt:"):
+                    cnt += int(line.split()[1])
+    return total, cnt
 
 
 def free_port():
@@ -145,7 +147,9 @@ def ours(freq, mode, scenario):
         c1, b1, t1 = cpu_s(p.pid), bpf_ns(p.pid), time.time()
         lost = metric(port, "wt_edge_ebpf_processes_lost_total") or 0
         cap = metric(port, "wt_edge_ebpf_processes_captured_total") or 0
-        return ips, 100.0 * (c1 - c0) / (t1 - t0), 100.0 * (b1 - b0) / 1e9 / (t1 - t0), cap, lost
+        runs = max(b1[1] - b0[1], 1)
+        return (ips, 100.0 * (c1 - c0) / (t1 - t0), 100.0 * (b1[0] - b0[0]) / 1e9 / (t1 - t0), cap, lost,
+                (b1[0] - b0[0]) / runs)
     finally:
         p.send_signal(signal.SIGTERM)
         p.wait(30)
@@ -191,7 +195,7 @@ try:
           f" offcpu off (perf -a -g samples on-CPU only)")
     for sc in SCENARIOS:
         print(f"== {sc}")
-        cols = "".join(f" | ours {m}: slowdown  edge%  bpf% total% procs(lost)" for m in MODES)
+        cols = "".join(f" | ours {m}: slowdown  edge%  bpf% total% procs(lost) ns/sample" for m in MODES)
         print(f"{'Hz':>5}{cols} | perf -a -g: slowdown steady% session% +report%    MB"
               f" | ours/perf: slowdown cpu÷session cpu÷(session+report)")
         for fr in FREQS:
@@ -199,10 +203,11 @@ try:
             row = f"{fr:>5}"
             res = {}
             for m in MODES:
-                ips, edge, bpf, cap, lost = ours(fr, m, sc)
+                ips, edge, bpf, cap, lost, per = ours(fr, m, sc)
                 res[m] = (base / ips, edge + bpf)
+                procs = f"{cap:.0f}({lost:.0f})"
                 row += (f" | {'':>{len(m) - 4}}{base / ips:>17.3f} {edge:>6.2f} {bpf:>5.2f} {edge + bpf:>5.2f}"
-                        f" {cap:>6.0f}({lost:.0f})")
+                        f" {procs:>12} {per:>9.0f}")
             ips, steady, session, rep, size = perf(fr, sc)
             m0 = MODES[0]
             row += (f" | {base / ips:>19.3f} {steady:>7.2f} {session:>8.2f} {rep:>8.2f} {size / 1e6:>5.1f}"
@@ -210,7 +215,7 @@ try:
                     f" {ratio(res[m0][1], session + rep):>20}")
             print(row, flush=True)
     print("slowdown: unprofiled rate (measured right before) ÷ profiled rate (1.000 = no effect); edge%: wt-edge process"
-          " CPU; bpf%: BPF program run time; total = edge + bpf; procs: process images captured (lost: gone before"
+          " CPU; bpf%: BPF program run time (ns/sample: per program run); total = edge + bpf; procs: process images captured (lost: gone before"
           " capture); perf steady%: perf record's CPU in the window; session%: its whole run (startup, recording, the"
           " build-id pass at exit) ÷ its wall time; +report%: `perf report` of the file ÷ the recorded wall time;"
           " all % of one CPU")

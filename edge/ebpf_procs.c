@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define NBUCKETS 4096
@@ -39,6 +40,7 @@ struct edge_procs {
 	uint64_t captured, lost;
 	cg_ent *cg[CG_BUCKETS];
 	size_t ncg;
+	int no_query; /* the kernel has no PROCMAP_QUERY: read the text */
 };
 
 edge_procs *edge_procs_new(const char *root, edge_elf_cache *elfs, const edge_ebpf_rule *rules, size_t nrules)
@@ -158,17 +160,102 @@ static int map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static void read_maps(edge_procs *t, edge_proc *p)
+/* Append one executable mapping (file-backed or [vdso]; anonymous code
+ * such as JIT output stays unmapped: bare addresses). -1: stop (OOM). */
+static int add_map(edge_procs *t, edge_proc *p, size_t *cap, uint64_t start, uint64_t end, uint64_t off,
+		   uint64_t dev, uint64_t ino, const char *name)
 {
-	char path[128], line[4096 + 256], file[4096 + 128], iobuf[65536];
+	char file[4096 + 128];
+	if (*name != '/' && strcmp(name, "[vdso]") != 0)
+		return 0;
+	if (p->nmaps == *cap) {
+		size_t nc = *cap ? *cap * 2 : 32;
+		edge_proc_map *nm = realloc(p->maps, nc * sizeof(*nm));
+		if (!nm)
+			return -1;
+		p->maps = nm;
+		*cap = nc;
+	}
+	edge_proc_map *m = &p->maps[p->nmaps];
+	memset(m, 0, sizeof(*m));
+	m->start = start;
+	m->end = end;
+	m->pgoff = off;
+	m->path = strdup(name);
+	if (!m->path)
+		return -1;
+	if (*name == '/') {
+		/* through the process's root (containers); a deleted or
+		 * replaced file through map_files, which still has it */
+		size_t nl = strlen(name);
+		if (nl > 10 && !strcmp(name + nl - 10, " (deleted)"))
+			snprintf(file, sizeof(file), "%s/%u/map_files/%llx-%llx", t->root, p->tgid, (unsigned long long)start,
+				 (unsigned long long)end);
+		else
+			snprintf(file, sizeof(file), "%s/%u/root%s", t->root, p->tgid, name);
+		m->elf = edge_elf_get_mapped(t->elfs, dev, ino, file);
+	}
+	p->nmaps++;
+	return 0;
+}
+
+/* PROCMAP_QUERY (Linux 6.11, uapi linux/fs.h; declared here for older
+ * headers): the kernel hands over the executable mappings one by one, so
+ * the text of every other mapping is neither generated nor parsed —
+ * measured 12-15 us per process against 25-45 us for the text on this
+ * machine. */
+struct wt_procmap_query {
+	uint64_t size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define WT_PROCMAP_QUERY _IOWR('f', 17, struct wt_procmap_query)
+#define WT_PMQ_EXECUTABLE 0x04
+#define WT_PMQ_COVERING_OR_NEXT 0x10
+
+/* 0 done, -1 the kernel has no PROCMAP_QUERY (nothing read) */
+static int maps_query(edge_procs *t, edge_proc *p, int fd)
+{
+	char name[4096];
 	size_t cap = 0;
-	snprintf(path, sizeof(path), "%s/%u/maps", t->root, p->tgid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	uint64_t addr = 0;
+	for (int first = 1; p->nmaps < MAX_MAPS; first = 0) {
+		struct wt_procmap_query q;
+		memset(&q, 0, sizeof(q));
+		q.size = sizeof(q);
+		q.query_flags = WT_PMQ_EXECUTABLE | WT_PMQ_COVERING_OR_NEXT;
+		q.query_addr = addr;
+		q.vma_name_addr = (uint64_t)(uintptr_t)name;
+		q.vma_name_size = sizeof(name);
+		if (ioctl(fd, WT_PROCMAP_QUERY, &q) != 0) {
+			if (first && (errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP))
+				return -1;
+			return 0; /* ENOENT: no further mapping; ESRCH: no mm (kernel thread, exited) */
+		}
+		if (q.vma_end <= addr)
+			return 0;
+		addr = q.vma_end;
+		if (!q.vma_name_size)
+			continue; /* anonymous */
+		name[sizeof(name) - 1] = '\0';
+		if (add_map(t, p, &cap, q.vma_start, q.vma_end, q.vma_offset, ((uint64_t)q.dev_major << 32) | q.dev_minor,
+			    q.inode, name))
+			return 0;
+	}
+	return 0;
+}
+
+static void maps_text(edge_procs *t, edge_proc *p, int fd)
+{
+	char line[4096 + 256], iobuf[65536];
+	size_t cap = 0;
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
 		return;
+	}
 	/* /proc/PID/maps is generated per read(2): fewer, larger reads */
 	setvbuf(f, iobuf, _IOFBF, sizeof(iobuf));
-	maps_free(t, p);
 	while (fgets(line, sizeof(line), f) && p->nmaps < MAX_MAPS) {
 		unsigned long long start, end, off, ino;
 		unsigned dmaj, dmin;
@@ -179,37 +266,26 @@ static void read_maps(edge_procs *t, edge_proc *p)
 			continue;
 		char *name = line + pos;
 		name[strcspn(name, "\n")] = '\0';
-		if (*name != '/' && strcmp(name, "[vdso]") != 0)
-			continue;
-		if (p->nmaps == cap) {
-			size_t nc = cap ? cap * 2 : 32;
-			edge_proc_map *nm = realloc(p->maps, nc * sizeof(*nm));
-			if (!nm)
-				break;
-			p->maps = nm;
-			cap = nc;
-		}
-		edge_proc_map *m = &p->maps[p->nmaps];
-		memset(m, 0, sizeof(*m));
-		m->start = start;
-		m->end = end;
-		m->pgoff = off;
-		m->path = strdup(name);
-		if (!m->path)
+		if (add_map(t, p, &cap, start, end, off, ((uint64_t)dmaj << 32) | dmin, ino, name))
 			break;
-		if (*name == '/') {
-			/* through the process's root (containers); a deleted or
-			 * replaced file through map_files, which still has it */
-			size_t nl = strlen(name);
-			if (nl > 10 && !strcmp(name + nl - 10, " (deleted)"))
-				snprintf(file, sizeof(file), "%s/%u/map_files/%llx-%llx", t->root, p->tgid, start, end);
-			else
-				snprintf(file, sizeof(file), "%s/%u/root%s", t->root, p->tgid, name);
-			m->elf = edge_elf_get_mapped(t->elfs, ((uint64_t)dmaj << 32) | dmin, ino, file);
-		}
-		p->nmaps++;
 	}
 	fclose(f);
+}
+
+static void read_maps(edge_procs *t, edge_proc *p)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/%u/maps", t->root, p->tgid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	maps_free(t, p);
+	if (t->no_query || maps_query(t, p, fd) != 0) {
+		t->no_query = 1;
+		maps_text(t, p, fd); /* closes fd */
+	} else {
+		close(fd);
+	}
 	if (p->nmaps)
 		qsort(p->maps, p->nmaps, sizeof(*p->maps), map_cmp);
 }

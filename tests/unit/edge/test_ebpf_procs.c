@@ -7,7 +7,9 @@
  *   - process images: a second image of the same tgid (an exec) is a new
  *     capture and supersedes the first; a sweep drops the superseded image
  *     without reporting the process gone, and reports a dead pid gone;
- *   - a cgroup id seen once is not read from /proc again.
+ *   - a cgroup id seen once is not read from /proc again;
+ *   - the captured mappings (PROCMAP_QUERY where the kernel has it) equal
+ *     the executable lines of /proc/self/maps read as text.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -79,6 +81,44 @@ static void elf_cache_by_maps_identity(void **state)
 	edge_elf_unref(c, a);
 	edge_elf_unref(c, b);
 	edge_elf_unref(c, d);
+	edge_elf_cache_free(c);
+}
+
+/* The mappings captured for this process equal the executable
+ * file-backed lines of /proc/self/maps read as text here (the edge asks
+ * the kernel with PROCMAP_QUERY where it can). */
+static void maps_match_the_text(void **state)
+{
+	(void)state;
+	edge_elf_cache *c = edge_elf_cache_new(16);
+	edge_procs *t = edge_procs_new("/proc", c, NULL, 0);
+	edge_proc *p = edge_procs_get(t, (uint32_t)getpid(), 0x1000, 0, NULL, 0);
+	char line[8192];
+	size_t n = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+	assert_non_null(p);
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, off;
+		char perms[8];
+		int pos = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &a, &b, perms, &off, &pos) < 4 || !strchr(perms, 'x'))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		if (line[pos] != '/' && strcmp(line + pos, "[vdso]") != 0)
+			continue;
+		const edge_proc_map *m = edge_proc_find_map(p, a);
+		assert_non_null(m);
+		assert_int_equal(m->start, a);
+		assert_int_equal(m->end, b);
+		assert_int_equal(m->pgoff, off);
+		assert_string_equal(m->path, line + pos);
+		n++;
+	}
+	fclose(f);
+	assert_true(n > 0);
+	assert_int_equal(p->nmaps, n);
+	edge_procs_free(t);
 	edge_elf_cache_free(c);
 }
 
@@ -193,6 +233,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(elf_cache_by_maps_identity),
+		cmocka_unit_test(maps_match_the_text),
 		cmocka_unit_test(images_per_exec),
 		cmocka_unit_test(cgroup_read_once_per_id),
 	};
