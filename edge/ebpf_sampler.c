@@ -65,6 +65,7 @@ struct edge_ebpf {
 	pthread_t th, dth; /* sampler, discovery */
 	int started, dstarted;
 	pthread_mutex_t pmu; /* cpu/off pointers: sampler writes, discovery reads */
+	_Atomic int pmu_wanted; /* the sampler thread waits for pmu: discovery steps aside */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop, reload;
@@ -542,6 +543,16 @@ static void flush(edge_ebpf *e)
 	atomic_store(&e->last_flush_us, (now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 }
 
+/* The discovery thread holds pmu while it polls and captures, and would
+ * take it again at once: the sampler thread (load, unload) announces that
+ * it waits, and discovery lets it through. */
+static void pmu_lock_sampler(edge_ebpf *e)
+{
+	atomic_fetch_add(&e->pmu_wanted, 1);
+	pthread_mutex_lock(&e->pmu);
+	atomic_fetch_sub(&e->pmu_wanted, 1);
+}
+
 /* Discovery runs on its own thread so that a slow flush (many new
  * binaries to parse, a loaded machine) does not delay capturing the
  * mappings of processes that are about to exit. The on-CPU program
@@ -567,6 +578,10 @@ static void *discover_run(void *arg)
 			next_scan = now_ns(CLOCK_MONOTONIC) + DISCOVER_NS;
 		}
 		pthread_mutex_unlock(&e->pmu);
+		while (atomic_load(&e->pmu_wanted) > 0) {
+			struct timespec pause = {0, 1000000};
+			nanosleep(&pause, NULL);
+		}
 		if (have)
 			continue;
 		struct timespec ts;
@@ -584,7 +599,7 @@ static void *discover_run(void *arg)
 
 static void unload(edge_ebpf *e)
 {
-	pthread_mutex_lock(&e->pmu);
+	pmu_lock_sampler(e);
 	edge_ebpf_cpu_close(e->cpu);
 	edge_ebpf_off_close(e->off);
 	e->cpu = NULL;
@@ -601,7 +616,7 @@ static void load(edge_ebpf *e)
 	if (!e->ksyms && edge_ksyms_load("/proc/kallsyms", &e->ksyms, &err))
 		wt_warn("msg=\"kernel frames stay unsymbolized\" error=\"%s\"", err.msg);
 	memset(&err, 0, sizeof(err));
-	pthread_mutex_lock(&e->pmu);
+	pmu_lock_sampler(e);
 	int rc = edge_ebpf_cpu_open(&e->cur, &e->ctr[EDGE_EBPF_CPU], &e->cpu, &err) ||
 		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err));
 	pthread_mutex_unlock(&e->pmu);
@@ -878,6 +893,9 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 			      (unsigned long long)atomic_load(&e->ctr[k].missing_stacks));
 	counter(b, "wt_edge_ebpf_idle_samples_total", "On-CPU samples of the idle task (not recorded).",
 		atomic_load(&e->ctr[EDGE_EBPF_CPU].stat[WT_STAT_IDLE]));
+	counter(b, "wt_edge_ebpf_unannounced_processes_total",
+		"New process images the program could not announce (wt_procs or its ring buffer full): captured at the flush if still alive.",
+		atomic_load(&e->ctr[EDGE_EBPF_CPU].stat[WT_STAT_PROCS_FULL]));
 	counter(b, "wt_edge_ebpf_offcpu_short_total", "Blocked intervals under offcpu_min_us (not recorded).",
 		atomic_load(&e->ctr[EDGE_EBPF_OFFCPU].stat[WT_STAT_OFF_SHORT]));
 	counter(b, "wt_edge_ebpf_cpu_samples_drained_total", "On-CPU samples turned into profiles.", atomic_load(&e->samples_cpu));

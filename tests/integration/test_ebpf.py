@@ -235,7 +235,8 @@ class EbpfSampler(unittest.TestCase):
         for k in ('wt_edge_ebpf_lost_samples_total{probe="cpu"}', 'wt_edge_ebpf_lost_samples_total{probe="offcpu"}',
                   'wt_edge_ebpf_stack_collisions_total{probe="cpu",stack="user"}',
                   'wt_edge_ebpf_stack_collisions_total{probe="cpu",stack="kernel"}',
-                  "wt_edge_ebpf_processes_lost_total", "wt_edge_ebpf_truncated_stacks_total"):
+                  "wt_edge_ebpf_processes_lost_total", "wt_edge_ebpf_truncated_stacks_total",
+                  "wt_edge_ebpf_unannounced_processes_total"):
             self.assertIn(k, m)
         self.assertEqual(m["wt_edge_ebpf_frequency_hz"], FREQ)
         self.assertGreater(m['wt_edge_ebpf_samples_total{probe="cpu"}'], 0)
