@@ -24,6 +24,7 @@
 #include "keys.h"
 #include "log.h"
 #include "profile.h"
+#include "symref.h"
 #include "pyroscope.h"
 #include "rollup.h"
 #include "server.h"
@@ -167,7 +168,7 @@ static void stack_payload(const wt_profile *p, cache *c, uint32_t s)
 	const uint32_t *fr = wt_profile_stack(p, s, &n);
 	char buf[256];
 	for (size_t i = n; i-- > 0;) {
-		const char *name = wt_profile_frame_name(p, fr[i], buf, sizeof(buf));
+		const char *name = wt_profile_frame_key(p, fr[i], buf, sizeof(buf));
 		wt_buf_append(&c->data, name, strlen(name) + 1);
 	}
 	c->off[s] = (uint32_t)start;

@@ -1,0 +1,222 @@
+/*
+ * symfile.c — ELF/DWARF lookups in one debug file with libdwfl (see
+ * symfile.h).
+ */
+#include "symfile.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct hub_symfile {
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	GElf_Phdr *loads; /* PT_LOAD headers, for offset → vaddr */
+	size_t nloads;
+};
+
+/* Never look elsewhere (/usr/lib/debug, debuginfod): the file is all we use. */
+static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			char **debuginfo_file_name)
+{
+	return -1;
+}
+
+static const Dwfl_Callbacks offline_cb = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = no_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+static int read_loads(hub_symfile *sf, Elf *elf)
+{
+	size_t n, i;
+
+	if (elf_getphdrnum(elf, &n) || !n)
+		return 0;
+	if (!(sf->loads = calloc(n, sizeof(*sf->loads))))
+		return WT_ENOMEM;
+	for (i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			sf->loads[sf->nloads++] = ph;
+	}
+	return 0;
+}
+
+int hub_symfile_open(const char *path, hub_symfile **out, wt_err *err)
+{
+	hub_symfile *sf = calloc(1, sizeof(*sf));
+	GElf_Addr bias;
+	Elf *elf;
+	int rc = 0;
+
+	*out = NULL;
+	if (!sf)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if (!(sf->dwfl = dwfl_begin(&offline_cb))) {
+		rc = wt_err_set(err, WT_ENOMEM, "libdwfl: %s", dwfl_errmsg(-1));
+		goto fail;
+	}
+	dwfl_report_begin(sf->dwfl);
+	sf->mod = dwfl_report_offline(sf->dwfl, "debugfile", path, -1);
+	dwfl_report_end(sf->dwfl, NULL, NULL);
+	if (!sf->mod || !(elf = dwfl_module_getelf(sf->mod, &bias))) {
+		rc = wt_err_set(err, WT_EINVAL, "%s: not an ELF file (%s)", path, dwfl_errmsg(-1));
+		goto fail;
+	}
+	if ((rc = read_loads(sf, elf))) {
+		wt_err_set(err, rc, "out of memory");
+		goto fail;
+	}
+	*out = sf;
+	return 0;
+fail:
+	hub_symfile_close(sf);
+	return rc;
+}
+
+void hub_symfile_close(hub_symfile *sf)
+{
+	if (!sf)
+		return;
+	if (sf->dwfl)
+		dwfl_end(sf->dwfl);
+	free(sf->loads);
+	free(sf);
+}
+
+static uint64_t vaddr_of(const hub_symfile *sf, uint64_t off)
+{
+	for (size_t i = 0; i < sf->nloads; i++) {
+		const GElf_Phdr *ph = &sf->loads[i];
+
+		if (off >= ph->p_offset && off < ph->p_offset + ph->p_filesz)
+			return off - ph->p_offset + ph->p_vaddr;
+	}
+	return off;
+}
+
+static void set_str(char *dst, size_t cap, const char *s)
+{
+	snprintf(dst, cap, "%s", s ? s : "");
+}
+
+/* Source file number idx of the CU, or NULL. */
+static const char *cu_file(Dwarf_Die *cu, Dwarf_Word idx)
+{
+	Dwarf_Files *files;
+	size_t n;
+
+	if (dwarf_getsrcfiles(cu, &files, &n) || idx >= n)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+size_t hub_symfile_lookup(hub_symfile *sf, uint64_t off, hub_symframe *out, size_t max)
+{
+	GElf_Addr bias = 0, modbias = 0, addr;
+	Dwarf_Die *cu, *scopes = NULL;
+	const char *symname, *file = NULL;
+	GElf_Off symoff;
+	GElf_Sym sym;
+	Dwfl_Line *ln;
+	int line = 0, nscopes, i;
+	size_t n = 0;
+
+	if (!max || !dwfl_module_getelf(sf->mod, &modbias))
+		return 0;
+	addr = vaddr_of(sf, off) + modbias;
+	symname = dwfl_module_addrinfo(sf->mod, addr, &symoff, &sym, NULL, NULL, NULL);
+	if ((ln = dwfl_module_getsrc(sf->mod, addr)))
+		file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
+	cu = dwfl_module_addrdie(sf->mod, addr, &bias);
+	nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+	if (nscopes > 0) {
+		/* dwarf_getscopes continues from an inlined instance into its
+		 * abstract definition; the physical nesting (inlined instance →
+		 * the function it was inlined into) is dwarf_getscopes_die's */
+		Dwarf_Die inner = scopes[0];
+
+		free(scopes);
+		scopes = NULL;
+		nscopes = dwarf_getscopes_die(&inner, &scopes);
+	}
+	/* innermost scope first: each inlined instance is a frame at the
+	 * current file:line, and its call site is the line of the next one */
+	for (i = 0; i < nscopes && n < max; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		Dwarf_Attribute a;
+		Dwarf_Word w;
+
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+			continue;
+		set_str(out[n].name, sizeof(out[n].name), dwarf_diename(&scopes[i]));
+		if (tag == DW_TAG_subprogram && symname)
+			set_str(out[n].name, sizeof(out[n].name), symname);
+		if (!out[n].name[0])
+			set_str(out[n].name, sizeof(out[n].name), symname ? symname : "??");
+		set_str(out[n].file, sizeof(out[n].file), file);
+		out[n].line = file ? line : 0;
+		n++;
+		if (tag == DW_TAG_subprogram)
+			break;
+		file = NULL;
+		line = 0;
+		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &w) == 0)
+			file = cu_file(cu, w);
+		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &w) == 0)
+			line = (int)w;
+	}
+	free(scopes);
+	if (!n && symname) { /* no DWARF: the symbol table only */
+		set_str(out[0].name, sizeof(out[0].name), symname);
+		set_str(out[0].file, sizeof(out[0].file), file);
+		out[0].line = file ? line : 0;
+		n = 1;
+	}
+	/* reverse into outermost first */
+	for (size_t a = 0, b = n ? n - 1 : 0; a < b; a++, b--) {
+		hub_symframe t = out[a];
+		out[a] = out[b];
+		out[b] = t;
+	}
+	return n;
+}
+
+int hub_elf_build_id(const void *data, size_t len, const char *what, char *hex, size_t cap,
+		     wt_err *err)
+{
+	Elf *elf;
+	const void *id = NULL;
+	ssize_t n;
+	int rc = 0;
+
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)data, len);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		rc = wt_err_set(err, WT_EINVAL, "%s: not an ELF file", what);
+		goto out;
+	}
+	n = dwelf_elf_gnu_build_id(elf, &id);
+	if (n <= 0 || (size_t)n * 2 + 1 > cap) {
+		rc = wt_err_set(err, WT_EINVAL, "%s: no GNU build id note (link with --build-id)", what);
+		goto out;
+	}
+	for (ssize_t i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", ((const uint8_t *)id)[i]);
+out:
+	if (elf)
+		elf_end(elf);
+	return rc;
+}
