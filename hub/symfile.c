@@ -6,7 +6,6 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
-#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -192,31 +191,4 @@ size_t hub_symfile_lookup(hub_symfile *sf, uint64_t off, hub_symframe *out, size
 		out[b] = t;
 	}
 	return n;
-}
-
-int hub_elf_build_id(const void *data, size_t len, const char *what, char *hex, size_t cap,
-		     wt_err *err)
-{
-	Elf *elf;
-	const void *id = NULL;
-	ssize_t n;
-	int rc = 0;
-
-	elf_version(EV_CURRENT);
-	elf = elf_memory((char *)data, len);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		rc = wt_err_set(err, WT_EINVAL, "%s: not an ELF file", what);
-		goto out;
-	}
-	n = dwelf_elf_gnu_build_id(elf, &id);
-	if (n <= 0 || (size_t)n * 2 + 1 > cap) {
-		rc = wt_err_set(err, WT_EINVAL, "%s: no GNU build id note (link with --build-id)", what);
-		goto out;
-	}
-	for (ssize_t i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", ((const uint8_t *)id)[i]);
-out:
-	if (elf)
-		elf_end(elf);
-	return rc;
 }

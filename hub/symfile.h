@@ -43,10 +43,4 @@ void hub_symfile_close(hub_symfile *sf);
  * (0 when nothing covers off), at most max. */
 size_t hub_symfile_lookup(hub_symfile *sf, uint64_t off, hub_symframe *out, size_t max);
 
-/* Check that data[0..len) is an ELF file and write its GNU build id (lower
- * hex) into hex. WT_EINVAL "<what>: not an ELF file" / "<what>: no GNU
- * build id note". */
-int hub_elf_build_id(const void *data, size_t len, const char *what, char *hex, size_t cap,
-		     wt_err *err);
-
 #endif

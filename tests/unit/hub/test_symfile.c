@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "elfid.h"
 #include "hub/symfile.h"
 
 static char dir[] = "/tmp/wt-symfile-XXXXXX";
@@ -178,7 +179,7 @@ static void test_not_elf(void **state)
 	snprintf(path, sizeof(path), "%s/prog.c", dir);
 	assert_int_not_equal(hub_symfile_open(path, &sf, &e), 0);
 	assert_null(sf);
-	assert_int_equal(hub_elf_build_id("hello", 5, "x.txt", hex, sizeof(hex), &e), WT_EINVAL);
+	assert_int_equal(wt_elf_build_id("hello", 5, "x.txt", hex, sizeof(hex), &e), WT_EINVAL);
 	assert_non_null(strstr(e.msg, "x.txt: not an ELF file"));
 }
 
