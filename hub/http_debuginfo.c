@@ -1,8 +1,8 @@
 /*
  * http_debuginfo.c — debug files of a project (symbols.h):
  *   GET    /v1/projects/{p}/debuginfo              list (role read)
- *   GET    /v1/projects/{p}/debuginfo/{build id}   one entry or 404 (read);
- *                                                  wtctl asks this first
+ *   GET    /v1/projects/{p}/debuginfo/{build id}   one entry or 404 (read
+ *                                                  or upload); wtctl asks first
  *   PUT    /v1/projects/{p}/debuginfo/{build id}?name=FILE   the ELF file as
  *          the body (role upload); the hub checks it is ELF and carries that
  *          build id; 200 "exists" when the project has it already, else 201
@@ -170,7 +170,10 @@ int hub_debuginfo_route(hub_req *r)
 			   WT_BUILD_ID_MAX);
 		goto fail;
 	}
-	if (hub_auth_allows(&who, project, cmd == EVHTTP_REQ_GET ? HUB_ROLE_READ : HUB_ROLE_UPLOAD, &err))
+	/* the uploader asks "have you got it?" first: GET of one build id is
+	 * open to upload tokens too */
+	if (hub_auth_allows(&who, project, cmd == EVHTTP_REQ_GET ? HUB_ROLE_READ : HUB_ROLE_UPLOAD, &err) &&
+	    !(cmd == EVHTTP_REQ_GET && bid && !hub_auth_allows(&who, project, HUB_ROLE_UPLOAD, &err)))
 		goto fail;
 	if (cmd == EVHTTP_REQ_GET)
 		list(r, project, bid);
