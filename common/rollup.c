@@ -181,7 +181,7 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 	const char **tname = NULL, **tunit = NULL;
 	size_t *tord = NULL;
 	uint32_t *rank = NULL, *order = NULL;
-	char nbuf[256];
+	char nbuf[512]; /* frame names; symref keys with a build id are longer */
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));

@@ -146,7 +146,7 @@ static int do_stacks(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p, 
 		/* leaf first in the model; root first in storage; offsets because
 		 * names may move while it grows */
 		for (i = 0; i < n; i++) {
-			char tmp[256];
+			char tmp[512];
 			const char *name = wt_profile_frame_key(p, frames[n - 1 - i], tmp, sizeof(tmp));
 			offs[i] = names.len;
 			wt_buf_append(&names, name, strlen(name) + 1);
