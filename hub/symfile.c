@@ -20,6 +20,8 @@ struct hub_symfile {
 	Dwfl_Module *mod;
 	GElf_Phdr *loads; /* PT_LOAD headers, for offset → vaddr */
 	size_t nloads;
+	int exec;           /* ET_EXEC: loaded at its link addresses */
+	uint64_t min_vaddr; /* lowest PT_LOAD address */
 };
 
 /* Never look elsewhere (/usr/lib/debug, debuginfod): the file is all we use. */
@@ -47,8 +49,15 @@ static int read_loads(hub_symfile *sf, Elf *elf)
 	for (i = 0; i < n; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			if (!sf->nloads || ph.p_vaddr < sf->min_vaddr)
+				sf->min_vaddr = ph.p_vaddr;
 			sf->loads[sf->nloads++] = ph;
+		}
+	}
+	{
+		GElf_Ehdr eh;
+		sf->exec = gelf_getehdr(elf, &eh) && eh.e_type == ET_EXEC;
 	}
 	return 0;
 }
@@ -95,8 +104,15 @@ void hub_symfile_close(hub_symfile *sf)
 	free(sf);
 }
 
+/* perf script prints file-relative addresses for shared objects and PIEs
+ * but link-time (= run-time) addresses for non-PIE executables: in an
+ * ET_EXEC file a value at or above the lowest load address is taken as an
+ * address already (file offsets of such files are below it unless the file
+ * is larger than its load address, 4 MiB on x86-64 by default). */
 static uint64_t vaddr_of(const hub_symfile *sf, uint64_t off)
 {
+	if (sf->exec && sf->min_vaddr && off >= sf->min_vaddr)
+		return off;
 	for (size_t i = 0; i < sf->nloads; i++) {
 		const GElf_Phdr *ph = &sf->loads[i];
 

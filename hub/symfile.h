@@ -8,6 +8,8 @@
  * program header that holds it (p_offset/p_vaddr), so PIE and non-PIE
  * binaries and shared libraries work alike; objcopy --only-keep-debug keeps
  * the program headers, so separate debug files translate the same way.
+ * In a non-PIE executable (ET_EXEC) a value at or above its lowest load
+ * address is taken as a virtual address (what perf script prints there).
  *
  * Thread-safety: a hub_symfile is not thread-safe (libdwfl is not); the
  * symbolizer (symbolize.c) serialises calls. Ownership: hub_symfile_open()

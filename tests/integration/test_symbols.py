@@ -26,6 +26,11 @@ PIE); a stripped copy named like it runs under `perf record -g`.
     names appear without any upload, the server saw GET
     /buildid/<id>/debuginfo, and the hub lists the file as source
     debuginfod.
+  - eBPF path: a wt-edge with the eBPF sampler replicates (mTLS) to the
+    hub while the stripped binary, renamed, runs: its frames reach the hub
+    as module+0xOFFSET with the build id; after uploading prog.debug (a
+    different name: matched by build id) every such offset shows what
+    addr2line prints for it.
 The flamegraph query time with and without symbolization is printed.
 """
 import http.server
@@ -43,6 +48,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness.clickhouse import ClickHouse  # noqa: E402
+from harness.edge import Edge  # noqa: E402
 from harness.hub import Hub, BIN  # noqa: E402
 
 WTCTL = os.path.join(BIN, "wtctl")
@@ -432,6 +438,78 @@ class SymbolsTest(unittest.TestCase):
         self.flame(hub, "dfd", rd)
         self.flame(hub, "dfd", rd)
         self.assertEqual(DebuginfodHandler.seen.count(f"/buildid/{other}/debuginfo"), 1)
+
+    def test_ebpf_edge_build_id(self):
+        if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
+            self.fail("the eBPF sampler cannot run here (needs root and /sys/kernel/btf/vmlinux)")
+        pki = tempfile.mkdtemp(prefix="wt-pki-")
+        self.addCleanup(shutil.rmtree, pki, True)
+        run(WTCTL, "pki", "init", "--dir", pki, "--hub-host", "127.0.0.1")
+        run(WTCTL, "pki", "issue-edge", "--ca", pki, "--edge-id", "edge-sym")
+        hub = Hub(self, self.ch, database="wt_sym_ebpf", workers=2, pki=pki, hub_extra="worker_interval_s = 0;")
+        hub.start()
+        self.assertIn(hub.create_project("demo")[0], (200, 201))
+        e = Edge(self, edge_id="edge-sym",
+                 hub={"url": hub.repl_url, "ca": os.path.join(pki, "ca.crt"),
+                      "cert": os.path.join(pki, "edge-sym.crt"), "key": os.path.join(pki, "edge-sym.key")},
+                 replication="backoff_initial_ms = 50; backoff_max_ms = 500; interval_ms = 100;")
+        with open(e.cfg, "a") as f:
+            f.write('\nebpf = { enabled = true; frequency_hz = 199; offcpu = false; flush_interval_s = 1; '
+                    'rules = ( { comm = "wtsymprog"; service = "wtsymprog"; } ); };\n')
+        e.start()
+        deadline = time.time() + 15
+        while time.time() < deadline and e.metrics().get("wt_edge_ebpf_enabled") != 1:
+            time.sleep(0.1)
+        self.assertEqual(e.metrics().get("wt_edge_ebpf_enabled"), 1, e.read_log()[-3000:])
+        exe = os.path.join(self.tmp, "run", "wtsymprog")
+        shutil.copy(self.stripped, exe)
+        # long enough for the sampler's scan of new processes (every second)
+        run(exe, "150000000", timeout=120)
+        # replicated: stacks with the stripped binary's frames and build id
+        sql = ("SELECT DISTINCT arrayJoin(frames) AS f FROM profile_stacks_v1 WHERE project = 'demo'"
+               " AND f LIKE 'wtsymprog+0x%' FORMAT TabSeparated")
+        deadline = time.time() + 40
+        stored = []
+        while time.time() < deadline and not stored:
+            stored = self.ch.query(sql, database="wt_sym_ebpf").strip().splitlines()
+            time.sleep(0.3)
+        self.assertTrue(stored, (self.ch.query("SELECT service, count() FROM profile_samples_v1 GROUP BY service"
+                                               " FORMAT TabSeparated", database="wt_sym_ebpf"),
+                                 self.ch.query("SELECT DISTINCT arrayJoin(frames) AS f FROM profile_stacks_v1"
+                                               " WHERE f LIKE '%0x%' LIMIT 30 FORMAT TabSeparated",
+                                               database="wt_sym_ebpf"),
+                                 e.read_log()[-3000:]))
+        offs = set()
+        for f in stored:
+            m = re.fullmatch(r"wtsymprog\+0x([0-9a-f]+) \[bid:([0-9a-f]+)\]", f)
+            self.assertTrue(m, f)
+            self.assertEqual(m.group(2), self.bid)
+            offs.add(int(m.group(1), 16))
+        rd = hub.create_token("demo", "read")
+        up = hub.create_token("demo", "upload")
+        st, js = hub.query("demo", "flamegraph", rd, service="wtsymprog",
+                           **{"from": str(int(time.time()) - 3600), "until": str(int(time.time()) + 60)})
+        self.assertEqual(st, 200, js)
+        names = names_of(js)
+        for o in offs:
+            self.assertIn(f"wtsymprog+0x{o:x}", names)
+        r = self.wtctl(hub, up, "sourcemaps", "upload", "--project", "demo", self.debug)
+        self.assertIn(f"uploaded {self.bid}", r.stdout.decode())
+        st, js = hub.query("demo", "flamegraph", rd, service="wtsymprog",
+                           **{"from": str(int(time.time()) - 3600), "until": str(int(time.time()) + 60)})
+        names = names_of(js)
+        # PIE text: file offsets are virtual addresses (readelf -l: the R E
+        # PT_LOAD has equal Offset and VirtAddr), so addr2line takes them as is
+        loads = [ln.split() for ln in run("readelf", "-lW", self.prog).stdout.decode().splitlines()
+                 if ln.strip().startswith("LOAD") and " R E " in ln]
+        self.assertEqual(len(loads), 1, loads)
+        self.assertEqual(int(loads[0][1], 16), int(loads[0][2], 16))
+        for o in offs:
+            self.assertNotIn(f"wtsymprog+0x{o:x}", names)
+            for w in addr2line(self.prog, o):
+                self.assertIn(w, names, f"offset 0x{o:x}")
+        self.assertTrue(any(n.startswith("mix_inline (prog.c:") for n in names), sorted(names)[:40])
+        e.stop()
 
 
 if __name__ == "__main__":
