@@ -291,11 +291,19 @@ class SymbolsTest(unittest.TestCase):
         self.assertEqual(st, 200, js)
         return js
 
-    def start_hub(self, db, symbols=""):
-        hub = Hub(self, self.ch, database=db, workers=2)
+    def check_clean_stop(self, hub):
+        """Stop the hub; no sanitizer report in its log (ASan builds)."""
+        hub.stop()
+        log = hub.read_log()
+        for bad in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            self.assertNotIn(bad, log, log[-3000:])
+
+    def start_hub(self, db, symbols="", **kw):
+        hub = Hub(self, self.ch, database=db, workers=2, **kw)
         if symbols:
             with open(hub.cfg, "a") as f:
                 f.write("symbols = { %s };\n" % symbols)
+        self.addCleanup(self.check_clean_stop, hub)
         return hub.start()
 
     def test_perf_script_upload_list_delete(self):
@@ -446,8 +454,7 @@ class SymbolsTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, pki, True)
         run(WTCTL, "pki", "init", "--dir", pki, "--hub-host", "127.0.0.1")
         run(WTCTL, "pki", "issue-edge", "--ca", pki, "--edge-id", "edge-sym")
-        hub = Hub(self, self.ch, database="wt_sym_ebpf", workers=2, pki=pki, hub_extra="worker_interval_s = 0;")
-        hub.start()
+        hub = self.start_hub("wt_sym_ebpf", pki=pki, hub_extra="worker_interval_s = 0;")
         self.assertIn(hub.create_project("demo")[0], (200, 201))
         e = Edge(self, edge_id="edge-sym",
                  hub={"url": hub.repl_url, "ca": os.path.join(pki, "ca.crt"),
