@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 	{
 		hub_symbols_conf sc = {ctx.cfg.sym_cache_dir, ctx.cfg.sym_max_file_bytes, ctx.cfg.sym_debuginfod_urls,
 				       ctx.cfg.sym_debuginfod_timeout_ms, ctx.cfg.sym_index_ttl_ms};
-		if (hub_symbols_new(&sc, ctx.os, &ctx.syms, &err)) {
+		if (hub_symbols_new(&sc, ctx.os, &ctx.chconf, &ctx.syms, &err)) {
 			wt_error("msg=\"cannot start the symbolizer\" error=\"%s\"", err.msg);
 			goto out_os;
 		}

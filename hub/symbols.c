@@ -28,6 +28,8 @@
 #define MAX_RESULTS 200000      /* cached frame expansions (then cleared) */
 #define MISS_SLOTS 256          /* remembered debuginfod misses */
 #define MISS_TTL_MS (5 * 60 * 1000)
+#define PENDING_TTL_MS (30 * 60 * 1000) /* a queued fetch; cleared when done */
+#define FETCH_QUEUE 256                 /* queued debuginfod fetches (more: asked later) */
 
 typedef struct proj_index {
 	char project[128];
@@ -53,6 +55,12 @@ typedef struct result {
 	size_t nlen, n;
 } result;
 
+typedef struct fetch_job {
+	char project[128];
+	char build_id[WT_BUILD_ID_MAX + 1];
+	char module[HUB_DEBUG_NAME_MAX];
+} fetch_job;
+
 typedef struct miss {
 	char build_id[WT_BUILD_ID_MAX + 1];
 	int64_t until_ms;
@@ -69,8 +77,16 @@ struct hub_symbols {
 	uint64_t use_clock, gen_clock;
 	result **tab;
 	size_t tab_cap, nresults;
-	miss misses[MISS_SLOTS];
+	miss misses[MISS_SLOTS]; /* also "queued" markers (until = +PENDING_TTL_MS) */
 	size_t miss_next;
+	/* debuginfod fetches run on one background thread with its own
+	 * ClickHouse client, so no query waits for a download */
+	pthread_t fetcher;
+	int fetcher_running, stopping;
+	pthread_cond_t cv;
+	fetch_job queue[FETCH_QUEUE];
+	size_t qhead, qlen;
+	hub_ch *fch;
 };
 
 static int64_t now_ms(void)
@@ -88,7 +104,10 @@ int hub_build_id_valid(const char *b)
 	return n >= 2 && n <= WT_BUILD_ID_MAX && strspn(b, "0123456789abcdef") == n;
 }
 
-int hub_symbols_new(const hub_symbols_conf *c, hub_objstore *os, hub_symbols **out, wt_err *err)
+static void *fetcher_main(void *arg);
+
+int hub_symbols_new(const hub_symbols_conf *c, hub_objstore *os, const hub_ch_conf *chconf, hub_symbols **out,
+		    wt_err *err)
 {
 	hub_symbols *s = calloc(1, sizeof(*s));
 
@@ -104,6 +123,18 @@ int hub_symbols_new(const hub_symbols_conf *c, hub_objstore *os, hub_symbols **o
 	s->dfd_timeout_ms = c->debuginfod_timeout_ms;
 	s->index_ttl_ms = c->index_ttl_ms;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	if (s->urls[0] && chconf) {
+		if (!(s->fch = hub_ch_new(chconf))) {
+			hub_symbols_free(s);
+			return wt_err_set(err, WT_ENOMEM, "out of memory");
+		}
+		if (pthread_create(&s->fetcher, NULL, fetcher_main, s)) {
+			hub_symbols_free(s);
+			return wt_err_set(err, WT_EIO, "cannot start the debuginfod thread");
+		}
+		s->fetcher_running = 1;
+	}
 	*out = s;
 	return 0;
 }
@@ -128,9 +159,18 @@ void hub_symbols_free(hub_symbols *s)
 {
 	if (!s)
 		return;
+	if (s->fetcher_running) {
+		pthread_mutex_lock(&s->mu);
+		s->stopping = 1;
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->fetcher, NULL); /* a download in flight ends by its timeout */
+	}
+	hub_ch_free(s->fch);
 	if (s->tab) {
 		results_clear(s);
 		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->cv);
 	}
 	for (size_t i = 0; i < MAX_PROJECTS; i++)
 		free(s->proj[i].files);
@@ -450,10 +490,10 @@ static int missed(hub_symbols *s, const char *bid)
 	return 0;
 }
 
-/* Fetch bid from the configured servers and store it (s->mu held; the
- * download runs under it, bounded by the timeout per server). 1 = stored. */
+/* Fetch bid from the configured servers and store it; runs on the fetcher
+ * thread WITHOUT s->mu (it reads only fields fixed at creation). 1 = stored. */
 static int debuginfod_fetch(hub_symbols *s, hub_ch *ch, const char *project, const char *bid,
-			    const char *module, size_t module_len)
+			    const char *module)
 {
 	char *urls = strdup(s->urls), *save = NULL, *u, name[HUB_DEBUG_NAME_MAX], got[WT_BUILD_ID_MAX + 1];
 	int stored = 0;
@@ -487,9 +527,9 @@ static int debuginfod_fetch(hub_symbols *s, hub_ch *ch, const char *project, con
 			wt_warn("msg=\"debuginfod answer rejected\" url=%s error=\"%s\"", url,
 				err.code ? err.msg : "build id differs");
 		} else {
-			snprintf(name, sizeof(name), "%.*s", (int)module_len, module);
-			/* store without the lock's callers noticing: same steps as an upload */
 			char key[400];
+
+			snprintf(name, sizeof(name), "%s", module);
 			snprintf(key, sizeof(key), "debuginfo/%s/%s", project, bid);
 			if (hub_objstore_put(s->os, key, d.b.data, d.b.len, &err) ||
 			    index_insert(ch, project, bid, name, d.b.len, "debuginfod", "debuginfod", 0, &err))
@@ -500,12 +540,66 @@ static int debuginfod_fetch(hub_symbols *s, hub_ch *ch, const char *project, con
 		wt_buf_free(&d.b);
 	}
 	free(urls);
-	if (!stored) {
-		miss *m = &s->misses[s->miss_next++ % MISS_SLOTS];
-		snprintf(m->build_id, sizeof(m->build_id), "%s", bid);
-		m->until_ms = now_ms() + MISS_TTL_MS;
-	}
 	return stored;
+}
+
+/* Mark bid (s->mu held): not asked again before until_ms. */
+static void mark(hub_symbols *s, const char *bid, int64_t until_ms)
+{
+	for (size_t i = 0; i < MISS_SLOTS; i++)
+		if (!strcmp(s->misses[i].build_id, bid)) {
+			s->misses[i].until_ms = until_ms;
+			return;
+		}
+	miss *m = &s->misses[s->miss_next++ % MISS_SLOTS];
+	snprintf(m->build_id, sizeof(m->build_id), "%s", bid);
+	m->until_ms = until_ms;
+}
+
+/* Queue a fetch (s->mu held); a full queue leaves it for a later query. */
+static void enqueue(hub_symbols *s, const char *project, const char *bid, const char *module, size_t mlen)
+{
+	fetch_job *j;
+
+	if (!s->fetcher_running || s->qlen == FETCH_QUEUE)
+		return;
+	j = &s->queue[(s->qhead + s->qlen++) % FETCH_QUEUE];
+	snprintf(j->project, sizeof(j->project), "%s", project);
+	snprintf(j->build_id, sizeof(j->build_id), "%s", bid);
+	snprintf(j->module, sizeof(j->module), "%.*s", (int)(mlen < sizeof(j->module) ? mlen : sizeof(j->module) - 1),
+		 module);
+	mark(s, bid, now_ms() + PENDING_TTL_MS);
+	pthread_cond_signal(&s->cv);
+}
+
+static void *fetcher_main(void *arg)
+{
+	hub_symbols *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		fetch_job j;
+		int ok;
+
+		while (!s->stopping && !s->qlen)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (s->stopping)
+			break;
+		j = s->queue[s->qhead];
+		s->qhead = (s->qhead + 1) % FETCH_QUEUE;
+		s->qlen--;
+		pthread_mutex_unlock(&s->mu);
+		ok = debuginfod_fetch(s, s->fch, j.project, j.build_id, j.module);
+		pthread_mutex_lock(&s->mu);
+		if (ok) {
+			mark(s, j.build_id, 0);
+			invalidate(s, j.project);
+		} else {
+			mark(s, j.build_id, now_ms() + MISS_TTL_MS);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
 }
 
 /* ---- expansion -------------------------------------------------------------- */
@@ -580,13 +674,10 @@ static int expand_locked(hub_symbols *s, hub_ch *ch, const char *project, const 
 		snprintf(bid, sizeof(bid), "%.*s", (int)ref.build_id_len, ref.build_id);
 		for (char *c = bid; *c; c++)
 			*c = (char)(*c >= 'A' && *c <= 'F' ? *c + 32 : *c);
-		if (hub_build_id_valid(bid) && !missed(s, bid) &&
-		    debuginfod_fetch(s, ch, project, bid, ref.module, ref.module_len)) {
-			pi->loaded_ms = 0;
-			if ((rc = index_get(s, ch, project, &pi, err)))
-				return rc;
-			d = match(pi, &ref);
-		}
+		/* fetched in the background: this query shows module+0xOFF,
+		 * one after the download names */
+		if (hub_build_id_valid(bid) && !missed(s, bid))
+			enqueue(s, project, bid, ref.module, ref.module_len);
 	}
 	if (d && (sf = file_get(s, project, d->build_id)) && (rc = render(sf, ref.offset, names, n)))
 		return wt_err_set(err, rc, "out of memory symbolizing");

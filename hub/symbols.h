@@ -17,9 +17,11 @@
  * up to HUB_SYMBOLS_OPEN_FILES open debug files (local copies under
  * cache_dir), and the expansion of every frame string seen (cleared when
  * the project's index changes). Debuginfod (off unless debuginfod_urls is
- * set): a frame with a build id that no debug file has is fetched with
- * GET <url>/buildid/<id>/debuginfo, stored like an upload, and a miss is
- * remembered for 5 minutes.
+ * set): a frame with a build id that no debug file has is queued for a
+ * background thread that fetches GET <url>/buildid/<id>/debuginfo and
+ * stores it like an upload (queries never wait for a download: the frame
+ * shows names from the next query after it); a miss is remembered for 5
+ * minutes.
  *
  * Thread-safety: every call may come from any HTTP worker. Ownership:
  * hub_symbols_new() returns an object owned by the caller
@@ -59,8 +61,11 @@ typedef struct hub_debug_file {
 
 typedef struct hub_symbols hub_symbols;
 
-/* conf strings are copied. NULL-free: 0, WT_ENOMEM. */
-int hub_symbols_new(const hub_symbols_conf *conf, hub_objstore *os, hub_symbols **out, wt_err *err);
+/* conf strings are copied; os and chconf are borrowed (chconf: for the
+ * debuginfod thread's own ClickHouse client; started only when
+ * debuginfod_urls is set). 0, WT_ENOMEM, WT_EIO. */
+int hub_symbols_new(const hub_symbols_conf *conf, hub_objstore *os, const hub_ch_conf *chconf,
+		    hub_symbols **out, wt_err *err);
 void hub_symbols_free(hub_symbols *s);
 
 /* 1 when build_id is 2..WT_BUILD_ID_MAX lower-case hex digits. Pure. */

@@ -23,9 +23,10 @@ PIE); a stripped copy named like it runs under `perf record -g`.
     back to prog+0xADDR.
   - debuginfod: a pprof (encoded here) whose mapping carries the build id
     goes to a hub configured with a local debuginfod-protocol server: the
-    names appear without any upload, the server saw GET
-    /buildid/<id>/debuginfo, and the hub lists the file as source
-    debuginfod.
+    first query shows prog+0xADDR and queues the download, the names appear
+    without any upload, the server saw one GET /buildid/<id>/debuginfo,
+    the hub lists the file as source debuginfod, and a build id the server
+    does not have is asked once.
   - eBPF path: a wt-edge with the eBPF sampler replicates (mTLS) to the
     hub while the stripped binary, renamed, runs: its frames reach the hub
     as module+0xOFFSET with the build id; after uploading prog.debug (a
@@ -428,11 +429,19 @@ class SymbolsTest(unittest.TestCase):
         body = pprof_of(self.stacks, self.stripped, self.bid)
         st, js = hub.upload(body, token=up, service="prog", format="pprof")
         self.assertIn(st, (200, 201, 202), js)
+        # the first query queues the download and shows prog+0xADDR; names
+        # appear once the hub's debuginfod thread has stored the file
         names = names_of(self.flame(hub, "dfd", rd))
+        self.assertIn(f"prog+0x{self.addrs[0]:x}", names)
+        want = {w for a in self.addrs for w in addr2line(self.prog, a)}
+        deadline = time.time() + 20
+        while time.time() < deadline and not want <= names:
+            time.sleep(0.2)
+            names = names_of(self.flame(hub, "dfd", rd))
         for a in self.addrs:
             for w in addr2line(self.prog, a):
                 self.assertIn(w, names, f"addr 0x{a:x}")
-        self.assertIn(f"/buildid/{self.bid}/debuginfo", DebuginfodHandler.seen)
+        self.assertEqual(DebuginfodHandler.seen.count(f"/buildid/{self.bid}/debuginfo"), 1)
         r = self.wtctl(hub, rd, "--json", "sourcemaps", "list", "--project", "dfd")
         files = json.loads(r.stdout)["files"]
         self.assertEqual([(f["build_id"], f["source"], f["size"]) for f in files],
@@ -443,8 +452,14 @@ class SymbolsTest(unittest.TestCase):
                         self.stripped, other)
         st, js = hub.upload(body, token=up, service="prog", format="pprof")
         self.assertIn(st, (200, 201, 202), js)
-        self.flame(hub, "dfd", rd)
-        self.flame(hub, "dfd", rd)
+        for _ in range(3):
+            self.flame(hub, "dfd", rd)
+        deadline = time.time() + 10
+        while time.time() < deadline and f"/buildid/{other}/debuginfo" not in DebuginfodHandler.seen:
+            time.sleep(0.1)
+        for _ in range(3):
+            self.flame(hub, "dfd", rd)
+        time.sleep(0.5)
         self.assertEqual(DebuginfodHandler.seen.count(f"/buildid/{other}/debuginfo"), 1)
 
     def test_ebpf_edge_build_id(self):
