@@ -15,7 +15,15 @@
 #include <string.h>
 #include <unistd.h>
 
+typedef struct fsym {
+	uint64_t addr, size; /* module addresses (bias applied) */
+	const char *name;    /* libelf's string, valid while dwfl lives */
+} fsym;
+
 struct hub_symfile {
+	fsym *syms; /* function symbols by address: dwfl_module_addrinfo is a
+		     * linear scan per call, this a binary search */
+	size_t nsyms;
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	GElf_Phdr *loads; /* PT_LOAD headers, for offset → vaddr */
@@ -62,6 +70,67 @@ static int read_loads(hub_symfile *sf, Elf *elf)
 	return 0;
 }
 
+static int fsym_cmp(const void *a, const void *b)
+{
+	const fsym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* equal addresses: sized symbols first (aliases keep one name) */
+	return (x->size < y->size) - (x->size > y->size);
+}
+
+static int read_syms(hub_symfile *sf)
+{
+	int n = dwfl_module_getsymtab(sf->mod);
+
+	if (n <= 0)
+		return 0;
+	if (!(sf->syms = calloc((size_t)n, sizeof(*sf->syms))))
+		return WT_ENOMEM;
+	for (int i = 0; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(sf->mod, i, &sym, &addr, NULL, NULL, NULL);
+
+		if (name && *name && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF && addr) {
+			sf->syms[sf->nsyms].addr = addr;
+			sf->syms[sf->nsyms].size = sym.st_size;
+			sf->syms[sf->nsyms++].name = name;
+		}
+	}
+	qsort(sf->syms, sf->nsyms, sizeof(*sf->syms), fsym_cmp);
+	return 0;
+}
+
+/* The function symbol containing addr (an unsized one reaches to the next
+ * symbol), or NULL. */
+static const char *sym_at(const hub_symfile *sf, uint64_t addr)
+{
+	size_t lo = 0, hi = sf->nsyms;
+
+	while (lo < hi) { /* first symbol above addr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sf->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	{
+		uint64_t a = sf->syms[lo - 1].addr;
+		size_t i = lo - 1;
+
+		while (i > 0 && sf->syms[i - 1].addr == a) /* the sized alias */
+			i--;
+		if (sf->syms[i].size && addr >= a + sf->syms[i].size)
+			return NULL;
+		return sf->syms[i].name;
+	}
+}
+
 int hub_symfile_open(const char *path, hub_symfile **out, wt_err *err)
 {
 	hub_symfile *sf = calloc(1, sizeof(*sf));
@@ -83,7 +152,7 @@ int hub_symfile_open(const char *path, hub_symfile **out, wt_err *err)
 		rc = wt_err_set(err, WT_EINVAL, "%s: not an ELF file (%s)", path, dwfl_errmsg(-1));
 		goto fail;
 	}
-	if ((rc = read_loads(sf, elf))) {
+	if ((rc = read_loads(sf, elf)) || (rc = read_syms(sf))) {
 		wt_err_set(err, rc, "out of memory");
 		goto fail;
 	}
@@ -101,6 +170,7 @@ void hub_symfile_close(hub_symfile *sf)
 	if (sf->dwfl)
 		dwfl_end(sf->dwfl);
 	free(sf->loads);
+	free(sf->syms);
 	free(sf);
 }
 
@@ -143,8 +213,6 @@ size_t hub_symfile_lookup(hub_symfile *sf, uint64_t off, hub_symframe *out, size
 	GElf_Addr bias = 0, modbias = 0, addr;
 	Dwarf_Die *cu, *scopes = NULL;
 	const char *symname, *file = NULL;
-	GElf_Off symoff;
-	GElf_Sym sym;
 	Dwfl_Line *ln;
 	int line = 0, nscopes, i;
 	size_t n = 0;
@@ -152,7 +220,7 @@ size_t hub_symfile_lookup(hub_symfile *sf, uint64_t off, hub_symframe *out, size
 	if (!max || !dwfl_module_getelf(sf->mod, &modbias))
 		return 0;
 	addr = vaddr_of(sf, off) + modbias;
-	symname = dwfl_module_addrinfo(sf->mod, addr, &symoff, &sym, NULL, NULL, NULL);
+	symname = sym_at(sf, addr);
 	if ((ln = dwfl_module_getsrc(sf->mod, addr)))
 		file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
 	cu = dwfl_module_addrdie(sf->mod, addr, &bias);
