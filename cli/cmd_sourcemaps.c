@@ -195,16 +195,14 @@ static int classify(cands *c)
 	return bad ? -1 : 0;
 }
 
-static int upload(const cli_global *g, const char *project, const char *token, int argc, char **argv,
-		  const char **files, size_t nfiles)
+static int upload(const cli_global *g, const char *project, const char *token, const char **files,
+		  size_t nfiles)
 {
 	cands c = {0};
 	size_t total = 0, done = 0, nup = 0, nskip = 0, nfail = 0;
 	json_t *out = json_array();
 	int rc = CLI_EXIT_FAIL;
 
-	(void)argc;
-	(void)argv;
 	for (size_t i = 0; i < nfiles; i++) {
 		struct stat st;
 
@@ -393,7 +391,7 @@ int cli_cmd_sourcemaps(const cli_global *g, const char *verb, int argc, char **a
 		goto out;
 	}
 	if (!strcmp(verb, "upload") && npos)
-		rc = upload(g, project, token, argc, argv, pos, npos);
+		rc = upload(g, project, token, pos, npos);
 	else if (!strcmp(verb, "list") && !npos)
 		rc = list_or_delete(g, verb, project, token, NULL, 0);
 	else if (!strcmp(verb, "delete") && npos)
