@@ -4,10 +4,10 @@
  */
 #include "symbols.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@
 #include <xxhash.h>
 
 #include "ch_format.h"
-#include "elfid.h"
+#include "debuginfod.h"
 #include "log.h"
 #include "store.h"
 #include "symfile.h"
@@ -461,24 +461,7 @@ int hub_debug_file_delete(hub_symbols *s, hub_ch *ch, const char *project, const
 	return 0;
 }
 
-/* ---- debuginfod ------------------------------------------------------------- */
-
-typedef struct dl {
-	wt_buf b;
-	size_t max;
-	int too_big;
-} dl;
-
-static size_t dl_write(char *p, size_t sz, size_t n, void *ud)
-{
-	dl *d = ud;
-
-	if (d->b.len + sz * n > d->max) {
-		d->too_big = 1;
-		return 0;
-	}
-	return wt_buf_append(&d->b, p, sz * n) ? 0 : sz * n;
-}
+/* ---- debuginfod (debuginfod.c does the HTTP) ------------------------------- */
 
 static int missed(hub_symbols *s, const char *bid)
 {
@@ -495,51 +478,23 @@ static int missed(hub_symbols *s, const char *bid)
 static int debuginfod_fetch(hub_symbols *s, hub_ch *ch, const char *project, const char *bid,
 			    const char *module)
 {
-	char *urls = strdup(s->urls), *save = NULL, *u, name[HUB_DEBUG_NAME_MAX], got[WT_BUILD_ID_MAX + 1];
+	wt_buf data = WT_BUF_INIT;
+	char key[400];
+	wt_err err;
 	int stored = 0;
 
-	for (u = urls ? strtok_r(urls, " \t,", &save) : NULL; u && !stored; u = strtok_r(NULL, " \t,", &save)) {
-		char url[2048];
-		dl d = {WT_BUF_INIT, s->max_file_bytes, 0};
-		long status = 0;
-		CURL *h = curl_easy_init();
-		CURLcode cc;
-		wt_err err;
-
-		if (!h)
-			break;
-		snprintf(url, sizeof(url), "%s%sbuildid/%s/debuginfo", u, u[strlen(u) - 1] == '/' ? "" : "/", bid);
-		curl_easy_setopt(h, CURLOPT_URL, url);
-		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)s->dfd_timeout_ms);
-		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-		curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
-		curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, dl_write);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &d);
-		cc = curl_easy_perform(h);
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-		curl_easy_cleanup(h);
-		if (cc != CURLE_OK || status != 200) {
-			wt_info("msg=\"debuginfod miss\" url=%s status=%ld error=\"%s\"", url, status,
-				d.too_big ? "larger than debuginfo max_file_bytes" : curl_easy_strerror(cc));
-		} else if (wt_elf_build_id(d.b.data, d.b.len, url, got, sizeof(got), &err) || strcmp(got, bid)) {
-			wt_warn("msg=\"debuginfod answer rejected\" url=%s error=\"%s\"", url,
-				err.code ? err.msg : "build id differs");
-		} else {
-			char key[400];
-
-			snprintf(name, sizeof(name), "%s", module);
-			snprintf(key, sizeof(key), "debuginfo/%s/%s", project, bid);
-			if (hub_objstore_put(s->os, key, d.b.data, d.b.len, &err) ||
-			    index_insert(ch, project, bid, name, d.b.len, "debuginfod", "debuginfod", 0, &err))
-				wt_warn("msg=\"debuginfod file not stored\" error=\"%s\"", err.msg);
-			else
-				stored = 1;
-		}
-		wt_buf_free(&d.b);
+	if (hub_debuginfod_get(s->urls, bid, s->max_file_bytes, s->dfd_timeout_ms, &data, &err)) {
+		wt_info("msg=\"debuginfod: not found\" build_id=%s detail=\"%s\"", bid, err.msg);
+		goto out;
 	}
-	free(urls);
+	snprintf(key, sizeof(key), "debuginfo/%s/%s", project, bid);
+	if (hub_objstore_put(s->os, key, data.data, data.len, &err) ||
+	    index_insert(ch, project, bid, module, data.len, "debuginfod", "debuginfod", 0, &err))
+		wt_warn("msg=\"debuginfod file not stored\" build_id=%s error=\"%s\"", bid, err.msg);
+	else
+		stored = 1;
+out:
+	wt_buf_free(&data);
 	return stored;
 }
 
