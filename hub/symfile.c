@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "demangle.h"
+
 typedef struct fsym {
 	uint64_t addr, size; /* module addresses (bias applied) */
 	const char *name;    /* libelf's string, valid while dwfl lives */
@@ -197,6 +199,32 @@ static void set_str(char *dst, size_t cap, const char *s)
 	snprintf(dst, cap, "%s", s ? s : "");
 }
 
+/* A function name as views show it: demangled when mangled (C++, legacy
+ * Rust), as is otherwise. */
+static void set_name(char *dst, size_t cap, const char *name)
+{
+	char *d = wt_demangle(name);
+
+	set_str(dst, cap, d ? d : name);
+	free(d);
+}
+
+/* The name of an inlined instance or subprogram DIE: its linkage name
+ * demangled (qualified C++ names), else DW_AT_name (both looked up through
+ * DW_AT_abstract_origin / DW_AT_specification). */
+static void die_name(Dwarf_Die *die, char *dst, size_t cap)
+{
+	Dwarf_Attribute a;
+	const char *ln = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+
+	if (!ln)
+		ln = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	if (ln)
+		set_name(dst, cap, ln);
+	else
+		set_str(dst, cap, dwarf_diename(die));
+}
+
 /* Source file number idx of the CU, or NULL. */
 static const char *cu_file(Dwarf_Die *cu, Dwarf_Word idx)
 {
@@ -244,11 +272,12 @@ size_t hub_symfile_lookup(hub_symfile *sf, uint64_t off, hub_symframe *out, size
 
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
 			continue;
-		set_str(out[n].name, sizeof(out[n].name), dwarf_diename(&scopes[i]));
 		if (tag == DW_TAG_subprogram && symname)
-			set_str(out[n].name, sizeof(out[n].name), symname);
+			set_name(out[n].name, sizeof(out[n].name), symname);
+		else
+			die_name(&scopes[i], out[n].name, sizeof(out[n].name));
 		if (!out[n].name[0])
-			set_str(out[n].name, sizeof(out[n].name), symname ? symname : "??");
+			set_name(out[n].name, sizeof(out[n].name), symname ? symname : "??");
 		set_str(out[n].file, sizeof(out[n].file), file);
 		out[n].line = file ? line : 0;
 		n++;
@@ -263,7 +292,7 @@ size_t hub_symfile_lookup(hub_symfile *sf, uint64_t off, hub_symframe *out, size
 	}
 	free(scopes);
 	if (!n && symname) { /* no DWARF: the symbol table only */
-		set_str(out[0].name, sizeof(out[0].name), symname);
+		set_name(out[0].name, sizeof(out[0].name), symname);
 		set_str(out[0].file, sizeof(out[0].file), file);
 		out[0].line = file ? line : 0;
 		n = 1;

@@ -5,7 +5,8 @@
  * objcopy; for every address of its hot functions, our lookup from the
  * unstripped file and from the .debug file must print what
  * `addr2line -f -i -e prog <addr>` prints (names, base file names, lines);
- * a non-PIE build checks the file offset → address translation.
+ * a non-PIE build checks the file offset → address translation, a C++
+ * build the demangled, qualified names (addr2line -C).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -44,6 +45,32 @@ static const char prog_c[] =
 	"\treturn 0;\n"
 	"}\n";
 
+static const char prog_cc[] =
+	"#include <cstdlib>\n"
+	"namespace app {\n"
+	"template <typename T> struct Mixer {\n"
+	"\tstatic inline __attribute__((always_inline)) T mix(T x)\n"
+	"\t{\n"
+	"\t\tfor (int i = 0; i < 50; i++)\n"
+	"\t\t\tx = x * 6364136223846793005UL + 1442695040888963407UL;\n"
+	"\t\treturn x;\n"
+	"\t}\n"
+	"};\n"
+	"__attribute__((noinline)) unsigned long hot_leaf(unsigned long n)\n"
+	"{\n"
+	"\tunsigned long s = 0;\n"
+	"\tfor (unsigned long i = 0; i < n; i++)\n"
+	"\t\ts += Mixer<unsigned long>::mix(i);\n"
+	"\treturn s;\n"
+	"}\n"
+	"}\n"
+	"static volatile unsigned long sink;\n"
+	"int main(int argc, char **argv)\n"
+	"{\n"
+	"\tsink = app::hot_leaf(argc > 1 ? strtoul(argv[1], 0, 10) : 10);\n"
+	"\treturn 0;\n"
+	"}\n";
+
 static int sh(const char *fmt, ...)
 {
 	char cmd[2048];
@@ -68,8 +95,14 @@ static int setup(void **state)
 		return -1;
 	fputs(prog_c, f);
 	fclose(f);
+	snprintf(path, sizeof(path), "%s/prog.cc", dir);
+	if (!(f = fopen(path, "w")))
+		return -1;
+	fputs(prog_cc, f);
+	fclose(f);
 	return sh("cd %s && gcc -g -O2 -fno-omit-frame-pointer -pie -fPIE -o prog prog.c && "
 		  "gcc -g -O2 -fno-omit-frame-pointer -no-pie -o prog-nopie prog.c && "
+		  "g++ -g -O2 -fno-omit-frame-pointer -o prog-cc prog.cc && "
 		  "objcopy --only-keep-debug prog prog.debug && cp prog prog.stripped && strip prog.stripped", dir);
 }
 
@@ -86,7 +119,8 @@ static void reference_of(const char *bin, uint64_t addr, char *out, size_t cap)
 	size_t n = 0;
 	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "addr2line -f -i -e %s/%s 0x%llx", dir, bin, (unsigned long long)addr);
+	/* -C: demangled names (a no-op for C) */
+	snprintf(cmd, sizeof(cmd), "addr2line -f -i -C -e %s/%s 0x%llx", dir, bin, (unsigned long long)addr);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	while (n < 16 && fgets(name, sizeof(name), p) && fgets(loc, sizeof(loc), p)) {
@@ -216,6 +250,39 @@ static void test_non_pie_offsets(void **state)
 	hub_symfile_close(sf);
 }
 
+/* C++: qualified, demangled names, also for the inlined template member
+ * (from its DW_AT_linkage_name), as addr2line -C prints them. */
+static void test_cplusplus(void **state)
+{
+	char cmd[512], line[512], path[256], want[4096], got[4096];
+	unsigned long long start = 0, size = 0;
+	hub_symfile *sf = NULL;
+	int saw_inline = 0;
+	wt_err e;
+	FILE *p;
+	(void)state;
+
+	snprintf(cmd, sizeof(cmd), "nm -S %s/prog-cc", dir);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p))
+		if (strstr(line, " _ZN3app8hot_leafEm\n"))
+			sscanf(line, "%llx %llx", &start, &size);
+	pclose(p);
+	assert_true(start && size);
+	snprintf(path, sizeof(path), "%s/prog-cc", dir);
+	assert_int_equal(hub_symfile_open(path, &sf, &e), 0);
+	for (unsigned long long a = start; a < start + size; a++) {
+		reference_of("prog-cc", a, want, sizeof(want));
+		ours(sf, a, got, sizeof(got));
+		assert_string_equal(got, want);
+		saw_inline |= strstr(want, "app::Mixer<unsigned long>::mix(unsigned long)@") != NULL;
+	}
+	assert_true(saw_inline);
+	assert_non_null(strstr(want, "app::hot_leaf(unsigned long)@"));
+	hub_symfile_close(sf);
+}
+
 static void test_not_elf(void **state)
 {
 	char path[256], hex[100];
@@ -235,6 +302,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_against_addr2line),
 		cmocka_unit_test(test_non_pie_offsets),
+		cmocka_unit_test(test_cplusplus),
 		cmocka_unit_test(test_not_elf),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
