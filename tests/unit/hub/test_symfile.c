@@ -283,6 +283,43 @@ static void test_cplusplus(void **state)
 	hub_symfile_close(sf);
 }
 
+/* A damaged upload (the file cut at several lengths, and with its
+ * .debug_info overwritten) never crashes a lookup: names or nothing. */
+static void test_damaged(void **state)
+{
+	static const long cuts[] = {64, 700, 4096, 9000, 14000};
+	char path[256];
+	hub_symframe fr[HUB_SYMFRAMES_MAX];
+	(void)state;
+
+	for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+		hub_symfile *sf = NULL;
+		wt_err e;
+
+		assert_int_equal(sh("head -c %ld %s/prog > %s/cut", cuts[k], dir, dir), 0);
+		snprintf(path, sizeof(path), "%s/cut", dir);
+		if (hub_symfile_open(path, &sf, &e))
+			continue;
+		for (uint64_t a = 0; a < 0x3000; a += 7)
+			(void)hub_symfile_lookup(sf, a, fr, HUB_SYMFRAMES_MAX);
+		hub_symfile_close(sf);
+	}
+	/* garbage over the DWARF: objcopy rewrites .debug_info with zeros+junk */
+	assert_int_equal(sh("cd %s && head -c 3000 /dev/urandom > junk && "
+			    "objcopy --update-section .debug_info=junk prog junked 2>/dev/null", dir), 0);
+	{
+		hub_symfile *sf = NULL;
+		wt_err e;
+
+		snprintf(path, sizeof(path), "%s/junked", dir);
+		if (!hub_symfile_open(path, &sf, &e)) {
+			for (uint64_t a = 0x1000; a < 0x1400; a++)
+				(void)hub_symfile_lookup(sf, a, fr, HUB_SYMFRAMES_MAX);
+			hub_symfile_close(sf);
+		}
+	}
+}
+
 static void test_not_elf(void **state)
 {
 	char path[256], hex[100];
@@ -303,6 +340,7 @@ int main(void)
 		cmocka_unit_test(test_against_addr2line),
 		cmocka_unit_test(test_non_pie_offsets),
 		cmocka_unit_test(test_cplusplus),
+		cmocka_unit_test(test_damaged),
 		cmocka_unit_test(test_not_elf),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
