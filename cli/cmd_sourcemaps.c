@@ -217,6 +217,8 @@ static int upload(const cli_global *g, const char *project, const char *token, c
 		goto out;
 	for (size_t i = 0; i < c.n; i++)
 		total += c.v[i].chosen;
+	fprintf(stderr, "wtctl: %zu files looked at, %zu debug files (distinct build ids with symbols) to check\n",
+		c.n, total);
 	for (size_t i = 0; i < c.n; i++) {
 		cand *k = &c.v[i];
 		const char *base = strrchr(k->path, '/');
@@ -285,8 +287,7 @@ static int upload(const cli_global *g, const char *project, const char *token, c
 		printf("%s\n", s ? s : "[]");
 		free(s);
 	}
-	fprintf(stderr, "wtctl: %zu uploaded, %zu already on the hub, %zu failed (%zu files looked at)\n", nup,
-		nskip, nfail, c.n);
+	fprintf(stderr, "wtctl: %zu uploaded, %zu already on the hub, %zu failed\n", nup, nskip, nfail);
 	rc = nfail ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 out:
 	for (size_t i = 0; i < c.n; i++)
