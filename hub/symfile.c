@@ -236,10 +236,68 @@ static const char *cu_file(Dwarf_Die *cu, Dwarf_Word idx)
 	return dwarf_filesrc(files, idx, NULL, NULL);
 }
 
+#define CHAIN_MAX 64
+
+/* Find the scopes containing pc below die (depth-first, one walk; only
+ * children whose ranges hold pc are entered, namespaces and types are
+ * searched through). Appends them OUTERMOST first to chain[*n]. 1 when a
+ * subprogram holding pc was found. */
+static int find_pc(Dwarf_Die *die, Dwarf_Addr pc, Dwarf_Die *chain, int *n, int depth)
+{
+	Dwarf_Die child;
+
+	if (depth > CHAIN_MAX || dwarf_child(die, &child) != 0)
+		return 0;
+	do {
+		switch (dwarf_tag(&child)) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+			if (dwarf_haspc(&child, pc) == 1) {
+				if (*n < CHAIN_MAX)
+					chain[(*n)++] = child;
+				find_pc(&child, pc, chain, n, depth + 1);
+				return 1;
+			}
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			if (find_pc(&child, pc, chain, n, depth + 1))
+				return 1;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+/* The scopes holding pc in the CU, INNERMOST first (the order of
+ * dwarf_getscopes_die), in one walk of the CU instead of the two of
+ * dwarf_getscopes + dwarf_getscopes_die. 0 when none. */
+static int pc_chain(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *chain)
+{
+	int n = 0;
+
+	if (!find_pc(cu, pc, chain, &n, 0))
+		return 0;
+	for (int a = 0, b = n - 1; a < b; a++, b--) {
+		Dwarf_Die t = chain[a];
+		chain[a] = chain[b];
+		chain[b] = t;
+	}
+	return n;
+}
+
 size_t hub_symfile_lookup(hub_symfile *sf, uint64_t off, hub_symframe *out, size_t max)
 {
 	GElf_Addr bias = 0, modbias = 0, addr;
-	Dwarf_Die *cu, *scopes = NULL;
+	Dwarf_Die *cu, *scopes = NULL, *sc = NULL, chain[CHAIN_MAX];
 	const char *symname, *file = NULL;
 	Dwfl_Line *ln;
 	int line = 0, nscopes, i;
@@ -252,8 +310,10 @@ size_t hub_symfile_lookup(hub_symfile *sf, uint64_t off, hub_symframe *out, size
 	if ((ln = dwfl_module_getsrc(sf->mod, addr)))
 		file = dwfl_lineinfo(ln, NULL, &line, NULL, NULL, NULL);
 	cu = dwfl_module_addrdie(sf->mod, addr, &bias);
-	nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+	nscopes = cu ? pc_chain(cu, addr - bias, chain) : 0;
 	if (nscopes > 0) {
+		sc = chain;
+	} else if (cu && (nscopes = dwarf_getscopes(cu, addr - bias, &scopes)) > 0) {
 		/* dwarf_getscopes continues from an inlined instance into its
 		 * abstract definition; the physical nesting (inlined instance →
 		 * the function it was inlined into) is dwarf_getscopes_die's */
@@ -262,20 +322,21 @@ size_t hub_symfile_lookup(hub_symfile *sf, uint64_t off, hub_symframe *out, size
 		free(scopes);
 		scopes = NULL;
 		nscopes = dwarf_getscopes_die(&inner, &scopes);
+		sc = scopes;
 	}
 	/* innermost scope first: each inlined instance is a frame at the
 	 * current file:line, and its call site is the line of the next one */
 	for (i = 0; i < nscopes && n < max; i++) {
-		int tag = dwarf_tag(&scopes[i]);
+		int tag = dwarf_tag(&sc[i]);
 		Dwarf_Attribute a;
 		Dwarf_Word w;
 
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
 			continue;
-		if (tag == DW_TAG_subprogram && symname)
-			set_name(out[n].name, sizeof(out[n].name), symname);
-		else
-			die_name(&scopes[i], out[n].name, sizeof(out[n].name));
+		/* DWARF's name (also for the outermost function: "do_request",
+		 * where the symbol table has the clone "do_request.isra.0"),
+		 * as addr2line prints it; the symbol table when it has none */
+		die_name(&sc[i], out[n].name, sizeof(out[n].name));
 		if (!out[n].name[0])
 			set_name(out[n].name, sizeof(out[n].name), symname ? symname : "??");
 		set_str(out[n].file, sizeof(out[n].file), file);
@@ -285,9 +346,9 @@ size_t hub_symfile_lookup(hub_symfile *sf, uint64_t off, hub_symframe *out, size
 			break;
 		file = NULL;
 		line = 0;
-		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &w) == 0)
+		if (dwarf_formudata(dwarf_attr(&sc[i], DW_AT_call_file, &a), &w) == 0)
 			file = cu_file(cu, w);
-		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &w) == 0)
+		if (dwarf_formudata(dwarf_attr(&sc[i], DW_AT_call_line, &a), &w) == 0)
 			line = (int)w;
 	}
 	free(scopes);

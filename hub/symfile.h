@@ -1,8 +1,11 @@
 /*
  * symfile.h — symbol lookups in one ELF debug file (an unstripped binary or
- * a separate `.debug` file) with libdw: FILE OFFSET → function name from
- * .symtab/.dynsym, and, where DWARF is present, file:line and the chain of
- * inlined functions (what `addr2line -f -i` prints).
+ * a separate `.debug` file) with libdw: FILE OFFSET → function name and,
+ * where DWARF is present, file:line and the chain of inlined functions
+ * (what `addr2line -f -i -C` prints: DWARF names, demangled); without
+ * DWARF the name comes from .symtab/.dynsym. Bytes between functions
+ * (alignment padding) have no name here, where addr2line names the
+ * function before them.
  *
  * The offset is translated to the ELF virtual address through the PT_LOAD
  * program header that holds it (p_offset/p_vaddr), so PIE and non-PIE
