@@ -320,6 +320,88 @@ static void test_damaged(void **state)
 	}
 }
 
+/* A real multi-CU binary with GCC clones (.isra/.constprop/.part) and
+ * static functions: wt-hub itself ($WT_BIN, set by tests/run). 100 random
+ * addresses inside its function symbols (nm -S, text), each as addr2line
+ * -f -i -C prints it. */
+static void test_wt_hub(void **state)
+{
+	const char *bin = getenv("WT_BIN");
+	char path[1024], cmd[1200], line[1024], want[4096], got[4096];
+	unsigned long long (*fn)[2] = NULL;
+	size_t nfn = 0, cap = 0;
+	hub_symfile *sf = NULL;
+	wt_err e;
+	FILE *p;
+	(void)state;
+
+	snprintf(path, sizeof(path), "%s/wt-hub", bin ? bin : "build/bin");
+	if (access(path, R_OK)) {
+		print_message("skipped: %s not built\n", path);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "nm -S --defined-only %s", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long a, sz;
+		char t;
+
+		if (sscanf(line, "%llx %llx %c", &a, &sz, &t) != 3 || (t != 'T' && t != 't') || !sz)
+			continue;
+		if (nfn == cap) {
+			cap = cap ? cap * 2 : 1024;
+			fn = realloc(fn, cap * sizeof(*fn));
+			assert_non_null(fn);
+		}
+		fn[nfn][0] = a;
+		fn[nfn++][1] = sz;
+	}
+	pclose(p);
+	assert_true(nfn > 100);
+	/* wt-hub is a PIE: text offsets equal addresses */
+	assert_int_equal(hub_symfile_open(path, &sf, &e), 0);
+	srand(7);
+	for (int i = 0; i < 100; i++) {
+		size_t k = (size_t)rand() % nfn;
+		unsigned long long a = fn[k][0] + (unsigned long long)rand() % fn[k][1];
+		{
+			char c2[1300], nm[512], loc[512], parts[16][1100];
+			size_t n = 0;
+			FILE *q;
+
+			snprintf(c2, sizeof(c2), "addr2line -f -i -C -e %s 0x%llx", path, a);
+			q = popen(c2, "r");
+			assert_non_null(q);
+			while (n < 16 && fgets(nm, sizeof(nm), q) && fgets(loc, sizeof(loc), q)) {
+				char *sl, *disc;
+
+				nm[strcspn(nm, "\n")] = 0;
+				loc[strcspn(loc, "\n")] = 0;
+				if ((disc = strstr(loc, " (discriminator")))
+					*disc = 0;
+				if (!strncmp(loc, "??:", 3) || strstr(loc, ":?") || strstr(loc, ":0"))
+					snprintf(loc, sizeof(loc), "??:0"); /* no line: "??:?", "f.c:0" */
+				sl = strrchr(loc, '/');
+				snprintf(parts[n++], sizeof(parts[0]), "%s@%s", nm, sl ? sl + 1 : loc);
+			}
+			pclose(q);
+			want[0] = 0;
+			while (n-- > 0) {
+				strncat(want, parts[n], sizeof(want) - strlen(want) - 1);
+				if (n)
+					strncat(want, ";", sizeof(want) - strlen(want) - 1);
+			}
+		}
+		ours(sf, a, got, sizeof(got));
+		if (strcmp(got, want))
+			print_message("address 0x%llx\n", a);
+		assert_string_equal(got, want);
+	}
+	hub_symfile_close(sf);
+	free(fn);
+}
+
 static void test_not_elf(void **state)
 {
 	char path[256], hex[100];
@@ -341,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_non_pie_offsets),
 		cmocka_unit_test(test_cplusplus),
 		cmocka_unit_test(test_damaged),
+		cmocka_unit_test(test_wt_hub),
 		cmocka_unit_test(test_not_elf),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
