@@ -32,7 +32,7 @@ endif
 PKG_CONFIG := PKG_CONFIG_PATH=$(CURDIR)/appliance/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH)) pkg-config
 LIBS_PC := libevent libevent_pthreads libprotobuf-c libzstd rocksdb libcurl \
 	mbedtls libconfig jansson libxxhash libdeflate zlib libnghttp2
-BPF_PC := libbpf libelf
+BPF_PC := libbpf libelf libdw
 
 CC ?= cc
 ifeq ($(origin CC),default)

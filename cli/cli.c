@@ -51,6 +51,11 @@ void cli_usage(FILE *f)
 	"      Generate a daemon config from an example (used by appliance/up).\n"
 	"  policy get --project P | policy set --project P FILE\n"
 	"      Read or replace a project's profiling policy (admin token).\n"
+	"  sourcemaps upload [--project P] FILE|DIR...\n"
+	"      Upload native debug files (unstripped ELF, .debug files) by GNU build id\n"
+	"      for the hub's symbolizer; files the hub has already are skipped.\n"
+	"  sourcemaps list [--project P] | sourcemaps delete [--project P] BUILD_ID...\n"
+	"      (project also from WT_PROJECT; an upload or admin token)\n"
 	"  pki init|issue-edge|issue-hub|show ...   (site PKI for edge-hub mTLS;\n"
 	"      wtctl pki help)\n"
 	"  help, version\n", f);
@@ -110,6 +115,8 @@ static int dispatch(const cli_global *g, int argc, char **argv)
 	}
 	if (!strcmp(grp, "policy"))
 		return cli_cmd_policy(g, verb, argc - 3, argv + 3);
+	if (!strcmp(grp, "sourcemaps"))
+		return cli_cmd_sourcemaps(g, verb, argc - 3, argv + 3);
 	if (!strcmp(grp, "config")) {
 		if (!strcmp(verb, "set"))
 			return cli_cmd_config_set(g, argc - 3, argv + 3);

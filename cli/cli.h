@@ -161,6 +161,8 @@ int cli_parse_config_set(int argc, char **argv, cli_config_args *a, char *err, s
  * NULL on out-of-memory or a bad base. */
 char *cli_upload_url(const char *base, const cli_upload_args *a);
 char *cli_query_url(const char *base, const cli_query_args *a);
+/* {base}/v1/projects/P/debuginfo[/BUILD_ID][?name=NAME] (NULLs left out). */
+char *cli_debuginfo_url(const char *base, const char *project, const char *build_id, const char *name);
 
 /* ---- commands (argv starts after the command words) ------------------------ */
 
@@ -173,6 +175,8 @@ int cli_cmd_query(const cli_global *g, const char *view, int argc, char **argv);
 int cli_cmd_config_set(const cli_global *g, int argc, char **argv);
 int cli_cmd_config_get(const cli_global *g, int argc, char **argv);
 /* policy get|set (cmd_policy.c) */
+/* sourcemaps upload|list|delete (cmd_sourcemaps.c). */
+int cli_cmd_sourcemaps(const cli_global *g, const char *verb, int argc, char **argv);
 int cli_cmd_policy(const cli_global *g, const char *verb, int argc, char **argv);
 
 /* Dispatch: the whole wtctl command line. */

@@ -124,3 +124,22 @@ char *cli_query_url(const char *base, const cli_query_args *a)
 		put_label(&b, &first, a->labels[i]);
 	return finish(&b);
 }
+
+char *cli_debuginfo_url(const char *base, const char *project, const char *build_id, const char *name)
+{
+	wt_buf b = WT_BUF_INIT;
+	int first = 1;
+
+	if (put_base(&b, base, "/v1/projects/")) {
+		wt_buf_free(&b);
+		return NULL;
+	}
+	put_escaped(&b, project, strlen(project));
+	wt_buf_puts(&b, "/debuginfo");
+	if (build_id) {
+		wt_buf_putc(&b, '/');
+		put_escaped(&b, build_id, strlen(build_id));
+	}
+	put_param(&b, &first, "name", name);
+	return finish(&b);
+}

@@ -14,6 +14,7 @@
  * instead of wrapping.
  */
 #include "flame.h"
+#include "symref.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -96,9 +97,11 @@ static const char *fname(const wt_flame *f, uint32_t id)
 	return f->pool + f->name_off[id];
 }
 
+/* Views show a stored unsymbolized frame without its " [bid:…]" suffix
+ * (symref.h): frames differing only in it merge. */
 static int name_intern(wt_flame *f, const char *s, uint32_t *id)
 {
-	size_t len = strlen(s), slot;
+	size_t len = wt_symref_display_len(s, strlen(s)), slot;
 	uint64_t h = XXH3_64bits(s, len);
 	uint32_t i, head;
 
@@ -106,7 +109,7 @@ static int name_intern(wt_flame *f, const char *s, uint32_t *id)
 		return WT_ENOMEM;
 	head = f->name_idx.vals[slot];
 	for (i = head; i != UINT32_MAX; i = f->name_next[i])
-		if (!strcmp(fname(f, i), s)) {
+		if (!strncmp(fname(f, i), s, len) && fname(f, i)[len] == '\0') {
 			*id = i;
 			return 0;
 		}
@@ -135,7 +138,8 @@ static int name_intern(wt_flame *f, const char *s, uint32_t *id)
 	}
 	if (grow((void **)&f->pool, &f->pool_cap, f->pool_len + len + 1, 1))
 		return WT_ENOMEM;
-	memcpy(f->pool + f->pool_len, s, len + 1);
+	memcpy(f->pool + f->pool_len, s, len);
+	f->pool[f->pool_len + len] = '\0';
 	i = (uint32_t)f->nnames++;
 	f->name_off[i] = (uint32_t)f->pool_len;
 	f->pool_len += len + 1;

@@ -25,10 +25,14 @@
  *            sets that frame's file and line.
  *   comments '#' in column 0 (the --header block), skipped anywhere.
  * Naming: the "+0xOFF" suffix is removed (stackcollapse does the same);
- * an "[unknown]" symbol becomes "[DSO basename]" — or "[unknown]" when
- * the DSO is unknown too — as FlameGraph's stackcollapse-perf.pl names
- * it, and that frame keeps its raw address (wt_frame.address) and mapping
- * so the pprof encoding keeps what a later symbolizer needs.
+ * an "[unknown]" symbol in a file ("(/usr/bin/x)") becomes an unsymbolized
+ * frame (no function) with that mapping and perf's printed address, which
+ * for user-space DSOs is the address relative to the file (what perf's
+ * map_ip gives: runtime ip - map start + page offset) — views name it
+ * "x+0x<addr>" and the hub symbolizes it from an uploaded debug file
+ * (symref.h); in a bracketed pseudo-DSO it becomes "[DSO]" ("[vdso]",
+ * "[kernel.kallsyms]"), and "[unknown]" when the DSO is unknown too, as
+ * FlameGraph's stackcollapse-perf.pl names them.
  */
 #include "perf_script.h"
 
@@ -710,9 +714,12 @@ static int intern_frame(dec *d, const pframe *f, uint32_t *out)
 		name = ubuf;
 		fr.address = f->addr;
 	}
-	if ((rc = wt_profile_intern(d->p, name, name_len, &fn.name, d->err)) ||
-	    (f->src_len && (rc = wt_profile_intern(d->p, f->src, f->src_len, &fn.filename, d->err))) ||
-	    (rc = wt_profile_add_function(d->p, &fn, &fr.function, d->err)))
+	/* an [unknown] symbol inside a file stays unsymbolized (no function):
+	 * it is named "<file>+0x<addr>" and the hub can symbolize it later */
+	if (!(f->unknown && f->dso_len && f->dso[0] == '/') &&
+	    ((rc = wt_profile_intern(d->p, name, name_len, &fn.name, d->err)) ||
+	     (f->src_len && (rc = wt_profile_intern(d->p, f->src, f->src_len, &fn.filename, d->err))) ||
+	     (rc = wt_profile_add_function(d->p, &fn, &fr.function, d->err))))
 		return wt_err_prefix(d->err, "perf: line %zu", d->line);
 	if (f->dso_len && !(f->dso_len == 9 && !memcmp(f->dso, "[unknown]", 9)) &&
 	    !(f->dso_len == 7 && !memcmp(f->dso, "inlined", 7))) {

@@ -11,6 +11,7 @@
  * self and total are both 0 are not emitted.
  */
 #include "rollup.h"
+#include "symref.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -180,7 +181,7 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 	const char **tname = NULL, **tunit = NULL;
 	size_t *tord = NULL;
 	uint32_t *rank = NULL, *order = NULL;
-	char nbuf[256];
+	char nbuf[512]; /* frame names; symref keys with a build id are longer */
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -195,7 +196,7 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 	if (!(frame_name = malloc((p->nframes ? p->nframes : 1) * sizeof(*frame_name))))
 		goto oom;
 	for (i = 0; i < p->nframes; i++)
-		if (names_intern(&nm, &rp->pl, wt_profile_frame_name(p, (uint32_t)i, nbuf, sizeof(nbuf)),
+		if (names_intern(&nm, &rp->pl, wt_profile_frame_key(p, (uint32_t)i, nbuf, sizeof(nbuf)),
 				 &frame_name[i]))
 			goto oom;
 

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "ebpf_probe.h"
 #include "ebpf_procs.h"
 #include "format.h"
@@ -230,7 +231,7 @@ static int func_of(svc *s, const char *name, const char *file, const char *build
 		return 0;
 	}
 	wt_function f = {0};
-	char *dem = edge_demangle(name);
+	char *dem = wt_demangle(name);
 	if ((rc = wt_profile_intern_cstr(s->p, dem ? dem : name, &f.name, err)) ||
 	    (dem && (rc = wt_profile_intern_cstr(s->p, name, &f.system_name, err))) ||
 	    (file && (rc = wt_profile_intern_cstr(s->p, file, &f.filename, err))) ||

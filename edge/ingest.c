@@ -24,6 +24,7 @@
 #include "keys.h"
 #include "log.h"
 #include "profile.h"
+#include "symref.h"
 #include "pyroscope.h"
 #include "rollup.h"
 #include "server.h"
@@ -165,9 +166,9 @@ static void stack_payload(const wt_profile *p, cache *c, uint32_t s)
 		return;
 	size_t n, start = c->data.len;
 	const uint32_t *fr = wt_profile_stack(p, s, &n);
-	char buf[256];
+	char buf[512];
 	for (size_t i = n; i-- > 0;) {
-		const char *name = wt_profile_frame_name(p, fr[i], buf, sizeof(buf));
+		const char *name = wt_profile_frame_key(p, fr[i], buf, sizeof(buf));
 		wt_buf_append(&c->data, name, strlen(name) + 1);
 	}
 	c->off[s] = (uint32_t)start;

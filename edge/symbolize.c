@@ -1,11 +1,10 @@
 /*
  * symbolize.c — kallsyms and ELF symbol tables for the eBPF sampler (see
- * symbolize.h): load, sort, binary search; the ELF file cache; demangling.
+ * symbolize.h): load, sort, binary search; the ELF file cache.
  */
 #include "symbolize.h"
 
 #include <ctype.h>
-#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -498,34 +497,6 @@ const char *edge_elf_build_id(const edge_elf *e)
 size_t edge_elf_nsyms(const edge_elf *e)
 {
 	return e ? e->n : 0;
-}
-
-/* ---- demangling ---------------------------------------------------------------- */
-
-typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
-
-char *edge_demangle(const char *name)
-{
-	static int tried;
-	static cxa_demangle_fn fn;
-	int status = 0;
-
-	if (!name || strncmp(name, "_Z", 2) != 0)
-		return NULL;
-	if (!tried) {
-		tried = 1;
-		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-		if (h)
-			*(void **)&fn = dlsym(h, "__cxa_demangle");
-	}
-	if (!fn)
-		return NULL;
-	char *d = fn(name, NULL, NULL, &status);
-	if (status != 0) {
-		free(d);
-		return NULL;
-	}
-	return d;
 }
 
 /* ---- container ids --------------------------------------------------------------- */

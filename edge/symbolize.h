@@ -7,9 +7,7 @@
  * (device, inode, size, mtime) with their build id and PT_LOAD segments, so
  * the cache survives process churn: a process that exits keeps its
  * references and the next process mapping the same file reuses the entry.
- * C++ (and legacy Rust) names are demangled with libstdc++'s
- * __cxa_demangle, looked up with dlopen at first use (no link dependency;
- * without libstdc++ names stay mangled).
+ * Names are demangled by the caller (common/demangle.h).
  *
  * Threads: not thread-safe; the sampler thread alone uses them.
  */
@@ -66,10 +64,6 @@ const char *edge_elf_lookup(const edge_elf *e, uint64_t off);
 /* Lower-case hex build id, "" when the file has none. */
 const char *edge_elf_build_id(const edge_elf *e);
 size_t edge_elf_nsyms(const edge_elf *e);
-
-/* Demangled form of name (malloc'd, caller frees), or NULL when name is
- * not mangled or cannot be demangled. */
-char *edge_demangle(const char *name);
 
 /* Parse a 64-hex container id out of a cgroup path (docker, containerd,
  * cri-o, kubepods layouts all embed one): the last such run wins. Writes

@@ -79,6 +79,8 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	    set_str(&c->s3_region, &cf, "object_store.s3.region", "us-east-1") ||
 	    set_str(&c->s3_access_key, &cf, "object_store.s3.access_key", NULL) ||
 	    set_str(&c->s3_secret_key, &cf, "object_store.s3.secret_key", NULL) ||
+	    set_str(&c->sym_cache_dir, &cf, "symbols.cache_dir", NULL) ||
+	    set_str(&c->sym_debuginfod_urls, &cf, "symbols.debuginfod_urls", "") ||
 	    set_str(&c->repl_listen, &cf, "replication.listen", "127.0.0.1:8443") ||
 	    set_str(&c->repl_ca, &cf, "replication.ca", NULL) ||
 	    set_str(&c->repl_cert, &cf, "replication.cert", NULL) ||
@@ -102,7 +104,12 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	    (rc = get_int(&cf, "clickhouse.backoff_ms", 100, 1, 60000, &c->ch_backoff_ms, err)) ||
 	    (rc = get_size(&cf, "clickhouse.insert_batch_rows", 200000, 1, 100000000,
 			   &c->ch_insert_batch_rows, err)) ||
-	    (rc = get_int(&cf, "object_store.s3.timeout_ms", 30000, 100, 3600000, &c->s3_timeout_ms, err)))
+	    (rc = get_int(&cf, "object_store.s3.timeout_ms", 30000, 100, 3600000, &c->s3_timeout_ms, err)) ||
+	    (rc = get_size(&cf, "symbols.max_file_bytes", 256ll << 20, 4096, 16ll << 30,
+			   &c->sym_max_file_bytes, err)) ||
+	    (rc = get_int(&cf, "symbols.index_ttl_ms", 5000, 0, 3600000, &c->sym_index_ttl_ms, err)) ||
+	    (rc = get_int(&cf, "symbols.debuginfod_timeout_ms", 10000, 100, 600000,
+			  &c->sym_debuginfod_timeout_ms, err)))
 		goto out;
 	if (!c->admin_token || strlen(c->admin_token) < 16) {
 		rc = wt_err_set(err, WT_EINVAL, "config %s: hub.admin_token missing or shorter than 16 characters", path);
@@ -133,6 +140,14 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 		}
 		snprintf(c->os_path, n, "%s/objects", c->data_dir);
 	}
+	if (!c->sym_cache_dir) {
+		size_t n = strlen(c->data_dir) + sizeof("/debuginfo-cache");
+		if (!(c->sym_cache_dir = malloc(n))) {
+			rc = wt_err_set(err, WT_ENOMEM, "config: out of memory");
+			goto out;
+		}
+		snprintf(c->sym_cache_dir, n, "%s/debuginfo-cache", c->data_dir);
+	}
 out:
 	config_destroy(&cf);
 	if (rc)
@@ -145,7 +160,8 @@ void hub_config_free(hub_config *c)
 	char **s[] = {&c->listen, &c->data_dir, &c->admin_token, &c->ch_url, &c->ch_database,
 		      &c->ch_user, &c->ch_password, &c->os_backend, &c->os_path, &c->s3_endpoint,
 		      &c->s3_bucket, &c->s3_region, &c->s3_access_key, &c->s3_secret_key,
-		      &c->repl_listen, &c->repl_ca, &c->repl_cert, &c->repl_key};
+		      &c->repl_listen, &c->repl_ca, &c->repl_cert, &c->repl_key, &c->sym_cache_dir,
+		      &c->sym_debuginfod_urls};
 	size_t i;
 
 	for (i = 0; i < sizeof(s) / sizeof(s[0]); i++) {

@@ -50,6 +50,13 @@ typedef struct hub_config {
 	char *s3_secret_key;
 	int s3_timeout_ms;       /* 30000 */
 
+	/* symbols = { ... } (debug files and symbolization, symbols.h) */
+	char *sym_cache_dir;        /* local copies; default "<data_dir>/debuginfo-cache" */
+	size_t sym_max_file_bytes;  /* largest debug file; 256 MiB */
+	int sym_index_ttl_ms;       /* debug-file index cache; 5000 */
+	char *sym_debuginfod_urls;  /* blank-separated; "" = debuginfod off (default) */
+	int sym_debuginfod_timeout_ms; /* per server and file; 10000 */
+
 	/* replication = { listen; ca; cert; key; } (next issue; parsed, unused) */
 	char *repl_listen;
 	char *repl_ca, *repl_cert, *repl_key;

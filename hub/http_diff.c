@@ -272,6 +272,7 @@ void hub_handle_diff(hub_req *r, const char *project)
 	if (rc)
 		goto fail;
 	base.sel.project = target.sel.project = project;
+	base.sel.syms = target.sel.syms = r->ctx->syms;
 	if (hub_params_parse(&q, &target.sel.hp, &err) ||
 	    hub_sel_params_prefixed(&q, "base_", &bq, &base.sel.hp, &err) ||
 	    hub_param_uint(&q, "max_nodes", (long)ctx->cfg.max_nodes, 1, 1000000, &max_nodes, &err) ||

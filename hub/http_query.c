@@ -49,6 +49,9 @@ void hub_handle_query(hub_req *r, const char *project, const char *view)
 	}
 	memset(&sel, 0, sizeof(sel));
 	sel.project = project;
+	/* symbolize=0: frames as stored (for measuring the symbolizer's cost) */
+	sel.syms = (wt_http_param(&q, "symbolize") && !strcmp(wt_http_param(&q, "symbolize"), "0"))
+			   ? NULL : ctx->syms;
 	if (hub_params_parse(&q, &sel.hp, &err) ||
 	    hub_param_uint(&q, "max_nodes", (long)ctx->cfg.max_nodes, 1, 1000000, &max_nodes, &err) ||
 	    hub_param_uint(&q, "limit", DEFAULT_TABLE_LIMIT, 1, 1000000, &limit, &err))

@@ -18,6 +18,7 @@
 #include "objstore.h"
 #include "stackcache.h"
 #include "store.h"
+#include "symbols.h"
 
 typedef struct hub_ctx {
 	hub_config cfg;
@@ -28,6 +29,7 @@ typedef struct hub_ctx {
 	hub_stackcache *stacks;
 	hub_metrics metrics;
 	struct hub_regress *regress; /* regression detector (regress.h); NULL when not started */
+	hub_symbols *syms;           /* debug files and the query-time symbolizer */
 } hub_ctx;
 
 /* What a handler gets: the shared context and this worker's ClickHouse
@@ -46,6 +48,9 @@ void hub_handle_admin_projects(hub_req *r);
 void hub_handle_admin_tokens(hub_req *r);
 void hub_handle_healthz(hub_req *r);
 void hub_handle_metrics(hub_req *r);
+/* Debug files (http_debuginfo.c): /v1/projects/{p}/debuginfo[/{build id}];
+ * returns 1 when it handled the request. */
+int hub_debuginfo_route(hub_req *r);
 
 /* Control plane (http_control.c routes; http_policy.c, http_audit.c,
  * http_delete.c, http_worker.c). hub_control_route returns 1 when it

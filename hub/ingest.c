@@ -9,6 +9,7 @@
  * ids this hub has not written before (stackcache).
  */
 #include "ingest.h"
+#include "symref.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -145,8 +146,8 @@ static int do_stacks(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p, 
 		/* leaf first in the model; root first in storage; offsets because
 		 * names may move while it grows */
 		for (i = 0; i < n; i++) {
-			char tmp[256];
-			const char *name = wt_profile_frame_name(p, frames[n - 1 - i], tmp, sizeof(tmp));
+			char tmp[512];
+			const char *name = wt_profile_frame_key(p, frames[n - 1 - i], tmp, sizeof(tmp));
 			offs[i] = names.len;
 			wt_buf_append(&names, name, strlen(name) + 1);
 		}

@@ -87,6 +87,14 @@ int main(int argc, char **argv)
 		wt_error("msg=\"object store unusable\" backend=%s error=\"%s\"", ctx.cfg.os_backend, err.msg);
 		goto out_curl;
 	}
+	{
+		hub_symbols_conf sc = {ctx.cfg.sym_cache_dir, ctx.cfg.sym_max_file_bytes, ctx.cfg.sym_debuginfod_urls,
+				       ctx.cfg.sym_debuginfod_timeout_ms, ctx.cfg.sym_index_ttl_ms};
+		if (hub_symbols_new(&sc, ctx.os, &ctx.chconf, &ctx.syms, &err)) {
+			wt_error("msg=\"cannot start the symbolizer\" error=\"%s\"", err.msg);
+			goto out_os;
+		}
+	}
 	ctx.auth = hub_auth_new(ctx.cfg.admin_token, ctx.cfg.token_cache_ttl_ms);
 	ctx.stacks = hub_stackcache_new(STACK_CACHE_ENTRIES);
 	if (!ctx.auth || !ctx.stacks) {
@@ -141,6 +149,7 @@ out_store:
 	hub_regress_stop(ctx.regress); /* NULL-safe; after the HTTP workers that use it */
 	hub_store_stop(&ctx.store);
 out_os:
+	hub_symbols_free(ctx.syms);
 	hub_stackcache_free(ctx.stacks);
 	hub_auth_free(ctx.auth);
 	hub_objstore_close(ctx.os);

@@ -264,6 +264,22 @@ static int m_issue_states(wt_buf *b, const hub_ch_features *f)
 		" ORDER BY (project, issue_id)");
 }
 
+/* Symbolization (issue 11; versions 40-49): the index of uploaded (and
+ * debuginfod-fetched) debug files; the bytes are in the object store under
+ * debuginfo/<project>/<build id>. A delete writes a row with deleted = 1:
+ * readers take the newest row per (project, build_id) by version. */
+static int m_debug_files(wt_buf *b, const hub_ch_features *f)
+{
+	(void)f;
+	return wt_buf_puts(b,
+		"CREATE TABLE IF NOT EXISTS debug_files_v1 ("
+		" project String, build_id String, file_name String, size UInt64,"
+		" uploaded_by String, uploaded_ns UInt64, source String,"
+		" deleted UInt8, version UInt64"
+		") ENGINE = ReplacingMergeTree(version)"
+		" ORDER BY (project, build_id)");
+}
+
 static const migration migrations[] = {
 	{1, "profile_samples_v1", m_samples},
 	{2, "profile_stacks_v1", m_stacks},
@@ -279,6 +295,7 @@ static const migration migrations[] = {
 	{30, "policies_v1", m_policies},
 	{31, "worker_leases", m_worker_leases},
 	{32, "object_deletions_v1", m_object_deletions},
+	{40, "debug_files_v1", m_debug_files},
 };
 #define NMIG (sizeof(migrations) / sizeof(migrations[0]))
 

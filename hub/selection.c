@@ -98,9 +98,43 @@ int hub_sel_resolve(hub_ch *ch, hub_sel *s, int64_t now_ns, int default_range_s,
 	return rc;
 }
 
+/* Rewrite the stack names[offs[0..*n)] into out with every symbolizable
+ * frame replaced by its inline chain (offs[] then index into out; at most
+ * MAX_FRAMES frames, the rest dropped like over-deep stacks). */
+static int symbolize(hub_ch *ch, const hub_sel *s, const wt_buf *names, size_t *offs, uint64_t *n,
+		     wt_buf *out, wt_err *err)
+{
+	size_t in[MAX_FRAMES], m = 0, i;
+	int rc;
+
+	memcpy(in, offs, (size_t)*n * sizeof(*offs));
+	wt_buf_reset(out);
+	for (i = 0; i < *n && m < MAX_FRAMES; i++) {
+		const char *f = (const char *)names->data + in[i];
+		size_t len = strlen(f), before = out->len, k = 0;
+
+		if ((rc = hub_symbols_expand(s->syms, ch, s->project, f, len, out, &k, err)))
+			return rc;
+		if (!k) {
+			wt_buf_append(out, f, len + 1);
+			k = 1;
+		}
+		if (out->oom)
+			break;
+		for (size_t j = 0, p = before; j < k && m < MAX_FRAMES; j++) {
+			offs[m++] = p;
+			p += strlen((const char *)out->data + p) + 1;
+		}
+	}
+	if (out->oom)
+		return wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");
+	*n = m;
+	return 0;
+}
+
 int hub_sel_load_flame(hub_ch *ch, const hub_sel *s, wt_flame *f, char **unit, wt_err *err)
 {
-	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT, names = WT_BUF_INIT;
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT, names = WT_BUF_INIT, sym = WT_BUF_INIT;
 	hub_rb_reader rd;
 	size_t *offs = NULL;
 	const char **frames = NULL;
@@ -152,8 +186,15 @@ int hub_sel_load_flame(hub_ch *ch, const hub_sel *s, wt_flame *f, char **unit, w
 		}
 		if (nframes > MAX_FRAMES)
 			nframes = MAX_FRAMES;
-		for (i = 0; i < nframes; i++)
-			frames[i] = (const char *)names.data + offs[i];
+		if (s->syms) {
+			if ((rc = symbolize(ch, s, &names, offs, &nframes, &sym, err)))
+				goto out;
+			for (i = 0; i < nframes; i++)
+				frames[i] = (const char *)sym.data + offs[i];
+		} else {
+			for (i = 0; i < nframes; i++)
+				frames[i] = (const char *)names.data + offs[i];
+		}
 		if (nframes == 0) {
 			frames[0] = "[unknown stack]";
 			nframes = 1;
@@ -177,6 +218,7 @@ out:
 	wt_buf_free(&sql);
 	wt_buf_free(&res);
 	wt_buf_free(&names);
+	wt_buf_free(&sym);
 	return rc;
 }
 

@@ -19,6 +19,7 @@
 #include "err.h"
 #include "flame.h"
 #include "params.h"
+#include "symbols.h"
 
 #define HUB_TYPE_MAX 128
 
@@ -27,6 +28,7 @@ typedef struct hub_sel {
 	hub_params hp;           /* service, type, label filters */
 	int64_t from, until;     /* resolved [from, until) in unix ns */
 	char type[HUB_TYPE_MAX]; /* resolved type; "" when the selection is empty */
+	hub_symbols *syms;       /* symbolize "module+0xOFF" frames; NULL = leave them */
 } hub_sel;
 
 /* Append " WHERE …" for s (type NULL: any type; else that type). */
@@ -38,7 +40,9 @@ void hub_sel_where(wt_buf *w, const hub_sel *s, const char *type);
 int hub_sel_resolve(hub_ch *ch, hub_sel *s, int64_t now_ns, int default_range_s, wt_err *err);
 
 /* Add the selection's stacks (type s->type) to f; *unit = a new string
- * (caller frees) or NULL when empty. */
+ * (caller frees) or NULL when empty. With s->syms, unsymbolized native
+ * frames are symbolized on the way (symbols.h), one stored frame becoming
+ * its inline chain. */
 int hub_sel_load_flame(hub_ch *ch, const hub_sel *s, wt_flame *f, char **unit, wt_err *err);
 
 /* Sum of values of type `type` over the selection (0 when empty). */

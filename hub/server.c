@@ -184,6 +184,8 @@ static void route(struct evhttp_request *req, void *arg)
 	}
 	if (hub_control_route(&r)) /* policy, audit, deletion, worker (http_control.c) */
 		return;
+	if (hub_debuginfo_route(&r)) /* debug files (http_debuginfo.c) */
+		return;
 	if (hub_analysis_route(&r)) /* diff, timeline, insights, leaks, issues (http_issues.c) */
 		return;
 	/* Explorer UI (static, no token) and its picker endpoints (http_ui.h). */
@@ -288,7 +290,9 @@ int hub_server_start(hub_ctx *ctx, hub_server **out, wt_err *err)
 			rc = wt_err_set(err, WT_ENOMEM, "worker %d: out of memory", i);
 			goto fail;
 		}
-		evhttp_set_max_body_size(w->http, (ev_ssize_t)ctx->cfg.max_body);
+		/* every handler bounds its own body; debug files may exceed max_body */
+		evhttp_set_max_body_size(w->http, (ev_ssize_t)(ctx->cfg.max_body > ctx->cfg.sym_max_file_bytes
+							       ? ctx->cfg.max_body : ctx->cfg.sym_max_file_bytes));
 		evhttp_set_timeout(w->http, 120);
 		evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
 					   EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH);

@@ -435,6 +435,11 @@ class ControlTest(unittest.TestCase):
             ("POST", "/v1/admin/tokens", b'{"project": "m", "role": "read"}', {"admin"}),
             ("GET", "/v1/admin/projects", None, set()),
             ("POST", "/v1/admin/worker/run?job=archive", None, set()),
+            # debug files (issue 11): answers 404/400 when allowed (nothing stored, not ELF)
+            ("GET", "/v1/projects/m/debuginfo", None, {"read", "admin"}),
+            ("GET", "/v1/projects/m/debuginfo/" + "ab" * 20, None, {"upload", "read", "admin"}),
+            ("PUT", "/v1/projects/m/debuginfo/" + "ab" * 20 + "?name=x", b"not an ELF file", {"upload", "admin"}),
+            ("DELETE", "/v1/projects/m/debuginfo/" + "ab" * 20, None, {"upload", "admin"}),
         ]
         table = []
         for method, path, data, allowed in eps:

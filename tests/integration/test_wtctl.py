@@ -127,7 +127,8 @@ def pprof_raw(path):
 
 def parse_folded_lines(text, strip_root=False):
     """folded text → {stack: count}, frames that are only a [bracketed] name
-    (perf's `[unknown]`, our `[dso]`, see docs/formats.md) normalised."""
+    (perf's `[unknown]`, our `[dso]`) and unsymbolized `file+0xADDR` frames
+    (see docs/formats.md) normalised."""
     out = collections.Counter()
     for line in text.splitlines():
         line = line.strip()
@@ -137,7 +138,8 @@ def parse_folded_lines(text, strip_root=False):
         frames = stack.split(";")
         if strip_root:
             frames = frames[1:]
-        frames = ["[unknown]" if re.fullmatch(r"\[[^\]]*\]", f) else f for f in frames]
+        frames = ["[unknown]" if re.fullmatch(r"\[[^\]]*\]|[^;]+\+0x[0-9a-f]+", f) else f
+                  for f in frames]
         out[";".join(frames)] += int(n)
     return out
 

@@ -65,11 +65,26 @@ static void test_query_url(void **state)
 	free(u);
 }
 
+static void test_debuginfo_url(void **state)
+{
+	char *u;
+	(void)state;
+
+	u = cli_debuginfo_url("http://hub:8080//", "demo", NULL, NULL);
+	assert_string_equal(u, "http://hub:8080/v1/projects/demo/debuginfo");
+	free(u);
+	u = cli_debuginfo_url("http://hub", "demo", "3f2e", "lib foo+.so");
+	assert_string_equal(u, "http://hub/v1/projects/demo/debuginfo/3f2e?name=lib%20foo%2B.so");
+	free(u);
+	assert_null(cli_debuginfo_url("", "demo", NULL, NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_upload_url),
 		cmocka_unit_test(test_query_url),
+		cmocka_unit_test(test_debuginfo_url),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

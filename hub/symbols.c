@@ -1,0 +1,684 @@
+/*
+ * symbols.c — debug-file index, local copies, caches and debuginfod client
+ * behind the query-time symbolizer (see symbols.h).
+ */
+#include "symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "ch_format.h"
+#include "debuginfod.h"
+#include "log.h"
+#include "store.h"
+#include "symfile.h"
+
+#define MAX_PROJECTS 64         /* indexes kept */
+#define MAX_INDEX_FILES 100000  /* debug files read per project */
+#define MAX_RESULTS 200000      /* cached frame expansions (then cleared) */
+#define MISS_SLOTS 256          /* remembered debuginfod misses */
+#define MISS_TTL_MS (5 * 60 * 1000)
+#define PENDING_TTL_MS (30 * 60 * 1000) /* a queued fetch; cleared when done */
+#define FETCH_QUEUE 256                 /* queued debuginfod fetches (more: asked later) */
+
+typedef struct proj_index {
+	char project[128];
+	hub_debug_file *files; /* newest first */
+	size_t n;
+	int64_t loaded_ms;     /* 0 = reload */
+	uint64_t hash, gen;
+} proj_index;
+
+typedef struct open_file {
+	char project[128];
+	char build_id[WT_BUILD_ID_MAX + 1];
+	hub_symfile *sf;
+	uint64_t last_use;
+} open_file;
+
+typedef struct result {
+	struct result *next;
+	uint64_t h, gen;
+	char *key;   /* project \0 frame */
+	size_t klen;
+	char *names; /* n NUL-terminated names */
+	size_t nlen, n;
+} result;
+
+typedef struct fetch_job {
+	char project[128];
+	char build_id[WT_BUILD_ID_MAX + 1];
+	char module[HUB_DEBUG_NAME_MAX];
+} fetch_job;
+
+typedef struct miss {
+	char build_id[WT_BUILD_ID_MAX + 1];
+	int64_t until_ms;
+} miss;
+
+struct hub_symbols {
+	pthread_mutex_t mu;
+	hub_objstore *os;
+	char *cache_dir, *urls;
+	size_t max_file_bytes;
+	int dfd_timeout_ms, index_ttl_ms;
+	proj_index proj[MAX_PROJECTS];
+	open_file files[HUB_SYMBOLS_OPEN_FILES];
+	uint64_t use_clock, gen_clock;
+	result **tab;
+	size_t tab_cap, nresults;
+	miss misses[MISS_SLOTS]; /* also "queued" markers (until = +PENDING_TTL_MS) */
+	size_t miss_next;
+	/* debuginfod fetches run on one background thread with its own
+	 * ClickHouse client, so no query waits for a download */
+	pthread_t fetcher;
+	int fetcher_running, stopping;
+	pthread_cond_t cv;
+	fetch_job queue[FETCH_QUEUE];
+	size_t qhead, qlen;
+	hub_ch *fch;
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int hub_build_id_valid(const char *b)
+{
+	size_t n = b ? strlen(b) : 0;
+
+	return n >= 2 && n <= WT_BUILD_ID_MAX && strspn(b, "0123456789abcdef") == n;
+}
+
+static void *fetcher_main(void *arg);
+
+int hub_symbols_new(const hub_symbols_conf *c, hub_objstore *os, const hub_ch_conf *chconf, hub_symbols **out,
+		    wt_err *err)
+{
+	hub_symbols *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (!s || !(s->cache_dir = strdup(c->cache_dir)) ||
+	    !(s->urls = strdup(c->debuginfod_urls ? c->debuginfod_urls : "")) ||
+	    !(s->tab = calloc(s->tab_cap = 65536, sizeof(*s->tab)))) {
+		hub_symbols_free(s);
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	}
+	s->os = os;
+	s->max_file_bytes = c->max_file_bytes;
+	s->dfd_timeout_ms = c->debuginfod_timeout_ms;
+	s->index_ttl_ms = c->index_ttl_ms;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	if (s->urls[0] && chconf) {
+		if (!(s->fch = hub_ch_new(chconf))) {
+			hub_symbols_free(s);
+			return wt_err_set(err, WT_ENOMEM, "out of memory");
+		}
+		if (pthread_create(&s->fetcher, NULL, fetcher_main, s)) {
+			hub_symbols_free(s);
+			return wt_err_set(err, WT_EIO, "cannot start the debuginfod thread");
+		}
+		s->fetcher_running = 1;
+	}
+	*out = s;
+	return 0;
+}
+
+static void results_clear(hub_symbols *s)
+{
+	for (size_t i = 0; i < s->tab_cap; i++) {
+		result *r = s->tab[i], *nx;
+
+		for (; r; r = nx) {
+			nx = r->next;
+			free(r->key);
+			free(r->names);
+			free(r);
+		}
+		s->tab[i] = NULL;
+	}
+	s->nresults = 0;
+}
+
+void hub_symbols_free(hub_symbols *s)
+{
+	if (!s)
+		return;
+	if (s->fetcher_running) {
+		pthread_mutex_lock(&s->mu);
+		s->stopping = 1;
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_join(s->fetcher, NULL); /* a download in flight ends by its timeout */
+	}
+	hub_ch_free(s->fch);
+	if (s->tab) {
+		results_clear(s);
+		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->cv);
+	}
+	for (size_t i = 0; i < MAX_PROJECTS; i++)
+		free(s->proj[i].files);
+	for (size_t i = 0; i < HUB_SYMBOLS_OPEN_FILES; i++)
+		hub_symfile_close(s->files[i].sf);
+	free(s->tab);
+	free(s->cache_dir);
+	free(s->urls);
+	free(s);
+}
+
+/* ---- the index in ClickHouse ----------------------------------------------------- */
+
+typedef struct list_ctx {
+	hub_debug_file *v;
+	size_t n, cap;
+	int oom;
+} list_ctx;
+
+static int list_row(void *ctx, char **f, size_t n)
+{
+	list_ctx *l = ctx;
+	hub_debug_file *d;
+
+	if (n < 6 || l->n >= MAX_INDEX_FILES)
+		return 0;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		void *a = realloc(l->v, nc * sizeof(*l->v));
+
+		if (!a) {
+			l->oom = 1;
+			return 1;
+		}
+		l->v = a;
+		l->cap = nc;
+	}
+	d = &l->v[l->n++];
+	memset(d, 0, sizeof(*d));
+	snprintf(d->build_id, sizeof(d->build_id), "%s", f[0]);
+	snprintf(d->file_name, sizeof(d->file_name), "%s", f[1]);
+	d->size = strtoull(f[2], NULL, 10);
+	snprintf(d->uploaded_by, sizeof(d->uploaded_by), "%s", f[3]);
+	d->uploaded_ns = strtoull(f[4], NULL, 10);
+	snprintf(d->source, sizeof(d->source), "%s", f[5]);
+	return 0;
+}
+
+int hub_debug_files_list(hub_ch *ch, const char *project, const char *build_id, hub_debug_file **out,
+			 size_t *n, wt_err *err)
+{
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	list_ctx l = {0};
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	wt_buf_puts(&sql, "SELECT build_id, argMax(file_name, version), argMax(size, version),"
+		    " argMax(uploaded_by, version), argMax(uploaded_ns, version) AS t, argMax(source, version),"
+		    " argMax(deleted, version) AS d FROM debug_files_v1 WHERE project = ");
+	hub_sql_quote(&sql, project);
+	if (build_id) {
+		wt_buf_puts(&sql, " AND build_id = ");
+		hub_sql_quote(&sql, build_id);
+	}
+	wt_buf_printf(&sql, " GROUP BY build_id HAVING d = 0 ORDER BY t DESC, build_id LIMIT %d"
+		      " FORMAT TabSeparated", MAX_INDEX_FILES);
+	if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
+		goto out;
+	hub_tsv_each((char *)res.data, res.len, 7, list_row, &l);
+	if (l.oom) {
+		free(l.v);
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory listing debug files");
+		goto out;
+	}
+	*out = l.v;
+	*n = l.n;
+out:
+	wt_buf_free(&sql);
+	wt_buf_free(&res);
+	return rc;
+}
+
+static int index_insert(hub_ch *ch, const char *project, const char *bid, const char *name, uint64_t size,
+			const char *by, const char *source, int deleted, wt_err *err)
+{
+	wt_buf sql = WT_BUF_INIT;
+	uint64_t now = (uint64_t)hub_now_ns();
+	int rc;
+
+	wt_buf_puts(&sql, "INSERT INTO debug_files_v1 (project, build_id, file_name, size, uploaded_by,"
+		    " uploaded_ns, source, deleted, version) VALUES (");
+	hub_sql_quote(&sql, project);
+	wt_buf_putc(&sql, ',');
+	hub_sql_quote(&sql, bid);
+	wt_buf_putc(&sql, ',');
+	hub_sql_quote(&sql, name);
+	wt_buf_printf(&sql, ",%" PRIu64 ",", size);
+	hub_sql_quote(&sql, by);
+	wt_buf_printf(&sql, ",%" PRIu64 ",", now);
+	hub_sql_quote(&sql, source);
+	wt_buf_printf(&sql, ",%d,%" PRIu64 ")", deleted ? 1 : 0, now);
+	rc = hub_ch_query_buf(ch, &sql, NULL, err);
+	wt_buf_free(&sql);
+	return rc;
+}
+
+/* ---- caches (s->mu held) ------------------------------------------------------ */
+
+static proj_index *index_slot(hub_symbols *s, const char *project)
+{
+	proj_index *oldest = &s->proj[0];
+
+	for (size_t i = 0; i < MAX_PROJECTS; i++) {
+		if (!strcmp(s->proj[i].project, project))
+			return &s->proj[i];
+		if (s->proj[i].loaded_ms < oldest->loaded_ms)
+			oldest = &s->proj[i];
+	}
+	free(oldest->files);
+	memset(oldest, 0, sizeof(*oldest));
+	snprintf(oldest->project, sizeof(oldest->project), "%s", project);
+	return oldest;
+}
+
+static void invalidate(hub_symbols *s, const char *project)
+{
+	for (size_t i = 0; i < MAX_PROJECTS; i++)
+		if (!strcmp(s->proj[i].project, project))
+			s->proj[i].loaded_ms = 0;
+}
+
+static int index_get(hub_symbols *s, hub_ch *ch, const char *project, proj_index **out, wt_err *err)
+{
+	proj_index *pi = index_slot(s, project);
+	hub_debug_file *v;
+	size_t n;
+	uint64_t h;
+	int rc;
+
+	*out = pi;
+	if (pi->loaded_ms && now_ms() - pi->loaded_ms < s->index_ttl_ms)
+		return 0;
+	if ((rc = hub_debug_files_list(ch, project, NULL, &v, &n, err)))
+		return rc;
+	h = XXH3_64bits(v, n * sizeof(*v));
+	free(pi->files);
+	pi->files = v;
+	pi->n = n;
+	pi->loaded_ms = now_ms();
+	if (!pi->gen || h != pi->hash) {
+		pi->hash = h;
+		pi->gen = ++s->gen_clock;
+	}
+	return 0;
+}
+
+static int mkdirs(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0700) && errno != EEXIST) {
+			*p = '/';
+			return -1;
+		}
+		*p = '/';
+	}
+	return mkdir(path, 0700) && errno != EEXIST ? -1 : 0;
+}
+
+static void cache_path(const hub_symbols *s, const char *project, const char *bid, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s/%s", s->cache_dir, project, bid);
+}
+
+/* A local copy of the debug file (from the object store when missing). */
+static int local_copy(hub_symbols *s, const char *project, const char *bid, char *path, size_t cap,
+		      wt_err *err)
+{
+	char key[400], dir[PATH_MAX], tmp[PATH_MAX + 8];
+	wt_buf data = WT_BUF_INIT;
+	struct stat st;
+	int fd = -1, rc;
+
+	cache_path(s, project, bid, path, cap);
+	if (!stat(path, &st))
+		return 0;
+	snprintf(key, sizeof(key), "debuginfo/%s/%s", project, bid);
+	if ((rc = hub_objstore_get(s->os, key, s->max_file_bytes, &data, err)))
+		goto out;
+	snprintf(dir, sizeof(dir), "%s/%s", s->cache_dir, project);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (mkdirs(dir) || (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0 ||
+	    write(fd, data.data, data.len) != (ssize_t)data.len || close(fd) || rename(tmp, path)) {
+		rc = wt_err_set(err, WT_EIO, "debug file cache %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			unlink(tmp);
+	}
+out:
+	wt_buf_free(&data);
+	return rc;
+}
+
+static hub_symfile *file_get(hub_symbols *s, const char *project, const char *bid)
+{
+	open_file *lru = &s->files[0];
+	char path[PATH_MAX];
+	wt_err err;
+
+	for (size_t i = 0; i < HUB_SYMBOLS_OPEN_FILES; i++) {
+		open_file *f = &s->files[i];
+
+		if (f->sf && !strcmp(f->project, project) && !strcmp(f->build_id, bid)) {
+			f->last_use = ++s->use_clock;
+			return f->sf;
+		}
+		if (f->last_use < lru->last_use)
+			lru = f;
+	}
+	if (local_copy(s, project, bid, path, sizeof(path), &err)) {
+		wt_warn("msg=\"debug file unavailable\" project=%s build_id=%s error=\"%s\"", project, bid, err.msg);
+		return NULL;
+	}
+	hub_symfile_close(lru->sf);
+	memset(lru, 0, sizeof(*lru));
+	if (hub_symfile_open(path, &lru->sf, &err)) {
+		wt_warn("msg=\"debug file unreadable\" project=%s build_id=%s error=\"%s\"", project, bid, err.msg);
+		return NULL;
+	}
+	snprintf(lru->project, sizeof(lru->project), "%s", project);
+	snprintf(lru->build_id, sizeof(lru->build_id), "%s", bid);
+	lru->last_use = ++s->use_clock;
+	return lru->sf;
+}
+
+static void file_forget(hub_symbols *s, const char *project, const char *bid)
+{
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < HUB_SYMBOLS_OPEN_FILES; i++)
+		if (s->files[i].sf && !strcmp(s->files[i].project, project) &&
+		    !strcmp(s->files[i].build_id, bid)) {
+			hub_symfile_close(s->files[i].sf);
+			memset(&s->files[i], 0, sizeof(s->files[i]));
+		}
+	cache_path(s, project, bid, path, sizeof(path));
+	unlink(path);
+}
+
+/* ---- storing and deleting ---------------------------------------------------- */
+
+int hub_debug_file_store(hub_symbols *s, hub_ch *ch, const char *project, const char *bid,
+			 const char *name, const void *data, size_t len, const char *by,
+			 const char *source, wt_err *err)
+{
+	char key[400];
+	int rc;
+
+	snprintf(key, sizeof(key), "debuginfo/%s/%s", project, bid);
+	if ((rc = hub_objstore_put(s->os, key, data, len, err)) ||
+	    (rc = index_insert(ch, project, bid, name, len, by, source, 0, err)))
+		return rc;
+	pthread_mutex_lock(&s->mu);
+	file_forget(s, project, bid);
+	invalidate(s, project);
+	pthread_mutex_unlock(&s->mu);
+	wt_info("msg=\"debug file stored\" project=%s build_id=%s name=\"%s\" size=%zu source=%s", project, bid,
+		name, len, source);
+	return 0;
+}
+
+int hub_debug_file_delete(hub_symbols *s, hub_ch *ch, const char *project, const char *bid, const char *by,
+			  wt_err *err)
+{
+	char key[400];
+	int rc;
+
+	snprintf(key, sizeof(key), "debuginfo/%s/%s", project, bid);
+	if ((rc = index_insert(ch, project, bid, "", 0, by, "delete", 1, err)) ||
+	    (rc = hub_objstore_delete(s->os, key, err)))
+		return rc;
+	pthread_mutex_lock(&s->mu);
+	file_forget(s, project, bid);
+	invalidate(s, project);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+/* ---- debuginfod (debuginfod.c does the HTTP) ------------------------------- */
+
+static int missed(hub_symbols *s, const char *bid)
+{
+	int64_t t = now_ms();
+
+	for (size_t i = 0; i < MISS_SLOTS; i++)
+		if (s->misses[i].until_ms > t && !strcmp(s->misses[i].build_id, bid))
+			return 1;
+	return 0;
+}
+
+/* Fetch bid from the configured servers and store it; runs on the fetcher
+ * thread WITHOUT s->mu (it reads only fields fixed at creation). 1 = stored. */
+static int debuginfod_fetch(hub_symbols *s, hub_ch *ch, const char *project, const char *bid,
+			    const char *module)
+{
+	wt_buf data = WT_BUF_INIT;
+	char key[400];
+	wt_err err;
+	int stored = 0;
+
+	if (hub_debuginfod_get(s->urls, bid, s->max_file_bytes, s->dfd_timeout_ms, &data, &err)) {
+		wt_info("msg=\"debuginfod: not found\" build_id=%s detail=\"%s\"", bid, err.msg);
+		goto out;
+	}
+	snprintf(key, sizeof(key), "debuginfo/%s/%s", project, bid);
+	if (hub_objstore_put(s->os, key, data.data, data.len, &err) ||
+	    index_insert(ch, project, bid, module, data.len, "debuginfod", "debuginfod", 0, &err))
+		wt_warn("msg=\"debuginfod file not stored\" build_id=%s error=\"%s\"", bid, err.msg);
+	else
+		stored = 1;
+out:
+	wt_buf_free(&data);
+	return stored;
+}
+
+/* Mark bid (s->mu held): not asked again before until_ms. */
+static void mark(hub_symbols *s, const char *bid, int64_t until_ms)
+{
+	for (size_t i = 0; i < MISS_SLOTS; i++)
+		if (!strcmp(s->misses[i].build_id, bid)) {
+			s->misses[i].until_ms = until_ms;
+			return;
+		}
+	miss *m = &s->misses[s->miss_next++ % MISS_SLOTS];
+	snprintf(m->build_id, sizeof(m->build_id), "%s", bid);
+	m->until_ms = until_ms;
+}
+
+/* Queue a fetch (s->mu held); a full queue leaves it for a later query. */
+static void enqueue(hub_symbols *s, const char *project, const char *bid, const char *module, size_t mlen)
+{
+	fetch_job *j;
+
+	if (!s->fetcher_running || s->qlen == FETCH_QUEUE)
+		return;
+	j = &s->queue[(s->qhead + s->qlen++) % FETCH_QUEUE];
+	snprintf(j->project, sizeof(j->project), "%s", project);
+	snprintf(j->build_id, sizeof(j->build_id), "%s", bid);
+	snprintf(j->module, sizeof(j->module), "%.*s", (int)(mlen < sizeof(j->module) ? mlen : sizeof(j->module) - 1),
+		 module);
+	mark(s, bid, now_ms() + PENDING_TTL_MS);
+	pthread_cond_signal(&s->cv);
+}
+
+static void *fetcher_main(void *arg)
+{
+	hub_symbols *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		fetch_job j;
+		int ok;
+
+		while (!s->stopping && !s->qlen)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (s->stopping)
+			break;
+		j = s->queue[s->qhead];
+		s->qhead = (s->qhead + 1) % FETCH_QUEUE;
+		s->qlen--;
+		pthread_mutex_unlock(&s->mu);
+		ok = debuginfod_fetch(s, s->fch, j.project, j.build_id, j.module);
+		pthread_mutex_lock(&s->mu);
+		if (ok) {
+			mark(s, j.build_id, 0);
+			invalidate(s, j.project);
+		} else {
+			mark(s, j.build_id, now_ms() + MISS_TTL_MS);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* ---- expansion -------------------------------------------------------------- */
+
+static const hub_debug_file *match(const proj_index *pi, const wt_symref *r)
+{
+	for (size_t i = 0; i < pi->n; i++) { /* newest first */
+		const hub_debug_file *d = &pi->files[i];
+		size_t fl = strlen(d->file_name);
+
+		if (r->build_id) {
+			if (strlen(d->build_id) == r->build_id_len &&
+			    !strncasecmp(d->build_id, r->build_id, r->build_id_len))
+				return d;
+			continue;
+		}
+		if ((fl == r->module_len || (fl == r->module_len + 6 && !strcmp(d->file_name + fl - 6, ".debug"))) &&
+		    !memcmp(d->file_name, r->module, r->module_len))
+			return d;
+	}
+	return NULL;
+}
+
+static int render(hub_symfile *sf, uint64_t off, wt_buf *out, size_t *n)
+{
+	hub_symframe fr[HUB_SYMFRAMES_MAX];
+	size_t k = hub_symfile_lookup(sf, off, fr, HUB_SYMFRAMES_MAX);
+
+	*n = k;
+	for (size_t i = 0; i < k; i++) {
+		const char *b = strrchr(fr[i].file, '/');
+
+		if (fr[i].line)
+			wt_buf_printf(out, "%s (%s:%d)", fr[i].name, b ? b + 1 : fr[i].file, fr[i].line);
+		else
+			wt_buf_puts(out, fr[i].name);
+		wt_buf_putc(out, '\0');
+	}
+	return out->oom ? WT_ENOMEM : 0;
+}
+
+static int expand_locked(hub_symbols *s, hub_ch *ch, const char *project, const char *frame, size_t len,
+			 wt_buf *names, size_t *n, wt_err *err)
+{
+	size_t plen = strlen(project), klen = plen + 1 + len, start = names->len;
+	uint64_t h = XXH3_64bits(frame, len) ^ XXH3_64bits(project, plen);
+	const hub_debug_file *d;
+	proj_index *pi;
+	result *r, **slot;
+	wt_symref ref;
+	hub_symfile *sf = NULL;
+	char bid[WT_BUILD_ID_MAX + 1];
+	int rc;
+
+	*n = 0;
+	if (!wt_symref_parse(frame, len, &ref))
+		return 0;
+	if ((rc = index_get(s, ch, project, &pi, err)))
+		return rc;
+	slot = &s->tab[h & (s->tab_cap - 1)];
+	for (r = *slot; r; r = r->next)
+		if (r->h == h && r->klen == klen && !memcmp(r->key, project, plen) && !memcmp(r->key + plen + 1, frame, len))
+			break;
+	if (r && r->gen == pi->gen) {
+		if (wt_buf_append(names, r->names, r->nlen))
+			return wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");
+		*n = r->n;
+		return 0;
+	}
+	d = match(pi, &ref);
+	if (!d && ref.build_id && s->urls[0]) {
+		snprintf(bid, sizeof(bid), "%.*s", (int)ref.build_id_len, ref.build_id);
+		for (char *c = bid; *c; c++)
+			*c = (char)(*c >= 'A' && *c <= 'F' ? *c + 32 : *c);
+		/* fetched in the background: this query shows module+0xOFF,
+		 * one after the download names */
+		if (hub_build_id_valid(bid) && !missed(s, bid))
+			enqueue(s, project, bid, ref.module, ref.module_len);
+	}
+	if (d && (sf = file_get(s, project, d->build_id)) && (rc = render(sf, ref.offset, names, n)))
+		return wt_err_set(err, rc, "out of memory symbolizing");
+	if (d && !sf)
+		return 0; /* the file is unreadable now: try again next time */
+	/* remember the answer (also "nothing") for this index generation */
+	if (!r && s->nresults >= MAX_RESULTS)
+		results_clear(s);
+	if (!r) {
+		if (!(r = calloc(1, sizeof(*r))) || !(r->key = malloc(klen))) {
+			free(r);
+			return 0; /* caching is optional */
+		}
+		memcpy(r->key, project, plen + 1);
+		memcpy(r->key + plen + 1, frame, len);
+		r->klen = klen;
+		r->h = h;
+		r->next = *slot;
+		*slot = r;
+		s->nresults++;
+	}
+	free(r->names);
+	r->names = NULL;
+	r->nlen = 0;
+	r->n = 0;
+	r->gen = pi->gen;
+	if (*n && (r->names = malloc(names->len - start))) {
+		memcpy(r->names, names->data + start, names->len - start);
+		r->nlen = names->len - start;
+		r->n = *n;
+	}
+	return 0;
+}
+
+int hub_symbols_expand(hub_symbols *s, hub_ch *ch, const char *project, const char *frame, size_t len,
+		       wt_buf *names, size_t *n, wt_err *err)
+{
+	int rc;
+
+	wt_symref ref;
+
+	*n = 0;
+	if (!s || !wt_symref_parse(frame, len, &ref))
+		return 0; /* the common case: a function name, no lock taken */
+	pthread_mutex_lock(&s->mu);
+	rc = expand_locked(s, ch, project, frame, len, names, n, err);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
