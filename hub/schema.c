@@ -270,6 +270,17 @@ static int m_worker_leases(wt_buf *b, const ddl_ctx *cx)
 		" ORDER BY job");
 }
 
+/* Cluster-mode lease claims (worker.h): claim_time is filled by the
+ * ClickHouse server, which orders claims independently of the hubs' clocks
+ * and of how long a hub took between reading the lease and claiming. */
+static int m_lease_claims(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "worker_lease_claims");
+	wt_buf_puts(b, " (job String, base_version UInt64, holder String, claim_time DateTime DEFAULT now())");
+	ddl_engine(b, cx, "worker_lease_claims", "MergeTree", "");
+	return wt_buf_puts(b, " PARTITION BY toYYYYMM(claim_time) ORDER BY (job, base_version, claim_time, holder)");
+}
+
 static int m_object_deletions(wt_buf *b, const ddl_ctx *cx)
 {
 	ddl_create(b, cx, "object_deletions_v1");
@@ -337,6 +348,7 @@ static const migration migrations[] = {
 	{30, "policies_v1", m_policies, "cityHash64(project)"},
 	{31, "worker_leases", m_worker_leases, "cityHash64(job)"},
 	{32, "object_deletions_v1", m_object_deletions, "cityHash64(object_key, deletion_id)"},
+	{33, "worker_lease_claims", m_lease_claims, "cityHash64(job)"},
 };
 #define NMIG (sizeof(migrations) / sizeof(migrations[0]))
 

@@ -15,6 +15,7 @@ queries on each server's shard-local table (not through the hub):
   4. the retention job runs once per day across the two hubs, also when
      both ask for it at the same moment.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -104,6 +105,7 @@ class ClusterSoak(unittest.TestCase):
         self.phase_ingest()
         self.phase_hub_failover()
         self.phase_replica_down()
+        self.phase_lease()
 
     def phase_ingest(self):
         """direct uploads to both hubs; one shard holds the service, replicas equal"""
@@ -196,6 +198,51 @@ class ClusterSoak(unittest.TestCase):
         self.assertEqual(sums[first], (n + 1) * self.per, sums)
         print(f"phase 3: server {first} stopped, {n} uploads went on, per-server sums after return {sums}",
               flush=True)
+
+    def phase_lease(self):
+        """the worker lease: one winner per race; periodic runs once per interval across hubs"""
+        rounds = 3
+        for r in range(rounds):
+            res = [None, None]
+            go = threading.Barrier(2)
+
+            def run(k):
+                go.wait()
+                res[k] = self.hubs[k].request("POST", "/v1/admin/worker/run?job=retention",
+                                              token=self.hubs[k].admin_token)
+
+            ts = [threading.Thread(target=run, args=(k,)) for k in (0, 1)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            codes = sorted(st for st, _ in res)
+            self.assertEqual(codes, [200, 503], f"round {r}: both hubs asked at once: {res}")
+        # periodic: each hub checks every `interval` s; a run must never
+        # start before `interval` s after the previous one (by either hub) ended
+        interval = 5
+        for h in self.hubs:
+            h.stop()
+            with open(h.cfg) as f:
+                cfg = f.read()
+            with open(h.cfg, "w") as f:
+                f.write(cfg.replace("health_interval_ms = 200;",
+                                    f"health_interval_ms = 200; worker_interval_s = {interval};"))
+            h.start(timeout=120)
+        time.sleep(40)  # a loop: retention and archive, each behind a 3 s claim, then `interval`
+        runs = []
+        for k, h in enumerate(self.hubs):
+            for line in h.read_log().splitlines():
+                if "worker job done" in line and "job=retention" in line:
+                    js = json.loads(line.split("summary=", 1)[1])
+                    runs.append((js["now"], js["now"] + js["duration_ms"] / 1000.0, k))
+        runs.sort()
+        self.assertGreaterEqual(len(runs), 2, f"periodic retention runs: {runs}")
+        for prev, cur in zip(runs, runs[1:]):
+            # "now" is whole seconds: allow 1 s
+            self.assertGreaterEqual(cur[0] - prev[1], interval - 1,
+                                    f"retention ran twice within one interval: {prev} then {cur} (all: {runs})")
+        print(f"phase 4: {rounds} races with one winner each; periodic runs (start, end, hub) {runs}", flush=True)
 
 
 if __name__ == "__main__":
