@@ -9,7 +9,9 @@ queries on each server's shard-local table (not through the hub):
   1. uploads to both hubs land once; each hub answers the same totals;
      a (project, service) sits on one shard, both of its replicas equal;
   2. SIGKILL one hub while edges replicate: they fail over to the other,
-     every acknowledged upload is stored exactly once;
+     every acknowledged upload is stored exactly once; and a batch that hub
+     A half applied (crash injected between its inserts) is completed once
+     by hub B (samples and rollups);
   3. stop the first replica of a shard: inserts and queries go on through
      the other, and after it returns both replicas hold the same rows;
   4. the retention job runs once per day across the two hubs, also when
@@ -104,6 +106,7 @@ class ClusterSoak(unittest.TestCase):
     def test_cluster(self):
         self.phase_ingest()
         self.phase_hub_failover()
+        self.phase_failpoint()
         self.phase_replica_down()
         self.phase_lease()
 
@@ -170,6 +173,37 @@ class ClusterSoak(unittest.TestCase):
               f" total exact {expected}", flush=True)
         for e in edges:
             e.stop()
+
+    def phase_failpoint(self):
+        """hub A dies between its inserts of a batch (samples stored, rollups
+        and ledger not); the edge resends to hub B, which completes it once"""
+        a, b = self.hubs
+        a.stop()
+        a.start(timeout=120, env={"WT_FAILPOINT": "repl_after_samples"})
+        e = self.edges(["edge3"])[0]  # hub.urls = [A, B]
+        n = 3
+        for _ in range(n):
+            st, _ = e.upload(self.data, service="failpoint", format="folded")
+            self.assertEqual(st, 200)
+        expected = n * self.per
+        self.wait_total("failpoint", expected, hubs=[b], timeout=120)
+        self.assertIsNotNone(a.proc.wait(timeout=30), "hub A should have died at the failpoint")
+        self.assertIn("failpoint reached", a.read_log())
+        a.proc = None
+        recovered = [int(x.split("recovered=")[1].split()[0]) for x in b.read_log().splitlines()
+                     if "edge3" in x and "recovered=" in x]
+        self.assertGreaterEqual(sum(recovered), 1, "hub B should have completed a started batch of edge3")
+        # rollups: leaf self over all functions = the samples' total (awk), once
+        self.sync_replicas()
+        roll = sum(int(s.query("SELECT sum(self) FROM function_rollup_v1_local WHERE project = 'demo'"
+                               " AND service = 'failpoint' AND sample_type != '_repl_marker'",
+                               database="watchtower").strip() or 0) for s in self.cl.servers)
+        self.assertEqual(roll, 2 * expected, "rollup self over both replicas of the shard")
+        a.start(timeout=120)
+        self.wait_total("failpoint", expected)
+        print(f"phase 2b: hub A died after storing samples of a batch; hub B completed it: total {expected},"
+              f" rollup self {roll // 2}", flush=True)
+        e.stop()
 
     def phase_replica_down(self):
         """stop the first replica of the shard holding the service; go on"""
