@@ -801,13 +801,16 @@ int edge_repl_start(const edge_config *cfg, edge_store *store, edge_repl **out, 
 	r->rng = (uint64_t)now_ns() ^ ((uint64_t)(uintptr_t)r << 16) ^ 0x9E3779B97F4A7C15ULL;
 	if (!r->rng)
 		r->rng = 1;
-	r->urls = calloc(cfg->n_hub_urls, sizeof(*r->urls));
+	/* hub.urls, or hub.url alone when the config was not built by the loader */
+	char *const *hubs = cfg->n_hub_urls ? cfg->hub_urls : &cfg->hub_url;
+	size_t nhubs = cfg->n_hub_urls ? cfg->n_hub_urls : 1;
+	r->urls = calloc(nhubs, sizeof(*r->urls));
 	if (!r->urls) {
 		repl_free(r);
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < cfg->n_hub_urls; i++) {
-		const char *hu = cfg->hub_urls[i];
+	for (size_t i = 0; i < nhubs; i++) {
+		const char *hu = hubs[i];
 		size_t ul = strlen(hu);
 		while (ul && hu[ul - 1] == '/')
 			ul--;

@@ -53,6 +53,9 @@ class ClusterSoak(unittest.TestCase):
         self.hubs = [Hub(self, self.cl.servers[i], pki=self.pki, clickhouse_extra=CLUSTER_HUB).start(timeout=120)
                      for i in (0, 1)]
         print(f"cluster + 2 hubs up in {time.time() - t0:.1f}s", flush=True)
+        for h in self.hubs:
+            st, js = h.request("GET", "/healthz")
+            self.assertEqual((st, js["clickhouse"]["cluster"]), (200, "wt"), js)
         a = self.hubs[0]
         st, js = a.create_project("demo")
         self.assertIn(st, (200, 201), js)
@@ -161,6 +164,8 @@ class ClusterSoak(unittest.TestCase):
                 t.join()
         expected = acked[0] * self.per
         self.wait_total("failover", expected, hubs=[self.hubs[1]], timeout=180)
+        # the remote-config client of edge1 (hub.urls = [A, B]) moved to B too
+        self.assertIn(f"remote config: pulling from {self.hubs[1].repl_url}", edges[0].read_log())
         fo = [e.metrics().get("wt_edge_repl_failovers_total", 0) for e in edges]
         self.assertTrue(sum(float(x) for x in fo) >= 1, f"no edge failed over: {fo}")
         self.hubs[0].start(timeout=120)
