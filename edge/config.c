@@ -355,6 +355,7 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 		free(c->hub_url);
 		c->hub_url = first;
 	} else if (*c->hub_url) {
+		free(c->hub_urls); /* urls = [ ] */
 		c->hub_urls = calloc(1, sizeof(*c->hub_urls));
 		if (!c->hub_urls || !(c->hub_urls[0] = strdup(c->hub_url))) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory");

@@ -15,7 +15,8 @@ queries on each server's shard-local table (not through the hub):
   3. stop the first replica of a shard: inserts and queries go on through
      the other, and after it returns both replicas hold the same rows;
   4. the retention job runs once per day across the two hubs, also when
-     both ask for it at the same moment.
+     both ask for it at the same moment; a lease held by a dead hub is
+     taken over once it expires.
 """
 import json
 import os
@@ -26,6 +27,8 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from harness.cluster import Cluster  # noqa: E402
@@ -75,6 +78,14 @@ class ClusterSoak(unittest.TestCase):
         sql = ("SELECT sum(value) FROM profile_samples_v1_local WHERE project = 'demo' AND service = '%s'"
                % service)  # folded uploads carry one sample type
         return [int(s.query(sql, database="watchtower").strip() or 0) for s in self.cl.servers]
+
+    def dist_insert(self, sql):
+        """INSERT through a Distributed table, returning once it is stored in
+        the replica the hubs read (the hubs' settings, hub/ch_client.h)"""
+        url = self.cl.servers[2].url + "/?" + urllib.parse.urlencode(
+            {"database": "watchtower", "insert_distributed_sync": 1, "load_balancing": "in_order",
+             "prefer_localhost_replica": 0})
+        urllib.request.urlopen(urllib.request.Request(url, data=sql.encode()), timeout=60).read()
 
     def sync_replicas(self):
         for s in self.cl.servers:
@@ -257,6 +268,18 @@ class ClusterSoak(unittest.TestCase):
                 t.join()
             codes = sorted(st for st, _ in res)
             self.assertEqual(codes, [200, 503], f"round {r}: both hubs asked at once: {res}")
+        # takeover: a lease held by a hub that died blocks the job until it
+        # expires, then any hub takes it
+        far = (int(time.time()) + 3600) * 10**9
+        ins = "INSERT INTO worker_leases (job, holder, expires_ns, last_done_ns, version) VALUES "
+        self.dist_insert(ins + f"('retention', 'dead-hub', {far}, 0, {far})")
+        for h in self.hubs:
+            st, js = h.request("POST", "/v1/admin/worker/run?job=retention", token=h.admin_token)
+            self.assertEqual(st, 503, js)
+            self.assertIn("dead-hub", js["detail"])
+        self.dist_insert(ins + f"('retention', 'dead-hub', 1, 0, {far + 1})")
+        st, js = self.hubs[1].request("POST", "/v1/admin/worker/run?job=retention", token=self.hubs[1].admin_token)
+        self.assertEqual(st, 200, js)
         # periodic: each hub checks every `interval` s; a run must never
         # start before `interval` s after the previous one (by either hub) ended
         interval = 5
