@@ -79,13 +79,17 @@ class ClusterSoak(unittest.TestCase):
                % service)  # folded uploads carry one sample type
         return [int(s.query(sql, database="watchtower").strip() or 0) for s in self.cl.servers]
 
-    def dist_insert(self, sql):
-        """INSERT through a Distributed table, returning once it is stored in
-        the replica the hubs read (the hubs' settings, hub/ch_client.h)"""
+    def dist_insert(self, sql, table):
+        """INSERT through a Distributed table with the hubs' settings
+        (hub/ch_client.h), then wait until every replica has it: after a
+        replica outage (phase 3) 18.16 initiators may keep preferring
+        different replicas of a shard, so a hub can read the other replica"""
         url = self.cl.servers[2].url + "/?" + urllib.parse.urlencode(
             {"database": "watchtower", "insert_distributed_sync": 1, "load_balancing": "in_order",
              "prefer_localhost_replica": 0})
         urllib.request.urlopen(urllib.request.Request(url, data=sql.encode()), timeout=60).read()
+        for s in self.cl.servers:
+            s.query(f"SYSTEM SYNC REPLICA {table}_local", database="watchtower", timeout=120)
 
     def sync_replicas(self):
         for s in self.cl.servers:
@@ -272,12 +276,12 @@ class ClusterSoak(unittest.TestCase):
         # expires, then any hub takes it
         far = (int(time.time()) + 3600) * 10**9
         ins = "INSERT INTO worker_leases (job, holder, expires_ns, last_done_ns, version) VALUES "
-        self.dist_insert(ins + f"('retention', 'dead-hub', {far}, 0, {far})")
+        self.dist_insert(ins + f"('retention', 'dead-hub', {far}, 0, {far})", "worker_leases")
         for h in self.hubs:
             st, js = h.request("POST", "/v1/admin/worker/run?job=retention", token=h.admin_token)
             self.assertEqual(st, 503, js)
             self.assertIn("dead-hub", js["detail"])
-        self.dist_insert(ins + f"('retention', 'dead-hub', 1, 0, {far + 1})")
+        self.dist_insert(ins + f"('retention', 'dead-hub', 1, 0, {far + 1})", "worker_leases")
         st, js = self.hubs[1].request("POST", "/v1/admin/worker/run?job=retention", token=self.hubs[1].admin_token)
         self.assertEqual(st, 200, js)
         # periodic: each hub checks every `interval` s; a run must never
