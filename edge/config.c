@@ -89,6 +89,7 @@ void edge_config_free(edge_config *c)
 	}
 	free(c->projects);
 	free(c->hub_url);
+	free_strv(c->hub_urls, c->n_hub_urls);
 	free(c->hub_ca);
 	free(c->hub_cert);
 	free(c->hub_key);
@@ -338,6 +339,36 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 	if ((rc = get_str(h, "url", &c->hub_url, path, err)) || (rc = get_str(h, "ca", &c->hub_ca, path, err)) ||
 	    (rc = get_str(h, "cert", &c->hub_cert, path, err)) || (rc = get_str(h, "key", &c->hub_key, path, err)))
 		goto out;
+	if ((rc = get_strv(h, "urls", &c->hub_urls, &c->n_hub_urls, path, err)))
+		goto out;
+	if (c->n_hub_urls) {
+		char *first = strdup(c->hub_urls[0]);
+		if (!first) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (*c->hub_url && strcmp(c->hub_url, first)) {
+			free(first);
+			rc = wt_err_set(err, WT_EINVAL, "%s: hub.url and hub.urls both set and disagree; set one", path);
+			goto out;
+		}
+		free(c->hub_url);
+		c->hub_url = first;
+	} else if (*c->hub_url) {
+		free(c->hub_urls); /* urls = [ ] */
+		c->hub_urls = calloc(1, sizeof(*c->hub_urls));
+		if (!c->hub_urls || !(c->hub_urls[0] = strdup(c->hub_url))) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+			goto out;
+		}
+		c->n_hub_urls = 1;
+	}
+	for (size_t i = 0; i < c->n_hub_urls; i++)
+		if (strncmp(c->hub_urls[i], "https://", 8) != 0) {
+			rc = wt_err_set(err, WT_EINVAL, "%s: hub.urls[%zu] = \"%s\" must start with https:// (replication is mutual TLS only)",
+					path, i, c->hub_urls[i]);
+			goto out;
+		}
 	v = c->config_wait_s;
 	if ((rc = get_int(h, "config_wait_s", 0, 30, &v, path, err)))
 		goto out;

@@ -77,6 +77,11 @@ typedef struct edge_config {
 	size_t nprojects;
 
 	char *hub_url, *hub_ca, *hub_cert, *hub_key;
+	/* hub.urls = [...]: replication addresses of several hubs serving one
+	 * cluster, tried in order with failover (repl_client.c); when absent,
+	 * [hub.url]. hub_url is then hub_urls[0] (remote config, logs). */
+	char **hub_urls;
+	size_t n_hub_urls;
 
 	/* replication = { ... } (edge/repl_client.c) */
 	size_t repl_batch_max_uploads;

@@ -30,7 +30,8 @@ struct edge_config_client {
 	edge_config *cfg;
 	edge_store *store;
 	wt_tls_client *tls;
-	char *url; /* without If-None-Match: ...?project=..&wait= */
+	char **urls; /* one per hub.urls entry: ...?project=..&wait= */
+	size_t nurls, cur; /* cur: the hub pulled from; the next one after a failure */
 	pthread_t th;
 	int started;
 	pthread_mutex_t mu;
@@ -427,7 +428,7 @@ static void *client_main(void *arg)
 		pthread_rwlock_unlock(&c->lk);
 		if (inm[0])
 			hdrs[1] = inm;
-		rc = wt_tls_client_request(c->tls, "GET", c->url, hdrs, NULL, 0, &status, &resp, &err);
+		rc = wt_tls_client_request(c->tls, "GET", c->urls[c->cur], hdrs, NULL, 0, &status, &resp, &err);
 		if (!rc && status == 200)
 			rc = edge_config_client_apply(c, (const char *)resp.data, resp.len, 1, &err);
 		else if (!rc && status != 304)
@@ -442,6 +443,11 @@ static void *client_main(void *arg)
 			if (!attempt || now_ns() - fail_logged > 60000000000LL) {
 				wt_warn("remote config: pull failed (keeping the last good config) error=\"%s\"", err.msg);
 				fail_logged = now_ns();
+			}
+			if (c->nurls > 1) {
+				/* several hubs (hub.urls): try the next one */
+				c->cur = (c->cur + 1) % c->nurls;
+				wt_info("remote config: pulling from %s next", c->urls[c->cur]);
 			}
 			if (attempt < 16 && (lo << attempt) < hi)
 				ceil = lo << attempt;
@@ -527,7 +533,9 @@ void edge_config_client_free_detached(edge_config_client *c)
 	if (!c)
 		return;
 	wt_tls_client_free(c->tls);
-	free(c->url);
+	for (size_t i = 0; i < c->nurls; i++)
+		free(c->urls[i]);
+	free(c->urls);
 	free(c->toks);
 	json_decref(c->current);
 	pthread_rwlock_destroy(&c->lk);
@@ -550,10 +558,7 @@ int edge_config_client_start(edge_config *cfg, edge_store *store, edge_config_cl
 	if (!(c = edge_config_client_new_detached(cfg)))
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	c->store = store;
-	ul = strlen(cfg->hub_url);
-	while (ul && cfg->hub_url[ul - 1] == '/')
-		ul--;
-	wt_buf_append(&url, cfg->hub_url, ul);
+	/* the path and query, then one full URL per hub */
 	wt_buf_puts(&url, "/v1/edges/");
 	url_append(&url, cfg->id);
 	wt_buf_printf(&url, "/config?wait=%d", cfg->config_wait_s);
@@ -565,12 +570,32 @@ int edge_config_client_start(edge_config *cfg, edge_store *store, edge_config_cl
 		wt_buf_puts(&url, "&project=");
 		url_append(&url, cfg->default_project);
 	}
-	if (wt_buf_putc(&url, '\0') || url.oom) {
+	/* hub.urls, or hub.url alone when the config was not built by the loader */
+	char *const *hubs = cfg->n_hub_urls ? cfg->hub_urls : &cfg->hub_url;
+	size_t nhubs = cfg->n_hub_urls ? cfg->n_hub_urls : 1;
+	c->urls = calloc(nhubs, sizeof(*c->urls));
+	if (wt_buf_putc(&url, '\0') || url.oom || !c->urls) {
 		wt_buf_free(&url);
 		edge_config_client_free_detached(c);
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	}
-	c->url = (char *)url.data;
+	for (i = 0; i < nhubs; i++) {
+		const char *hu = hubs[i];
+		wt_buf one = WT_BUF_INIT;
+		ul = strlen(hu);
+		while (ul && hu[ul - 1] == '/')
+			ul--;
+		wt_buf_append(&one, hu, ul);
+		wt_buf_puts(&one, (const char *)url.data);
+		if (wt_buf_putc(&one, '\0') || one.oom) {
+			wt_buf_free(&one);
+			wt_buf_free(&url);
+			edge_config_client_free_detached(c);
+			return wt_err_set(err, WT_ENOMEM, "out of memory");
+		}
+		c->urls[c->nurls++] = (char *)one.data;
+	}
+	wt_buf_free(&url);
 	tc.ca_file = cfg->hub_ca;
 	tc.cert_file = cfg->hub_cert;
 	tc.key_file = cfg->hub_key;
@@ -591,7 +616,8 @@ int edge_config_client_start(edge_config *cfg, edge_store *store, edge_config_cl
 	}
 	c->started = 1;
 	atomic_store(&the_client, c);
-	wt_info("remote config: pulling from %s (long-poll %d s)", c->url, cfg->config_wait_s);
+	wt_info("remote config: pulling from %s (long-poll %d s, %zu hub(s))", c->urls[0], cfg->config_wait_s,
+		c->nurls);
 	*out = c;
 	return 0;
 }

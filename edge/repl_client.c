@@ -460,7 +460,10 @@ struct edge_repl {
 	const edge_config *cfg;
 	edge_store *store;
 	wt_tls_client *tls;
-	char *url;
+	char **urls;   /* POST address per hub (hub.urls + EDGE_REPL_PATH) */
+	size_t nurls;
+	size_t cur;    /* the hub batches go to; moves on when it fails */
+	size_t tried;  /* hubs that failed in a row (a full round = back off) */
 	char edge_hdr[320];
 	pthread_t th;
 	pthread_mutex_t mu;
@@ -476,7 +479,7 @@ struct edge_repl {
 
 	/* metrics */
 	_Atomic uint64_t batches, uploads, bytes_sent, bytes_uncompressed, raw_missing;
-	_Atomic uint64_t applied, duplicates, rejected, retries;
+	_Atomic uint64_t applied, duplicates, rejected, retries, failovers;
 	_Atomic uint64_t errors[R_COUNT];
 	_Atomic int64_t last_success_ns;
 	_Atomic int failing;
@@ -573,7 +576,9 @@ static void note_success(edge_repl *r)
 	atomic_store(&r->last_success_ns, now_ns());
 }
 
-enum { SEND_OK, SEND_RETRY, SEND_RETRY_CAP };
+/* SEND_FAILOVER: the hub could not be reached or answered 5xx/timeout;
+ * another hub of the list may take the batch at once. */
+enum { SEND_OK, SEND_RETRY, SEND_RETRY_CAP, SEND_FAILOVER };
 
 /* The start of an answer body, fit for one log line. */
 static void snippet(char *dst, size_t n, const wt_buf *resp)
@@ -597,20 +602,22 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 	long status = 0;
 	char what[WT_ERR_MSG_MAX + 600], body[304];
 	int rc, out = SEND_RETRY;
+	const char *url = r->urls[r->cur];
 
-	rc = wt_tls_client_post(r->tls, r->url, headers, z, zl, &status, &resp, &err);
+	rc = wt_tls_client_post(r->tls, url, headers, z, zl, &status, &resp, &err);
 	if (rc) {
 		int kind = wt_tls_client_last_failure(r->tls);
 		if (kind == WT_TLS_FAIL_CANCELLED)
 			goto done; /* stopping */
-		snprintf(what, sizeof(what), "POST %s failed: %s", r->url, err.msg);
+		snprintf(what, sizeof(what), "POST %s failed: %s", url, err.msg);
 		note_failure(r, kind == WT_TLS_FAIL_CONNECT ? R_CONNECT : kind == WT_TLS_FAIL_TLS ? R_TLS
 				: kind == WT_TLS_FAIL_TIMEOUT ? R_TIMEOUT : R_TRANSPORT, what);
+		out = SEND_FAILOVER;
 		goto done;
 	}
 	snippet(body, sizeof(body), &resp);
 	if (status != 200) {
-		snprintf(what, sizeof(what), "POST %s answered %ld: %s", r->url, status, body);
+		snprintf(what, sizeof(what), "POST %s answered %ld: %s", url, status, body);
 		if (status >= 400 && status < 500 && status != 408 && status != 429) {
 			/* a bug or a configuration problem (e.g. 403: edge id and
 			 * certificate disagree): never skip data, say it loudly */
@@ -625,11 +632,13 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 			out = SEND_RETRY_CAP;
 		} else {
 			note_failure(r, status >= 500 || status == 408 || status == 429 ? R_HTTP_5XX : R_HTTP_OTHER, what);
+			if (status >= 500)
+				out = SEND_FAILOVER;
 		}
 		goto done;
 	}
 	if ((rc = edge_repl_ack_parse(resp.data, resp.len, &ack, &err))) {
-		snprintf(what, sizeof(what), "POST %s: %s; answer: %s", r->url, err.msg, body);
+		snprintf(what, sizeof(what), "POST %s: %s; answer: %s", url, err.msg, body);
 		note_failure(r, R_BAD_RESPONSE, what);
 		goto done;
 	}
@@ -694,7 +703,7 @@ static void *repl_main(void *arg)
 	wt_err err;
 
 	r->cursor = edge_repl_cursor_load(r->store);
-	wt_info("replication: started hub=%s edge_id=%s cursor=%llu", r->url, r->cfg->id,
+	wt_info("replication: started hub=%s hubs=%zu edge_id=%s cursor=%llu", r->urls[0], r->nurls, r->cfg->id,
 		(unsigned long long)r->cursor);
 	while (!stopping(r)) {
 		if (!b.nuploads) {
@@ -727,10 +736,24 @@ static void *repl_main(void *arg)
 			free(z);
 			z = NULL;
 			attempt = 0;
+			r->tried = 0;
 			continue;
 		}
 		if (stopping(r))
 			break;
+		if (out == SEND_FAILOVER && r->nurls > 1) {
+			/* next hub at once; back off only after a whole round failed.
+			 * A batch the failed hub may have applied is safe to resend:
+			 * every hub consults the same ledger (repl.h). */
+			size_t from = r->cur;
+			r->cur = (r->cur + 1) % r->nurls;
+			atomic_fetch_add(&r->failovers, 1);
+			wt_warn("replication: failing over from %s to %s edge_id=%s cursor=%llu", r->urls[from],
+				r->urls[r->cur], r->cfg->id, (unsigned long long)r->cursor);
+			if (++r->tried < r->nurls)
+				continue;
+			r->tried = 0;
+		}
 		atomic_fetch_add(&r->retries, 1);
 		nap(r, backoff_ms(r, attempt, out == SEND_RETRY_CAP), 0);
 		if (attempt < 64)
@@ -745,7 +768,9 @@ static void *repl_main(void *arg)
 static void repl_free(edge_repl *r)
 {
 	wt_tls_client_free(r->tls);
-	free(r->url);
+	for (size_t i = 0; i < r->nurls; i++)
+		free(r->urls[i]);
+	free(r->urls);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cv);
 	free(r);
@@ -776,16 +801,28 @@ int edge_repl_start(const edge_config *cfg, edge_store *store, edge_repl **out, 
 	r->rng = (uint64_t)now_ns() ^ ((uint64_t)(uintptr_t)r << 16) ^ 0x9E3779B97F4A7C15ULL;
 	if (!r->rng)
 		r->rng = 1;
-	size_t ul = strlen(cfg->hub_url);
-	while (ul && cfg->hub_url[ul - 1] == '/')
-		ul--;
-	r->url = malloc(ul + sizeof(EDGE_REPL_PATH));
-	if (!r->url) {
+	/* hub.urls, or hub.url alone when the config was not built by the loader */
+	char *const *hubs = cfg->n_hub_urls ? cfg->hub_urls : &cfg->hub_url;
+	size_t nhubs = cfg->n_hub_urls ? cfg->n_hub_urls : 1;
+	r->urls = calloc(nhubs, sizeof(*r->urls));
+	if (!r->urls) {
 		repl_free(r);
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	}
-	memcpy(r->url, cfg->hub_url, ul);
-	memcpy(r->url + ul, EDGE_REPL_PATH, sizeof(EDGE_REPL_PATH));
+	for (size_t i = 0; i < nhubs; i++) {
+		const char *hu = hubs[i];
+		size_t ul = strlen(hu);
+		while (ul && hu[ul - 1] == '/')
+			ul--;
+		r->urls[i] = malloc(ul + sizeof(EDGE_REPL_PATH));
+		if (!r->urls[i]) {
+			repl_free(r);
+			return wt_err_set(err, WT_ENOMEM, "out of memory");
+		}
+		r->nurls++;
+		memcpy(r->urls[i], hu, ul);
+		memcpy(r->urls[i] + ul, EDGE_REPL_PATH, sizeof(EDGE_REPL_PATH));
+	}
 	snprintf(r->edge_hdr, sizeof(r->edge_hdr), "X-WT-Edge-Id: %s", cfg->id);
 	tc.ca_file = cfg->hub_ca;
 	tc.cert_file = cfg->hub_cert;
@@ -898,6 +935,8 @@ void edge_repl_metrics(edge_repl *r, edge_store *store, const edge_store_stats *
 	COUNTER(b, "wt_edge_repl_hub_rejected_total", "Uploads the hub reported rejected.",
 		r ? atomic_load(&r->rejected) : 0);
 	COUNTER(b, "wt_edge_repl_retries_total", "Failed attempts followed by a backoff.", r ? atomic_load(&r->retries) : 0);
+	COUNTER(b, "wt_edge_repl_failovers_total", "Switches to the next hub of hub.urls after a failure.",
+		r ? atomic_load(&r->failovers) : 0);
 	wt_buf_puts(b, "# HELP wt_edge_repl_errors_total Failed replication attempts by reason.\n"
 		       "# TYPE wt_edge_repl_errors_total counter\n");
 	for (int i = 0; i < R_COUNT; i++)

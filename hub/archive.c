@@ -9,7 +9,9 @@
  * the operator's job. Otherwise the job does nothing and logs why, once per
  * process. Only the no-op path runs on the ClickHouse 18.16 of these
  * machines: the move path is small, reviewed, and untested here (see
- * docs/operations.md "## Retention, archive and deletion").
+ * docs/operations.md "## Retention, archive and deletion"). In cluster mode
+ * (clickhouse.cluster) the job does nothing either: volumes are per server
+ * and moving the parts of every replica is not written yet.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -74,6 +76,9 @@ int hub_archive_run(hub_ctx *ctx, hub_ch *ch, int64_t now_s, json_t *summary, wt
 	if (days == 0)
 		return skip(summary, 2, "off (WT_PROFILE_ARCHIVE_DAYS is 0 or unset)", NULL);
 	hub_store_features(&ctx->store, &f);
+	if (hub_ch_cluster(ch))
+		return skip(summary, 32, "cluster mode: archiving to a cold volume is per server and not handled",
+			    hub_ch_cluster(ch));
 	if (!f.storage_policies) {
 		snprintf(ver, sizeof(ver), "ClickHouse %s has no storage policies (they need 19.15 or newer)", f.version);
 		return skip(summary, 4, "no storage policies on this server", ver);

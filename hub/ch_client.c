@@ -117,6 +117,8 @@ static int do_request(hub_ch *ch, int kind, const char *sql, const void *data, s
 			wt_buf_printf(&url, "query=%s&", q ? q : "");
 			curl_free(q);
 		}
+		if (c->cluster && *c->cluster)
+			wt_buf_puts(&url, "insert_distributed_sync=1&load_balancing=in_order&prefer_localhost_replica=0&");
 		/* Binary results must not be gzip'd or wrapped; sends progress
 		 * never (keeps answers small). */
 		wt_buf_puts(&url, "send_progress_in_http_headers=0");
@@ -195,7 +197,7 @@ static int do_request(hub_ch *ch, int kind, const char *sql, const void *data, s
 		}
 		if (!transient || attempt >= retries)
 			break;
-		if (kind == REQ_INSERT && !nothing_sent)
+		if (kind == REQ_INSERT && !nothing_sent && !hub_ch_cluster(ch))
 			break;
 		sleep_ms(c->backoff_ms << attempt);
 	}
@@ -225,6 +227,16 @@ int hub_ch_query_nodb(hub_ch *ch, const char *sql, wt_buf *out, wt_err *err)
 int hub_ch_insert(hub_ch *ch, const char *insert_sql, const void *data, size_t len, wt_err *err)
 {
 	return do_request(ch, REQ_INSERT, insert_sql, data, len, NULL, err);
+}
+
+const char *hub_ch_cluster(const hub_ch *ch)
+{
+	return ch->conf->cluster && *ch->conf->cluster ? ch->conf->cluster : NULL;
+}
+
+const char *hub_ch_database(const hub_ch *ch)
+{
+	return ch->conf->database ? ch->conf->database : "";
 }
 
 int hub_ch_ping(hub_ch *ch, wt_err *err)

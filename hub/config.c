@@ -72,6 +72,7 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	    set_str(&c->ch_database, &cf, "clickhouse.database", "watchtower") ||
 	    set_str(&c->ch_user, &cf, "clickhouse.user", "default") ||
 	    set_str(&c->ch_password, &cf, "clickhouse.password", "") ||
+	    set_str(&c->ch_cluster, &cf, "clickhouse.cluster", "") ||
 	    set_str(&c->os_backend, &cf, "object_store.backend", "fs") ||
 	    set_str(&c->os_path, &cf, "object_store.path", NULL) ||
 	    set_str(&c->s3_endpoint, &cf, "object_store.s3.endpoint", NULL) ||
@@ -120,6 +121,11 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 		rc = wt_err_set(err, WT_EINVAL, "config %s: clickhouse.database must be [A-Za-z0-9_]+", path);
 		goto out;
 	}
+	if (strspn(c->ch_cluster, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+	    strlen(c->ch_cluster)) {
+		rc = wt_err_set(err, WT_EINVAL, "config %s: clickhouse.cluster must be [A-Za-z0-9_]* (\"\" = one server)", path);
+		goto out;
+	}
 	if (strcmp(c->os_backend, "fs") && strcmp(c->os_backend, "s3")) {
 		rc = wt_err_set(err, WT_EINVAL, "config %s: object_store.backend must be \"fs\" or \"s3\", not \"%s\"",
 				path, c->os_backend);
@@ -158,7 +164,7 @@ out:
 void hub_config_free(hub_config *c)
 {
 	char **s[] = {&c->listen, &c->data_dir, &c->admin_token, &c->ch_url, &c->ch_database,
-		      &c->ch_user, &c->ch_password, &c->os_backend, &c->os_path, &c->s3_endpoint,
+		      &c->ch_user, &c->ch_password, &c->ch_cluster, &c->os_backend, &c->os_path, &c->s3_endpoint,
 		      &c->s3_bucket, &c->s3_region, &c->s3_access_key, &c->s3_secret_key,
 		      &c->repl_listen, &c->repl_ca, &c->repl_cert, &c->repl_key, &c->sym_cache_dir,
 		      &c->sym_debuginfod_urls};

@@ -34,6 +34,7 @@ typedef struct hub_config {
 	char *ch_database;       /* "watchtower" */
 	char *ch_user;           /* "default" */
 	char *ch_password;       /* "" */
+	char *ch_cluster;        /* "" = one server; else a <remote_servers> cluster */
 	int ch_timeout_ms;       /* per request; 30000 */
 	int ch_connect_timeout_ms; /* 2000 */
 	int ch_retries;          /* extra attempts for idempotent requests; 2 */

@@ -27,6 +27,7 @@
 #include "ingest.h"
 #include "log.h"
 #include "params.h"
+#include "schema.h"
 #include "sha.h"
 
 static int mutate(hub_ch *ch, const char *table, const char *cond, wt_err *err)
@@ -34,7 +35,8 @@ static int mutate(hub_ch *ch, const char *table, const char *cond, wt_err *err)
 	wt_buf sql = WT_BUF_INIT;
 	int rc;
 
-	wt_buf_printf(&sql, "ALTER TABLE %s DELETE WHERE %s", table, cond);
+	hub_sql_alter(&sql, ch, table);
+	wt_buf_printf(&sql, " DELETE WHERE %s", cond);
 	rc = hub_ch_query_buf(ch, &sql, NULL, err);
 	if (rc)
 		wt_err_prefix(err, "%s", table);

@@ -77,6 +77,7 @@ int main(int argc, char **argv)
 	ctx.chconf.database = ctx.cfg.ch_database;
 	ctx.chconf.user = ctx.cfg.ch_user;
 	ctx.chconf.password = ctx.cfg.ch_password;
+	ctx.chconf.cluster = ctx.cfg.ch_cluster;
 	ctx.chconf.timeout_ms = ctx.cfg.ch_timeout_ms;
 	ctx.chconf.connect_timeout_ms = ctx.cfg.ch_connect_timeout_ms;
 	ctx.chconf.retries = ctx.cfg.ch_retries;

@@ -28,6 +28,7 @@
 #include "deletion.h"
 #include "hub.h"
 #include "log.h"
+#include "schema.h"
 #include "worker.h"
 
 #define MAX_PROJECTS 10000
@@ -188,7 +189,8 @@ static int table_pass(hub_ch *ch, state *s, int tab, json_t *dropped, json_t *mu
 		if (!pc.parts[i].droppable)
 			continue;
 		wt_buf_reset(&sql);
-		wt_buf_printf(&sql, "ALTER TABLE %s DROP PARTITION %s", tabs[tab].table, pc.parts[i].id);
+		hub_sql_alter(&sql, ch, tabs[tab].table);
+		wt_buf_printf(&sql, " DROP PARTITION %s", pc.parts[i].id);
 		if ((rc = run_sql(ch, &sql, NULL, err)))
 			goto out;
 		json_array_append_new(dropped, json_sprintf("%s:%s", tabs[tab].table, pc.parts[i].id));
@@ -209,7 +211,8 @@ static int table_pass(hub_ch *ch, state *s, int tab, json_t *dropped, json_t *mu
 			continue;
 		}
 		wt_buf_reset(&sql);
-		wt_buf_printf(&sql, "ALTER TABLE %s DELETE WHERE project = ", tabs[tab].table);
+		hub_sql_alter(&sql, ch, tabs[tab].table);
+		wt_buf_puts(&sql, " DELETE WHERE project = ");
 		hub_sql_quote(&sql, p->name);
 		wt_buf_printf(&sql, " AND %s <= toDate(%ld)", tabs[tab].day, s->today - p->days);
 		if ((rc = run_sql(ch, &sql, mutations, err)))
@@ -253,7 +256,8 @@ static int type_pass(hub_ch *ch, state *s, json_t *mutations, json_t *ignored, w
 				continue;
 			}
 			wt_buf_reset(&sql);
-			wt_buf_printf(&sql, "ALTER TABLE %s DELETE WHERE project = ", tabs[tab].table);
+			hub_sql_alter(&sql, ch, tabs[tab].table);
+		wt_buf_puts(&sql, " DELETE WHERE project = ");
 			hub_sql_quote(&sql, t->project);
 			wt_buf_puts(&sql, " AND sample_type = ");
 			hub_sql_quote(&sql, t->type);
@@ -296,7 +300,8 @@ static int raw_pass(hub_ctx *ctx, hub_ch *ch, state *s, json_t *summary, json_t 
 	if ((rc = hub_objects_release(ctx, ch, (const char *)cond.data, NULL, "retention", &st, err)))
 		goto out;
 	wt_buf_reset(&sql);
-	wt_buf_printf(&sql, "ALTER TABLE raw_objects_v1 DELETE WHERE %s", (const char *)cond.data);
+	hub_sql_alter(&sql, ch, "raw_objects_v1");
+	wt_buf_printf(&sql, " DELETE WHERE %s", (const char *)cond.data);
 	if ((rc = run_sql(ch, &sql, mutations, err)))
 		goto out;
 out:

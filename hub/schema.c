@@ -61,19 +61,54 @@ done:
 	return rc;
 }
 
+/* What a migration's DDL depends on: the server's features and, in
+ * cluster mode, the cluster and database (for ON CLUSTER and the
+ * ReplicatedMergeTree ZooKeeper path). */
+typedef struct ddl_ctx {
+	const hub_ch_features *f;
+	const char *cluster; /* NULL: single server */
+	const char *db;
+} ddl_ctx;
+
+/* "CREATE TABLE IF NOT EXISTS name" — in cluster mode the replicated
+ * shard-local table db.name_local, created on every server (ON CLUSTER
+ * statements run on the other servers without the request's database, so
+ * names are qualified). */
+static void ddl_create(wt_buf *b, const ddl_ctx *cx, const char *name)
+{
+	if (cx->cluster)
+		wt_buf_printf(b, "CREATE TABLE IF NOT EXISTS `%s`.%s_local ON CLUSTER `%s`", cx->db, name, cx->cluster);
+	else
+		wt_buf_printf(b, "CREATE TABLE IF NOT EXISTS %s", name);
+}
+
+/* " ENGINE = <engine>(args)" — in cluster mode Replicated<engine> with the
+ * table's ZooKeeper path per shard and the {replica} macro first. */
+static void ddl_engine(wt_buf *b, const ddl_ctx *cx, const char *name, const char *engine, const char *args)
+{
+	if (!cx->cluster) {
+		wt_buf_printf(b, " ENGINE = %s(%s)", engine, args);
+		return;
+	}
+	wt_buf_printf(b, " ENGINE = Replicated%s('/clickhouse/tables/{shard}/%s/%s_local', '{replica}'%s%s)",
+		      engine, cx->db, name, *args ? ", " : "", args);
+}
+
 /* A migration writes its DDL into b, adapted to the server's features. */
 typedef struct migration {
 	int version;
 	const char *name;
-	int (*ddl)(wt_buf *b, const hub_ch_features *f);
+	int (*ddl)(wt_buf *b, const ddl_ctx *cx);
+	const char *shard_key; /* Distributed sharding expression (cluster mode) */
 } migration;
 
-#define LC(f) ((f)->low_cardinality ? "LowCardinality(String)" : "String")
+#define LC(cx) ((cx)->f->low_cardinality ? "LowCardinality(String)" : "String")
 
-static int m_samples(wt_buf *b, const hub_ch_features *f)
+static int m_samples(wt_buf *b, const ddl_ctx *cx)
 {
+	ddl_create(b, cx, "profile_samples_v1");
 	wt_buf_printf(b,
-		"CREATE TABLE IF NOT EXISTS profile_samples_v1 ("
+		" ("
 		" date Date,"
 		" time_ns UInt64,"               /* unix ns; 18.16 has no DateTime64 */
 		" project %s, service %s, sample_type %s, unit %s,"
@@ -83,101 +118,112 @@ static int m_samples(wt_buf *b, const hub_ch_features *f)
 		" span_id String, trace_id String,"
 		" labels Nested(key String, value String),"
 		" upload_id String,"
-		" retention_days UInt16"
-		") ENGINE = MergeTree()"
+		" retention_days UInt16)",
+		LC(cx), LC(cx), LC(cx), LC(cx), LC(cx));
+	ddl_engine(b, cx, "profile_samples_v1", "MergeTree", "");
+	wt_buf_puts(b,
 		" PARTITION BY toYYYYMMDD(date)"
-		" ORDER BY (project, service, sample_type, time_ns, stack_id)",
-		LC(f), LC(f), LC(f), LC(f), LC(f));
-	if (f->ttl)
+		" ORDER BY (project, service, sample_type, time_ns, stack_id)");
+	if (cx->f->ttl)
 		wt_buf_puts(b, " TTL date + toIntervalDay(retention_days)");
 	return wt_buf_puts(b, " SETTINGS index_granularity = 8192");
 }
 
-static int m_stacks(wt_buf *b, const hub_ch_features *f)
+static int m_stacks(wt_buf *b, const ddl_ctx *cx)
 {
-	return wt_buf_printf(b,
-		"CREATE TABLE IF NOT EXISTS profile_stacks_v1 ("
+	ddl_create(b, cx, "profile_stacks_v1");
+	wt_buf_printf(b,
+		" ("
 		" project %s,"
 		" stack_id UInt64,"
 		" frames Array(String),"         /* ROOT FIRST */
-		" first_seen DateTime DEFAULT now()"
-		") ENGINE = ReplacingMergeTree()"
-		" ORDER BY (project, stack_id)", LC(f));
+		" first_seen DateTime DEFAULT now())",
+		LC(cx));
+	ddl_engine(b, cx, "profile_stacks_v1", "ReplacingMergeTree", "");
+	return wt_buf_puts(b,
+		" ORDER BY (project, stack_id)");
 }
 
-static int m_rollup(wt_buf *b, const hub_ch_features *f)
+static int m_rollup(wt_buf *b, const ddl_ctx *cx)
 {
+	ddl_create(b, cx, "function_rollup_v1");
 	wt_buf_printf(b,
-		"CREATE TABLE IF NOT EXISTS function_rollup_v1 ("
+		" ("
 		" minute DateTime,"
 		" project %s, service %s, sample_type %s, unit %s,"
 		" function String,"
 		" self Int64, total Int64,"
-		" retention_days UInt16"
-		") ENGINE = SummingMergeTree((self, total))"
+		" retention_days UInt16)",
+		LC(cx), LC(cx), LC(cx), LC(cx));
+	ddl_engine(b, cx, "function_rollup_v1", "SummingMergeTree", "(self, total)");
+	wt_buf_puts(b,
 		" PARTITION BY toYYYYMMDD(minute)"
-		" ORDER BY (project, service, sample_type, function, minute, unit, retention_days)",
-		LC(f), LC(f), LC(f), LC(f));
-	if (f->ttl)
+		" ORDER BY (project, service, sample_type, function, minute, unit, retention_days)");
+	if (cx->f->ttl)
 		wt_buf_puts(b, " TTL minute + toIntervalDay(retention_days)");
 	return 0;
 }
 
-static int m_type_retention(wt_buf *b, const hub_ch_features *f)
+static int m_type_retention(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS profile_type_retention_v1 ("
+	ddl_create(b, cx, "profile_type_retention_v1");
+	wt_buf_puts(b,
+		" ("
 		" project String, sample_type String, retention_days UInt32,"
-		" updated_ns UInt64"
-		") ENGINE = ReplacingMergeTree(updated_ns)"
+		" updated_ns UInt64)");
+	ddl_engine(b, cx, "profile_type_retention_v1", "ReplacingMergeTree", "updated_ns");
+	return wt_buf_puts(b,
 		" ORDER BY (project, sample_type)");
 }
 
-static int m_projects(wt_buf *b, const hub_ch_features *f)
+static int m_projects(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS projects_v1 ("
+	ddl_create(b, cx, "projects_v1");
+	wt_buf_puts(b,
+		" ("
 		" name String, retention_days UInt32,"
-		" created_at DateTime, updated_ns UInt64"
-		") ENGINE = ReplacingMergeTree(updated_ns)"
+		" created_at DateTime, updated_ns UInt64)");
+	ddl_engine(b, cx, "projects_v1", "ReplacingMergeTree", "updated_ns");
+	return wt_buf_puts(b,
 		" ORDER BY name");
 }
 
-static int m_tokens(wt_buf *b, const hub_ch_features *f)
+static int m_tokens(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS tokens_v1 ("
+	ddl_create(b, cx, "tokens_v1");
+	wt_buf_puts(b,
+		" ("
 		" token_sha256 String,"          /* hex sha256 of the secret */
 		" id String, project String, role String,"
-		" created_at DateTime, revoked UInt8, updated_ns UInt64"
-		") ENGINE = ReplacingMergeTree(updated_ns)"
+		" created_at DateTime, revoked UInt8, updated_ns UInt64)");
+	ddl_engine(b, cx, "tokens_v1", "ReplacingMergeTree", "updated_ns");
+	return wt_buf_puts(b,
 		" ORDER BY token_sha256");
 }
 
-static int m_audit(wt_buf *b, const hub_ch_features *f)
+static int m_audit(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS audit_events_v1 ("
+	ddl_create(b, cx, "audit_events_v1");
+	wt_buf_puts(b,
+		" ("
 		" time_ns UInt64, project String, actor String, action String,"
-		" detail String, deletion_id String"
-		") ENGINE = MergeTree()"
+		" detail String, deletion_id String)");
+	ddl_engine(b, cx, "audit_events_v1", "MergeTree", "");
+	return wt_buf_puts(b,
 		" PARTITION BY toYYYYMM(toDate(toDateTime(intDiv(time_ns, 1000000000))))"
 		" ORDER BY (project, time_ns)");
 }
 
-static int m_raw_objects(wt_buf *b, const hub_ch_features *f)
+static int m_raw_objects(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS raw_objects_v1 ("
+	ddl_create(b, cx, "raw_objects_v1");
+	wt_buf_puts(b,
+		" ("
 		" date Date, time_ns UInt64, project String, service String,"
 		" upload_id String, object_key String, format String, size UInt64,"
-		" deleted UInt8"
-		") ENGINE = MergeTree()"
+		" deleted UInt8)");
+	ddl_engine(b, cx, "raw_objects_v1", "MergeTree", "");
+	return wt_buf_puts(b,
 		" PARTITION BY toYYYYMM(date)"
 		" ORDER BY (project, time_ns)");
 }
@@ -186,60 +232,75 @@ static int m_raw_objects(wt_buf *b, const hub_ch_features *f)
  * applied (written BEFORE any data row), 2 = applied, 3 = rejected by the
  * hub (kept, never retried). A seq whose highest state is 1 was interrupted
  * by a crash: repl_apply.c then checks which per-day parts landed. */
-static int m_repl_ledger(wt_buf *b, const hub_ch_features *f)
+static int m_repl_ledger(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS repl_ledger_v1 ("
+	ddl_create(b, cx, "repl_ledger_v1");
+	wt_buf_puts(b,
+		" ("
 		" edge_id String, seq UInt64, state UInt8, upload_id String,"
-		" project String, service String, time_ns UInt64, detail String"
-		") ENGINE = MergeTree()"
+		" project String, service String, time_ns UInt64, detail String)");
+	ddl_engine(b, cx, "repl_ledger_v1", "MergeTree", "");
+	return wt_buf_puts(b,
 		" ORDER BY (edge_id, seq, state)");
 }
 
 /* Control plane (issue 9; versions 30-39): policies, worker leases, object
  * deletions left to retry. */
-static int m_policies(wt_buf *b, const hub_ch_features *f)
+static int m_policies(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS policies_v1 ("
+	ddl_create(b, cx, "policies_v1");
+	wt_buf_puts(b,
+		" ("
 		" project String, revision UInt64, policy String,"
-		" updated_by String, updated_ns UInt64"
-		") ENGINE = MergeTree()"
+		" updated_by String, updated_ns UInt64)");
+	ddl_engine(b, cx, "policies_v1", "MergeTree", "");
+	return wt_buf_puts(b,
 		" ORDER BY (project, revision, updated_ns)");
 }
 
-static int m_worker_leases(wt_buf *b, const hub_ch_features *f)
+static int m_worker_leases(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS worker_leases ("
+	ddl_create(b, cx, "worker_leases");
+	wt_buf_puts(b,
+		" ("
 		" job String, holder String, expires_ns UInt64, last_done_ns UInt64,"
-		" version UInt64"
-		") ENGINE = ReplacingMergeTree(version)"
+		" version UInt64)");
+	ddl_engine(b, cx, "worker_leases", "ReplacingMergeTree", "version");
+	return wt_buf_puts(b,
 		" ORDER BY job");
 }
 
-static int m_object_deletions(wt_buf *b, const hub_ch_features *f)
+/* Cluster-mode lease claims (worker.h): claim_time is filled by the
+ * ClickHouse server, which orders claims independently of the hubs' clocks
+ * and of how long a hub took between reading the lease and claiming. */
+static int m_lease_claims(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS object_deletions_v1 ("
+	ddl_create(b, cx, "worker_lease_claims");
+	wt_buf_puts(b, " (job String, base_version UInt64, holder String, claim_time DateTime DEFAULT now())");
+	ddl_engine(b, cx, "worker_lease_claims", "MergeTree", "");
+	return wt_buf_puts(b, " PARTITION BY toYYYYMM(claim_time) ORDER BY (job, base_version, claim_time, holder)");
+}
+
+static int m_object_deletions(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "object_deletions_v1");
+	wt_buf_puts(b,
+		" ("
 		" object_key String, deletion_id String, project String,"
-		" done UInt8, error String, updated_ns UInt64"
-		") ENGINE = ReplacingMergeTree(updated_ns)"
+		" done UInt8, error String, updated_ns UInt64)");
+	ddl_engine(b, cx, "object_deletions_v1", "ReplacingMergeTree", "updated_ns");
+	return wt_buf_puts(b,
 		" ORDER BY (object_key, deletion_id)");
 }
 
 /* Analysis (issue 8; versions 20-29): regression issues (regress.h) and
  * the users' state of them (acknowledged/muted), kept apart so a detector
  * run never overwrites a user's change. */
-static int m_issues(wt_buf *b, const hub_ch_features *f)
+static int m_issues(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS issues_v1 ("
+	ddl_create(b, cx, "issues_v1");
+	wt_buf_puts(b,
+		" ("
 		" project String, issue_id String,"
 		" service String, sample_type String, unit String, function String,"
 		" state String,"                 /* open | resolved (detector) */
@@ -248,19 +309,21 @@ static int m_issues(wt_buf *b, const hub_ch_features *f)
 		" baseline_share Float64, recent_share Float64,"
 		" baseline_self Int64, recent_self Int64, baseline_total Int64, recent_total Int64,"
 		" z Float64, p_value Float64,"
-		" version UInt64"                /* window end: equal runs write equal rows */
-		") ENGINE = ReplacingMergeTree(version)"
+		" version UInt64)");               /* window end: equal runs write equal rows */
+	ddl_engine(b, cx, "issues_v1", "ReplacingMergeTree", "version");
+	return wt_buf_puts(b,
 		" ORDER BY (project, issue_id)");
 }
 
-static int m_issue_states(wt_buf *b, const hub_ch_features *f)
+static int m_issue_states(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS issue_states_v1 ("
+	ddl_create(b, cx, "issue_states_v1");
+	wt_buf_puts(b,
+		" ("
 		" project String, issue_id String, user_state String, actor String,"
-		" updated_ns UInt64"
-		") ENGINE = ReplacingMergeTree(updated_ns)"
+		" updated_ns UInt64)");
+	ddl_engine(b, cx, "issue_states_v1", "ReplacingMergeTree", "updated_ns");
+	return wt_buf_puts(b,
 		" ORDER BY (project, issue_id)");
 }
 
@@ -268,36 +331,53 @@ static int m_issue_states(wt_buf *b, const hub_ch_features *f)
  * debuginfod-fetched) debug files; the bytes are in the object store under
  * debuginfo/<project>/<build id>. A delete writes a row with deleted = 1:
  * readers take the newest row per (project, build_id) by version. */
-static int m_debug_files(wt_buf *b, const hub_ch_features *f)
+static int m_debug_files(wt_buf *b, const ddl_ctx *cx)
 {
-	(void)f;
-	return wt_buf_puts(b,
-		"CREATE TABLE IF NOT EXISTS debug_files_v1 ("
+	ddl_create(b, cx, "debug_files_v1");
+	wt_buf_puts(b,
+		" ("
 		" project String, build_id String, file_name String, size UInt64,"
 		" uploaded_by String, uploaded_ns UInt64, source String,"
-		" deleted UInt8, version UInt64"
-		") ENGINE = ReplacingMergeTree(version)"
+		" deleted UInt8, version UInt64)");
+	ddl_engine(b, cx, "debug_files_v1", "ReplacingMergeTree", "version");
+	return wt_buf_puts(b,
 		" ORDER BY (project, build_id)");
 }
 
+/* Shard keys (cluster mode, docs/operations.md "## Scale out"): data rows of
+ * one (project, service) stay on one shard, so one upload's per-day insert
+ * is one block on one shard (atomic, deduplicated as a whole) and a query
+ * for one service reads one shard; control tables are sharded by their
+ * ORDER BY key so ReplacingMergeTree (read with FINAL) sees every version
+ * of a row on the same shard. */
 static const migration migrations[] = {
-	{1, "profile_samples_v1", m_samples},
-	{2, "profile_stacks_v1", m_stacks},
-	{3, "function_rollup_v1", m_rollup},
-	{4, "profile_type_retention_v1", m_type_retention},
-	{5, "projects_v1", m_projects},
-	{6, "tokens_v1", m_tokens},
-	{7, "audit_events_v1", m_audit},
-	{8, "raw_objects_v1", m_raw_objects},
-	{9, "repl_ledger_v1", m_repl_ledger},
-	{20, "issues_v1", m_issues},
-	{21, "issue_states_v1", m_issue_states},
-	{30, "policies_v1", m_policies},
-	{31, "worker_leases", m_worker_leases},
-	{32, "object_deletions_v1", m_object_deletions},
-	{40, "debug_files_v1", m_debug_files},
+	{1, "profile_samples_v1", m_samples, "cityHash64(project, service)"},
+	{2, "profile_stacks_v1", m_stacks, "cityHash64(project, stack_id)"},
+	{3, "function_rollup_v1", m_rollup, "cityHash64(project, service)"},
+	{4, "profile_type_retention_v1", m_type_retention, "cityHash64(project, sample_type)"},
+	{5, "projects_v1", m_projects, "cityHash64(name)"},
+	{6, "tokens_v1", m_tokens, "cityHash64(token_sha256)"},
+	{7, "audit_events_v1", m_audit, "cityHash64(project)"},
+	{8, "raw_objects_v1", m_raw_objects, "cityHash64(project, service)"},
+	{9, "repl_ledger_v1", m_repl_ledger, "cityHash64(edge_id)"},
+	{20, "issues_v1", m_issues, "cityHash64(project, issue_id)"},
+	{21, "issue_states_v1", m_issue_states, "cityHash64(project, issue_id)"},
+	{30, "policies_v1", m_policies, "cityHash64(project)"},
+	{31, "worker_leases", m_worker_leases, "cityHash64(job)"},
+	{32, "object_deletions_v1", m_object_deletions, "cityHash64(object_key, deletion_id)"},
+	{33, "worker_lease_claims", m_lease_claims, "cityHash64(job)"},
+	{40, "debug_files_v1", m_debug_files, "cityHash64(project, build_id)"},
 };
 #define NMIG (sizeof(migrations) / sizeof(migrations[0]))
+
+int hub_sql_alter(wt_buf *b, const hub_ch *ch, const char *table)
+{
+	const char *c = hub_ch_cluster(ch);
+
+	if (c)
+		return wt_buf_printf(b, "ALTER TABLE `%s`.%s_local ON CLUSTER `%s`", hub_ch_database(ch), table, c);
+	return wt_buf_printf(b, "ALTER TABLE %s", table);
+}
 
 int hub_schema_version(void)
 {
@@ -323,25 +403,50 @@ static int applied_cb(void *ctx, char **fields, size_t n)
 	return 0;
 }
 
+static int m_schema_migrations(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "schema_migrations");
+	wt_buf_puts(b, " (version UInt32, name String, applied_at DateTime, server_version String)");
+	ddl_engine(b, cx, "schema_migrations", "ReplacingMergeTree", "");
+	return wt_buf_puts(b, " ORDER BY version");
+}
+
+/* Run the DDL of m (cluster mode: then the Distributed table over the
+ * shard-local one, on every server). sql is scratch. */
+static int apply_ddl(hub_ch *ch, const ddl_ctx *cx, int (*ddl)(wt_buf *, const ddl_ctx *), const char *name,
+		     const char *shard_key, wt_buf *sql, wt_err *err)
+{
+	int rc;
+
+	wt_buf_reset(sql);
+	ddl(sql, cx);
+	if ((rc = hub_ch_query_buf(ch, sql, NULL, err)) || !cx->cluster)
+		return rc;
+	wt_buf_reset(sql);
+	wt_buf_printf(sql, "CREATE TABLE IF NOT EXISTS `%s`.%s ON CLUSTER `%s` AS `%s`.%s_local"
+		      " ENGINE = Distributed(`%s`, `%s`, %s_local, %s)",
+		      cx->db, name, cx->cluster, cx->db, name, cx->cluster, cx->db, name, shard_key);
+	return hub_ch_query_buf(ch, sql, NULL, err);
+}
+
 int hub_schema_migrate(hub_ch *ch, const char *db, const hub_ch_features *f, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
 	unsigned char done[NMIG] = {0};
+	ddl_ctx cx = {f, hub_ch_cluster(ch), db};
 	size_t i;
 	int rc;
 
 	wt_buf_printf(&sql, "CREATE DATABASE IF NOT EXISTS `%s`", db);
+	if (cx.cluster)
+		wt_buf_printf(&sql, " ON CLUSTER `%s`", cx.cluster);
 	if (sql.oom || wt_buf_putc(&sql, '\0')) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
 	if ((rc = hub_ch_query_nodb(ch, (const char *)sql.data, NULL, err)))
 		goto out;
-	rc = hub_ch_query(ch,
-		"CREATE TABLE IF NOT EXISTS schema_migrations ("
-		" version UInt32, name String, applied_at DateTime, server_version String"
-		") ENGINE = ReplacingMergeTree() ORDER BY version", NULL, err);
-	if (rc)
+	if ((rc = apply_ddl(ch, &cx, m_schema_migrations, "schema_migrations", "version", &sql, err)))
 		goto out;
 	if ((rc = hub_ch_query(ch, "SELECT version FROM schema_migrations FORMAT TabSeparated", &out, err)))
 		goto out;
@@ -351,13 +456,7 @@ int hub_schema_migrate(hub_ch *ch, const char *db, const hub_ch_features *f, wt_
 		const migration *m = &migrations[i];
 		if (done[i])
 			continue;
-		wt_buf_reset(&sql);
-		m->ddl(&sql, f);
-		if (sql.oom || wt_buf_putc(&sql, '\0')) {
-			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
-			goto out;
-		}
-		if ((rc = hub_ch_query(ch, (const char *)sql.data, NULL, err))) {
+		if ((rc = apply_ddl(ch, &cx, m->ddl, m->name, m->shard_key, &sql, err))) {
 			wt_err_prefix(err, "migration %d (%s)", m->version, m->name);
 			goto out;
 		}

@@ -31,6 +31,12 @@ int hub_schema_detect(hub_ch *ch, hub_ch_features *f, wt_err *err);
  * IF NOT EXISTS). */
 int hub_schema_migrate(hub_ch *ch, const char *db, const hub_ch_features *f, wt_err *err);
 
+/* Append "ALTER TABLE <table>" for one of the hub's tables: in cluster mode
+ * "ALTER TABLE <table>_local ON CLUSTER `c`" (mutations and partition
+ * drops cannot go through a Distributed table; on Replicated tables they
+ * reach every replica). Returns wt_buf's result. */
+int hub_sql_alter(wt_buf *b, const hub_ch *ch, const char *table);
+
 /* Number of migrations this build knows (the schema version it expects). */
 int hub_schema_version(void);
 

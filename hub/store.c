@@ -189,6 +189,9 @@ json_t *hub_store_status_json(hub_store *s)
 		      "since_ns", (json_int_t)s->since_ns,
 		      "ttl", s->feat.ttl, "low_cardinality", s->feat.low_cardinality,
 		      "storage_policies", s->feat.storage_policies);
+	if (o)
+		json_object_set_new(o, "cluster", s->conf->cluster && *s->conf->cluster ? json_string(s->conf->cluster)
+											 : json_null());
 	pthread_mutex_unlock(&s->mu);
 	return o;
 }

@@ -116,8 +116,64 @@ static int lease_write(hub_ch *ch, const char *job, const char *holder, int64_t 
 	return rc;
 }
 
-/* 0 = we hold the lease now (*last_done = previous run end). */
-static int lease_take(hub_ch *ch, const char *job, int64_t *last_done, uint64_t *version, wt_err *err)
+/* Cluster mode: who won the claims on lease version base? The earliest
+ * claim by the server's clock (seconds), ties by holder name. */
+static int claim_winner(hub_ch *ch, const char *job, uint64_t base, char *winner, size_t cap, wt_err *err)
+{
+	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
+	int rc;
+
+	wt_buf_puts(&sql, "SELECT holder FROM worker_lease_claims WHERE job = ");
+	hub_sql_quote(&sql, job);
+	wt_buf_printf(&sql, " AND base_version = %llu ORDER BY claim_time, holder LIMIT 1 FORMAT TabSeparated",
+		      (unsigned long long)base);
+	rc = hub_ch_query_buf(ch, &sql, &out, err);
+	winner[0] = '\0';
+	if (!rc) {
+		size_t n = out.len;
+		while (n && (out.data[n - 1] == '\n' || out.data[n - 1] == '\r'))
+			n--;
+		snprintf(winner, cap, "%.*s", (int)n, (const char *)out.data);
+	}
+	wt_buf_free(&sql);
+	wt_buf_free(&out);
+	return rc;
+}
+
+/* Cluster mode: claim the lease that replaces version base (worker.h). 0 =
+ * this hub won. */
+static int lease_claim(hub_ch *ch, const char *job, uint64_t base, wt_err *err)
+{
+	const char *me = hub_worker_instance();
+	wt_buf sql = WT_BUF_INIT;
+	char winner[96];
+	struct timespec settle = {HUB_LEASE_SETTLE_MS / 1000, (HUB_LEASE_SETTLE_MS % 1000) * 1000000L};
+	int rc;
+
+	wt_buf_puts(&sql, "INSERT INTO worker_lease_claims (job, base_version, holder) VALUES (");
+	hub_sql_quote(&sql, job);
+	wt_buf_printf(&sql, ", %llu, ", (unsigned long long)base);
+	hub_sql_quote(&sql, me);
+	wt_buf_puts(&sql, ")");
+	rc = hub_ch_query_buf(ch, &sql, NULL, err);
+	wt_buf_free(&sql);
+	if (rc)
+		return rc;
+	while (nanosleep(&settle, &settle) == -1 && errno == EINTR)
+		;
+	if ((rc = claim_winner(ch, job, base, winner, sizeof(winner), err)))
+		return rc;
+	if (strcmp(winner, me))
+		return wt_err_set(err, WT_EUNAVAIL, "job %s: lease taken by %s at the same time", job,
+				  *winner ? winner : "?");
+	return 0;
+}
+
+/* 0 = we hold the lease now (*last_done = previous run end). due_s > 0:
+ * only when the last run ended at least due_s ago (periodic runs; checked
+ * on the row read here, so a run another hub just finished is seen). */
+static int lease_take(hub_ch *ch, const char *job, int64_t due_s, int64_t *last_done, uint64_t *version,
+		      wt_err *err)
 {
 	const char *me = hub_worker_instance();
 	int64_t now = hub_now_ns();
@@ -130,6 +186,11 @@ static int lease_take(hub_ch *ch, const char *job, int64_t *last_done, uint64_t 
 	if (l.found && strcmp(l.holder, me) && l.expires_ns > now)
 		return wt_err_set(err, WT_EUNAVAIL, "job %s is running on %s (lease until %lld s)", job, l.holder,
 				  (long long)(l.expires_ns / 1000000000LL));
+	if (due_s > 0 && l.found && l.last_done_ns + due_s * 1000000000LL > now)
+		return wt_err_set(err, WT_EUNAVAIL, "job %s is not due (last run ended %lld s ago)", job,
+				  (long long)((now - l.last_done_ns) / 1000000000LL));
+	if (hub_ch_cluster(ch) && (rc = lease_claim(ch, job, l.version, err)))
+		return rc;
 	v = (uint64_t)now > l.version ? (uint64_t)now : l.version + 1;
 	if ((rc = lease_write(ch, job, me, now + (int64_t)HUB_LEASE_TTL_S * 1000000000LL, l.last_done_ns, v, err)))
 		return rc;
@@ -155,7 +216,8 @@ static void lease_release(hub_ch *ch, const char *job, uint64_t version)
 
 static void log_paths(hub_ctx *ctx);
 
-int hub_worker_run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s, json_t **summary, wt_err *err)
+static int run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s, int64_t due_s, json_t **summary,
+		   wt_err *err)
 {
 	size_t i;
 	int64_t last_done = 0, t0;
@@ -172,7 +234,7 @@ int hub_worker_run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s,
 	if ((rc = hub_store_check(&ctx->store, err)))
 		return rc;
 	log_paths(ctx);
-	if ((rc = lease_take(ch, job, &last_done, &version, err)))
+	if ((rc = lease_take(ch, job, due_s, &last_done, &version, err)))
 		return rc;
 	s = json_pack("{s:s, s:s, s:I}", "job", job, "holder", hub_worker_instance(), "now", (json_int_t)now_s);
 	if (!s) {
@@ -189,6 +251,11 @@ int hub_worker_run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s,
 	}
 	*summary = s;
 	return 0;
+}
+
+int hub_worker_run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s, json_t **summary, wt_err *err)
+{
+	return run_job(ctx, ch, job, now_s, 0, summary, err);
 }
 
 static atomic_int paths_logged;
@@ -261,8 +328,9 @@ static void *worker_main(void *arg)
 				}
 				if (l.last_done_ns + (int64_t)interval * 1000000000LL > now)
 					continue;
-				if (hub_worker_run_job(ctx, w->ch, jobs[i].name, now / 1000000000LL, &s, &err)) {
-					if (err.code != WT_EUNAVAIL || !strstr(err.msg, "running on"))
+				if (run_job(ctx, w->ch, jobs[i].name, now / 1000000000LL, interval, &s, &err)) {
+					/* another hub runs it, ran it, or won the claim */
+					if (err.code != WT_EUNAVAIL)
 						wt_warn("msg=\"worker job failed\" job=%s error=\"%s\"", jobs[i].name, err.msg);
 					continue;
 				}

@@ -4,17 +4,30 @@
  *
  * Lease: table worker_leases (ReplacingMergeTree by version, key job). To
  * take a job a hub reads the row (FINAL); if another holder's expiry is in
- * the future it stands back; else it inserts (job, its instance id, now +
- * HUB_LEASE_TTL_S, version = max(old + 1, now_ns)) and re-reads: it won if
- * the row now names it. Race window: two hubs that both read an expired
- * lease and insert before either re-reads both see the higher version and
- * one wins; but a hub that re-reads before the other inserts also thinks
- * it won — both run. That needs two hubs to start the same job within
- * milliseconds of each other and is acceptable because every job is
- * idempotent (partition drops, ALTER … DELETE and object deletes of
- * already-removed data are no-ops). Releasing writes expiry 0 and the run's
- * end time (last_done_ns), which also schedules the next run across hub
- * restarts.
+ * the future it stands back (a periodic run also stands back when the row's
+ * last_done_ns says the job ran less than an interval ago — another hub did
+ * it); else it writes (job, its instance id, now + HUB_LEASE_TTL_S, version
+ * = max(old + 1, now_ns)) and re-reads: it won if the row now names it.
+ * Releasing writes expiry 0 and the run's end time (last_done_ns), which
+ * also schedules the next run across hub restarts. A hub that dies holding
+ * the lease blocks the job until the expiry (HUB_LEASE_TTL_S), then any hub
+ * takes it over.
+ *
+ * Single server: race window — two hubs that both read an expired lease,
+ * where one re-reads before the other writes, both think they won. Every
+ * job is idempotent (partition drops, ALTER … DELETE and object deletes of
+ * removed data are no-ops), and several hubs are a cluster-mode setup.
+ *
+ * Cluster mode (docs/operations.md "## Scale out") closes the window with a
+ * claim before the write: the hub inserts (job, base_version = the version
+ * it read, holder) into worker_lease_claims, whose claim_time is filled by
+ * ClickHouse (now(), seconds), waits HUB_LEASE_SETTLE_MS, and reads the
+ * claims on that base_version: the earliest (claim_time, holder) wins; the
+ * others stand back. A claim that lands after the winner's read came more
+ * than HUB_LEASE_SETTLE_MS after the winner's, so its claim_time is later
+ * (clocks of the ClickHouse servers within 1 s of each other) and it loses
+ * in its own read too: exactly one claimant per base version proceeds. Any
+ * claimant that reads the lease after the winner wrote it sees it held.
  *
  * Clock: jobs take `now_s` (unix seconds) so tests can move it
  * (`POST /v1/admin/worker/run?job=retention&now=...`, hub admin token).
@@ -31,6 +44,7 @@
 struct hub_ctx;
 
 #define HUB_LEASE_TTL_S 3600
+#define HUB_LEASE_SETTLE_MS 3000 /* cluster mode: wait between claim and decision */
 #define HUB_WORKER_CHECK_S 60 /* how often the thread looks for due jobs */
 
 typedef struct hub_worker hub_worker;

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # appliance/lib/cluster.sh — shared by appliance/up, down, ctl and demo
 # (sourced, not run). Knows the process table of a local cluster (clickhouse,
-# hub, edge1..edgeK), how to start, health-check and stop each one, and how
+# hub, edge1..edgeK; with --cluster also zookeeper, clickhouse2..4 and hub2), how to start, health-check and stop each one, and how
 # to read and write DIR/env atomically under DIR/.lock.
 #
 # DIR/env is shell syntax, one KEY='value' per line; it is the only state.
@@ -16,7 +16,7 @@ WT_START_TIMEOUT=${WT_START_TIMEOUT:-30}   # seconds a daemon gets to answer /he
 WT_STOP_TIMEOUT=${WT_STOP_TIMEOUT:-30}     # seconds after SIGTERM before SIGKILL
 
 declare -A ENV=()
-ENV_ORDER=(WT_DIR WT_HUB_URL WT_EDGE_URLS WT_ADMIN_TOKEN WT_PROJECT WT_UPLOAD_TOKEN
+ENV_ORDER=(WT_DIR WT_HUB_URL WT_HUB_URLS WT_EDGE_URLS WT_ADMIN_TOKEN WT_PROJECT WT_UPLOAD_TOKEN
 	WT_READ_TOKEN WT_CLICKHOUSE_URL WT_EDGES WT_PORT_BASE WT_BUILD_STAMP)
 
 die() { echo "${PROG:-appliance}: $*" >&2; exit 1; }
@@ -63,7 +63,12 @@ env_write() { # DIR — atomic replace
 # ---- process table ---------------------------------------------------------------
 proc_names() { # all names, start order
 	local k n=${ENV[WT_EDGES]:-0}
-	echo clickhouse; echo hub
+	if [[ ${ENV[WT_CLUSTER]:-0} == 1 ]]; then
+		echo zookeeper; echo clickhouse; echo clickhouse2; echo clickhouse3; echo clickhouse4
+		echo hub; echo hub2
+	else
+		echo clickhouse; echo hub
+	fi
 	for ((k = 1; k <= n; k++)); do echo "edge$k"; done
 }
 valid_name() { local n; for n in $(proc_names); do [[ $n == "$1" ]] && return 0; done; return 1; }
@@ -91,6 +96,32 @@ ports_compute() { # uses ENV[WT_PORT_BASE] (empty = defaults) and ENV[WT_EDGES]
 			env_set WT_PORT_EDGE${k}_OTLP_HTTP $((b + 10 * k + 2))
 		done
 	fi
+	if [[ ${ENV[WT_CLUSTER]:-0} == 1 ]]; then
+		# --cluster: ZooKeeper N+5; clickhouse2..4 and hub2 from N+100
+		# (SPEC §3). Without a base: ZooKeeper 2181, ClickHouse 8124.., hub2 8081.
+		local c x=${b:-}
+		if [[ -z $x ]]; then
+			env_set WT_PORT_ZOOKEEPER 2181
+			for c in 2 3 4; do
+				env_set WT_PORT_CLICKHOUSE${c}_HTTP $((8121 + c)); env_set WT_PORT_CLICKHOUSE${c}_TCP $((8998 + c))
+				env_set WT_PORT_CLICKHOUSE${c}_INTERSERVER $((9007 + c))
+			done
+			env_set WT_PORT_HUB2 8081; env_set WT_PORT_HUB2_REPL 8444
+		else
+			env_set WT_PORT_ZOOKEEPER $((x + 5))
+			for c in 2 3 4; do
+				env_set WT_PORT_CLICKHOUSE${c}_HTTP $((x + 100 + 3 * (c - 2)))
+				env_set WT_PORT_CLICKHOUSE${c}_TCP $((x + 101 + 3 * (c - 2)))
+				env_set WT_PORT_CLICKHOUSE${c}_INTERSERVER $((x + 102 + 3 * (c - 2)))
+			done
+			env_set WT_PORT_HUB2 $((x + 110)); env_set WT_PORT_HUB2_REPL $((x + 111))
+		fi
+		for c in 2 3 4; do
+			env_set WT_CLICKHOUSE${c}_URL "http://127.0.0.1:${ENV[WT_PORT_CLICKHOUSE${c}_HTTP]}"
+		done
+		env_set WT_HUB2_URL "http://127.0.0.1:${ENV[WT_PORT_HUB2]}"
+		env_set WT_HUB_URLS "http://127.0.0.1:${ENV[WT_PORT_HUB]} ${ENV[WT_HUB2_URL]}"
+	fi
 	env_set WT_HUB_URL "http://127.0.0.1:${ENV[WT_PORT_HUB]}"
 	env_set WT_CLICKHOUSE_URL "http://127.0.0.1:${ENV[WT_PORT_CLICKHOUSE_HTTP]}"
 	local urls=()
@@ -102,32 +133,37 @@ ports_compute() { # uses ENV[WT_PORT_BASE] (empty = defaults) and ENV[WT_EDGES]
 }
 
 proc_ports() { # NAME → the TCP ports it listens on
+	local u; u=$(upper "$1")
 	case $1 in
-	clickhouse) echo "${ENV[WT_PORT_CLICKHOUSE_HTTP]} ${ENV[WT_PORT_CLICKHOUSE_TCP]} ${ENV[WT_PORT_CLICKHOUSE_INTERSERVER]}" ;;
+	zookeeper) echo "${ENV[WT_PORT_ZOOKEEPER]}" ;;
+	clickhouse*) echo "${ENV[WT_PORT_${u}_HTTP]} ${ENV[WT_PORT_${u}_TCP]} ${ENV[WT_PORT_${u}_INTERSERVER]}" ;;
 	hub) echo "${ENV[WT_PORT_HUB]}" ;;
+	hub2) echo "${ENV[WT_PORT_HUB2]}" ;;
 	edge*) local u; u=$(upper "$1"); echo "${ENV[WT_PORT_${u}_HTTP]}" ;;
 	esac
 }
 
 proc_health_url() {
+	local u; u=$(upper "$1")
 	case $1 in
-	clickhouse) echo "${ENV[WT_CLICKHOUSE_URL]}/ping" ;;
-	hub) echo "${ENV[WT_HUB_URL]}/healthz" ;;
+	zookeeper) echo "zk://127.0.0.1:${ENV[WT_PORT_ZOOKEEPER]}" ;;
+	clickhouse*) echo "${ENV[WT_${u}_URL]}/ping" ;;
+	hub*) echo "${ENV[WT_${u}_URL]}/healthz" ;;
 	edge*) local u; u=$(upper "$1"); echo "${ENV[WT_${u}_URL]}/healthz" ;;
 	esac
 }
 
 proc_binary() { # NAME → the executable we start (its hash is the build stamp)
 	case $1 in
-	clickhouse) echo "" ;;
-	hub) echo "$WT_BIN/wt-hub" ;;
+	clickhouse* | zookeeper) echo "" ;;
+	hub*) echo "$WT_BIN/wt-hub" ;;
 	edge*) echo "$WT_BIN/wt-edge" ;;
 	esac
 }
 
 proc_log() { # NAME → where its output goes
 	case $1 in
-	clickhouse) echo "$WT_DIR/clickhouse/log/" ;;
+	clickhouse*) echo "$WT_DIR/$1/log/" ;;
 	*) echo "$WT_DIR/$1/log" ;;
 	esac
 }
@@ -160,7 +196,25 @@ proc_current() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-healthy() { curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null; }
+healthy() { # URL; zk://H:P = ZooKeeper answers "srvr" as a serving member
+	if [[ $1 == zk://* ]]; then
+		local hp=${1#zk://}
+		(exec 3<>"/dev/tcp/${hp%:*}/${hp#*:}" && echo srvr >&3 && timeout 2 grep -q '^Mode' <&3) 2>/dev/null
+		return
+	fi
+	curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null
+}
+
+# The XML that makes clickhouse[N] a member of cluster "wt": 2 shards x 2
+# replicas, clickhouse + clickhouse2 = shard 1, clickhouse3 + 4 = shard 2.
+cluster_xml() { # NAME
+	local i=${1#clickhouse} hosts=
+	i=${i:-1}
+	hosts="127.0.0.1:${ENV[WT_PORT_CLICKHOUSE_TCP]}"
+	for c in 2 3 4; do hosts+=",127.0.0.1:${ENV[WT_PORT_CLICKHOUSE${c}_TCP]}"; done
+	"$WT_ROOT/appliance/clickhouse/cluster-config" --name wt --hosts "$hosts" --replicas 2 \
+		--zookeeper "127.0.0.1:${ENV[WT_PORT_ZOOKEEPER]}" --shard $(((i - 1) / 2 + 1)) --replica $(((i - 1) % 2 + 1))
+}
 
 proc_clear() { # NAME — forget its pid in ENV (caller writes env)
 	local u; u=$(upper "$1")
@@ -182,20 +236,38 @@ proc_start() {
 	log=$(proc_log "$name")
 	mkdir -p "$WT_DIR/$name"
 	case $name in
-	clickhouse)
-		rm -f "$WT_DIR/clickhouse/clickhouse.pid"
-		if ! pid=$("$WT_ROOT/appliance/clickhouse/start-private" --dir "$WT_DIR/clickhouse" \
-			--http-port "${ENV[WT_PORT_CLICKHOUSE_HTTP]}" --tcp-port "${ENV[WT_PORT_CLICKHOUSE_TCP]}" \
-			--interserver-port "${ENV[WT_PORT_CLICKHOUSE_INTERSERVER]}" \
-			2>"$WT_DIR/clickhouse/start.log" 9>&-); then
-			note "clickhouse did not come up; see $WT_DIR/clickhouse/start.log and $log"
-			sed 's/^/    /' "$WT_DIR/clickhouse/start.log" >&2
+	zookeeper)
+		# Debian's zookeeper 3.8, started directly (SPEC §2)
+		local zd=$WT_DIR/zookeeper
+		mkdir -p "$zd/data"
+		printf '%s\n' "tickTime=1000" "initLimit=10" "syncLimit=5" "dataDir=$zd/data" \
+			"clientPort=${ENV[WT_PORT_ZOOKEEPER]}" "clientPortAddress=127.0.0.1" \
+			"admin.enableServer=false" >"$zd/zoo.cfg"
+		echo "=== $(date -u +%FT%TZ) appliance: starting zookeeper" >>"$log"
+		setsid java -Xmx256m "-Dzookeeper.log.dir=$zd" -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
+			org.apache.zookeeper.server.quorum.QuorumPeerMain "$zd/zoo.cfg" </dev/null >>"$log" 2>&1 9>&- &
+		pid=$!
+		;;
+	clickhouse*)
+		local cd=$WT_DIR/$name extra=()
+		mkdir -p "$cd"
+		rm -f "$cd/clickhouse.pid"
+		if [[ ${ENV[WT_CLUSTER]:-0} == 1 ]]; then
+			cluster_xml "$name" >"$cd/cluster.xml" || { note "$name: cannot write $cd/cluster.xml"; return 1; }
+			extra=(--extra-config "$cd/cluster.xml")
+		fi
+		if ! pid=$("$WT_ROOT/appliance/clickhouse/start-private" --dir "$cd" \
+			--http-port "${ENV[WT_PORT_${u}_HTTP]}" --tcp-port "${ENV[WT_PORT_${u}_TCP]}" \
+			--interserver-port "${ENV[WT_PORT_${u}_INTERSERVER]}" "${extra[@]}" \
+			2>"$cd/start.log" 9>&-); then
+			note "$name did not come up; see $cd/start.log and $log"
+			sed 's/^/    /' "$cd/start.log" >&2
 			return 1
 		fi
 		;;
-	hub | edge*)
+	hub* | edge*)
 		bin=$(proc_binary "$name")
-		local cfg=$WT_DIR/$name/$([[ $name == hub ]] && echo hub.cfg || echo edge.cfg)
+		local cfg=$WT_DIR/$name/$([[ $name == hub* ]] && echo hub.cfg || echo edge.cfg)
 		[[ -x $bin ]] || { note "$name: $bin is missing (build failed?)"; return 1; }
 		[[ -f $cfg ]] || { note "$name: $cfg is missing (run appliance/up)"; return 1; }
 		echo "=== $(date -u +%FT%TZ) appliance: starting $bin --config $cfg" >>"$log"
@@ -207,7 +279,7 @@ proc_start() {
 	until healthy "$url"; do
 		if ! kill -0 "$pid" 2>/dev/null || [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) == Z ]]; then
 			status=
-			if [[ $name != clickhouse ]]; then wait "$pid" 2>/dev/null; status=" with status $?"; fi
+			if [[ $name != clickhouse* ]]; then wait "$pid" 2>/dev/null; status=" with status $?"; fi
 			note "$name did not come up: the process exited$status; log: $log"
 			[[ -f $log ]] && tail -n 15 "$log" | sed 's/^/    /' >&2
 			return 1
@@ -250,7 +322,7 @@ proc_stop() {
 		fi
 		sleep 0.05
 	done
-	[[ $name == clickhouse ]] && rm -f "$WT_DIR/clickhouse/clickhouse.pid"
+	[[ $name == clickhouse* ]] && rm -f "$WT_DIR/$name/clickhouse.pid"
 	proc_clear "$name"
 	env_write "$WT_DIR"
 	note "$name stopped (SIG$sig, pid $pid)"

@@ -37,6 +37,7 @@ class ClickHouse:
         self.tcp_port = free_port()
         self.inter_port = free_port()
         self.pid = None
+        self.extra_config = None  # XML appended to config.xml (harness/cluster.py)
         if testcase is not None:
             testcase.addCleanup(self.cleanup)
 
@@ -47,7 +48,8 @@ class ClickHouse:
     def start(self):
         out = subprocess.run([os.path.join(SCRIPTS, "start-private"), "--dir", self.dir,
                               "--http-port", str(self.http_port), "--tcp-port", str(self.tcp_port),
-                              "--interserver-port", str(self.inter_port)],
+                              "--interserver-port", str(self.inter_port)]
+                             + (["--extra-config", self.extra_config] if self.extra_config else []),
                              capture_output=True, text=True, timeout=60)
         if out.returncode != 0:
             raise RuntimeError(f"clickhouse start failed: {out.stderr}")

@@ -41,13 +41,16 @@ class Edge:
     def __init__(self, testcase=None, project="demo", sync=True, workers=4, max_body_mb=64,
                  rollup_mode="merge", extra_limits="", extra_edge="", edge_id="edge-test", hub=None,
                  replication="", retention=None):
-        """hub: None (no replication) or {"url","ca","cert","key"};
+        """hub: None (no replication) or {"url" (or "urls": a list),"ca","cert","key"};
         replication: text inside `replication = { ... }` (e.g.
         "backoff_initial_ms = 50;"); retention: {key: value} over the defaults
         below (e.g. {"disk_quota_mb": 1, "interval_s": 1})."""
         self.dir = tempfile.mkdtemp(prefix="wt-edge-test-")
         self.edge_id = edge_id
         h = hub or {"url": "", "ca": "", "cert": "", "key": ""}
+        # "urls": several hubs with failover (hub.urls); else "url"
+        hub_addr = ("urls = [" + ", ".join(f'"{u}"' for u in h["urls"]) + "];") if h.get("urls") \
+            else f'url = "{h["url"]}";'
         ret = {"raw_hours_after_replication": 24, "rollup_days": 7, "disk_quota_mb": 10240}
         ret.update(retention or {})
         ret_text = " ".join(f"{k} = {v};" for k, v in ret.items())
@@ -74,7 +77,7 @@ class Edge:
 limits = {{ max_body_mb = {max_body_mb}; max_decompressed_mb = 512; max_samples = 5000000; max_stack_depth = 2048; {extra_limits} }};
 retention = {{ {ret_text} }};
 projects = ( {{ name = "{project}"; upload_tokens = [ "{UPLOAD_TOKEN}" ]; read_tokens = [ "{READ_TOKEN}" ]; }} );
-hub = {{ url = "{h["url"]}"; ca = "{h["ca"]}"; cert = "{h["cert"]}"; key = "{h["key"]}"; }};
+hub = {{ {hub_addr} ca = "{h["ca"]}"; cert = "{h["cert"]}"; key = "{h["key"]}"; }};
 replication = {{ {replication} }};
 """)
         if testcase is not None:

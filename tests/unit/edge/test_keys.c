@@ -1,6 +1,6 @@
 /*
  * test_keys.c — edge RocksDB key encoding: order, round trips, payloads;
- * plus config loading and token lookup.
+ * plus config loading (hub.urls too) and token lookup.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,6 +105,59 @@ static void config_load_and_auth(void **state)
 	unlink(path);
 }
 
+/* hub.urls (scale-out): list with failover; hub.url alone = a list of one;
+ * both set must agree; every entry https. */
+static int load_text(const char *text, edge_config *c, wt_err *err)
+{
+	char path[] = "/tmp/wt-edge-cfg-XXXXXX";
+	int fd = mkstemp(path), rc;
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	edge_config_defaults(c);
+	rc = edge_config_load(c, path, err);
+	unlink(path);
+	return rc;
+}
+
+static void config_hub_urls(void **state)
+{
+	edge_config c;
+	wt_err err = {0};
+
+	assert_int_equal(load_text("hub = { urls = [\"https://h1:8443\", \"https://h2:8443/\"];"
+				   " ca = \"c\"; cert = \"c\"; key = \"k\"; };\n", &c, &err), 0);
+	assert_int_equal(c.n_hub_urls, 2);
+	assert_string_equal(c.hub_urls[1], "https://h2:8443/");
+	assert_string_equal(c.hub_url, "https://h1:8443"); /* the first one */
+	edge_config_free(&c);
+
+	assert_int_equal(load_text("hub = { url = \"https://h1:8443\"; urls = [ ];"
+				   " ca = \"c\"; cert = \"c\"; key = \"k\"; };\n", &c, &err), 0);
+	assert_int_equal(c.n_hub_urls, 1);
+	assert_string_equal(c.hub_urls[0], "https://h1:8443");
+	edge_config_free(&c);
+
+	assert_int_equal(load_text("hub = { };\n", &c, &err), 0);
+	assert_int_equal(c.n_hub_urls, 0);
+	edge_config_free(&c);
+
+	assert_int_equal(load_text("hub = { url = \"https://h9:1\"; urls = [\"https://h1:8443\"];"
+				   " ca = \"c\"; cert = \"c\"; key = \"k\"; };\n", &c, &err), WT_EINVAL);
+	assert_non_null(strstr(err.msg, "disagree"));
+	edge_config_free(&c);
+
+	assert_int_equal(load_text("hub = { urls = [\"https://h1:8443\", \"http://h2:8443\"];"
+				   " ca = \"c\"; cert = \"c\"; key = \"k\"; };\n", &c, &err), WT_EINVAL);
+	assert_non_null(strstr(err.msg, "hub.urls[1]"));
+	edge_config_free(&c);
+
+	assert_int_equal(load_text("hub = { urls = [\"https://h1:8443\"]; };\n", &c, &err), WT_EINVAL);
+	assert_non_null(strstr(err.msg, "hub.ca"));
+	edge_config_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -112,6 +165,7 @@ int main(void)
 		cmocka_unit_test(rollup_key_round_trip),
 		cmocka_unit_test(stack_payload),
 		cmocka_unit_test(config_load_and_auth),
+		cmocka_unit_test(config_hub_urls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
