@@ -35,6 +35,7 @@
  * FlameGraph's stackcollapse-perf.pl names them.
  */
 #include "perf_script.h"
+#include "hex.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -58,17 +59,6 @@ static int is_blank(char c)
 static int is_digit(char c)
 {
 	return c >= '0' && c <= '9';
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* Decimal digits s[0..n) → *v; 0 or -1 (not all digits / overflow). */
@@ -271,9 +261,9 @@ static int parse_frame(const char *s, size_t n, pframe *f)
 	size_t i = 0, e;
 	uint64_t a = 0;
 
-	while (i < n && hexval(s[i]) >= 0) {
+	while (i < n && wt_hex_digit(s[i]) >= 0) {
 		if (i < 16)
-			a = a << 4 | (uint64_t)hexval(s[i]);
+			a = a << 4 | (uint64_t)wt_hex_digit(s[i]);
 		i++;
 	}
 	if (i == 0 || i > 16 || (i < n && !is_blank(s[i])))
@@ -308,7 +298,7 @@ static int parse_frame(const char *s, size_t n, pframe *f)
 	{
 		size_t j = e;
 
-		while (j > i && hexval(s[j - 1]) >= 0)
+		while (j > i && wt_hex_digit(s[j - 1]) >= 0)
 			j--;
 		if (j < e && j >= i + 3 && s[j - 1] == 'x' && s[j - 2] == '0' && s[j - 3] == '+')
 			e = j - 3;

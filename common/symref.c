@@ -3,21 +3,11 @@
  * (see symref.h).
  */
 #include "symref.h"
+#include "hex.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Where " [bid:HEX]" starts in s[0..n), or n. */
 static size_t bid_start(const char *s, size_t n, const char **bid, size_t *bid_len)
@@ -28,7 +18,7 @@ static size_t bid_start(const char *s, size_t n, const char **bid, size_t *bid_l
 	*bid_len = 0;
 	if (n < 8 || s[n - 1] != ']')
 		return n;
-	for (i = n - 1; i > 0 && hexval(s[i - 1]) >= 0; i--)
+	for (i = n - 1; i > 0 && wt_hex_digit(s[i - 1]) >= 0; i--)
 		;
 	/* s[i..n-1) are the hex digits */
 	if (i == n - 1 || n - 1 - i > WT_BUILD_ID_MAX || i < 6 || memcmp(s + i - 6, " [bid:", 6))
@@ -51,13 +41,13 @@ int wt_symref_parse(const char *s, size_t n, wt_symref *out)
 	size_t e = bid_start(s, n, &out->build_id, &out->build_id_len), j;
 	uint64_t off = 0;
 
-	for (j = e; j > 0 && hexval(s[j - 1]) >= 0; j--)
+	for (j = e; j > 0 && wt_hex_digit(s[j - 1]) >= 0; j--)
 		;
 	/* s[j..e) hex digits after "+0x", a non-empty module before it */
 	if (j == e || e - j > 16 || j < 4 || memcmp(s + j - 3, "+0x", 3))
 		return 0;
 	for (size_t k = j; k < e; k++)
-		off = off << 4 | (uint64_t)hexval(s[k]);
+		off = off << 4 | (uint64_t)wt_hex_digit(s[k]);
 	out->module = s;
 	out->module_len = j - 3;
 	out->offset = off;
