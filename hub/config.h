@@ -28,6 +28,7 @@ typedef struct hub_config {
 	int health_interval_ms;  /* ClickHouse health probe period; 1000 */
 	int default_range_s;     /* query range when `from` is absent; 3600 */
 	int worker_interval_s;   /* retention/archive jobs run this often; 86400; 0 = off */
+	int worker_lease_ttl_s;  /* job lease expiry, renewed every third of it while a job runs; 120 */
 
 	/* clickhouse = { ... } */
 	char *ch_url;            /* "http://127.0.0.1:8123" */

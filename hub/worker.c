@@ -172,8 +172,8 @@ static int lease_claim(hub_ch *ch, const char *job, uint64_t base, wt_err *err)
 /* 0 = we hold the lease now (*last_done = previous run end). due_s > 0:
  * only when the last run ended at least due_s ago (periodic runs; checked
  * on the row read here, so a run another hub just finished is seen). */
-static int lease_take(hub_ch *ch, const char *job, int64_t due_s, int64_t *last_done, uint64_t *version,
-		      wt_err *err)
+static int lease_take(hub_ch *ch, const char *job, int64_t ttl_s, int64_t due_s, int64_t *last_done,
+		      uint64_t *version, wt_err *err)
 {
 	const char *me = hub_worker_instance();
 	int64_t now = hub_now_ns();
@@ -192,7 +192,7 @@ static int lease_take(hub_ch *ch, const char *job, int64_t due_s, int64_t *last_
 	if (hub_ch_cluster(ch) && (rc = lease_claim(ch, job, l.version, err)))
 		return rc;
 	v = (uint64_t)now > l.version ? (uint64_t)now : l.version + 1;
-	if ((rc = lease_write(ch, job, me, now + (int64_t)HUB_LEASE_TTL_S * 1000000000LL, l.last_done_ns, v, err)))
+	if ((rc = lease_write(ch, job, me, now + ttl_s * 1000000000LL, l.last_done_ns, v, err)))
 		return rc;
 	if ((rc = lease_read(ch, job, &l, err)))
 		return rc;
@@ -212,6 +212,113 @@ static void lease_release(hub_ch *ch, const char *job, uint64_t version)
 		wt_warn("msg=\"worker lease not released (expires by itself)\" job=%s error=\"%s\"", job, err.msg);
 }
 
+/* Heartbeat: while a job runs, a thread of its own (with its own ClickHouse
+ * client) re-writes the lease every third of the TTL with a later expiry
+ * and a higher version, so a short TTL is safe for long jobs and a hub that
+ * dies mid-job frees the job within one TTL. */
+typedef struct lease_beat {
+	hub_ch *ch;
+	const char *job;
+	int64_t ttl_s, last_done_ns;
+	uint64_t version; /* newest version written; under mu */
+	int stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t th;
+} lease_beat;
+
+static void *beat_main(void *arg)
+{
+	lease_beat *b = arg;
+	int64_t period_ms = b->ttl_s * 1000 / 3;
+
+	pthread_mutex_lock(&b->mu);
+	while (!b->stop) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += period_ms / 1000;
+		until.tv_nsec += (period_ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		while (!b->stop && pthread_cond_timedwait(&b->cv, &b->mu, &until) != ETIMEDOUT)
+			;
+		if (b->stop)
+			break;
+		int64_t now = hub_now_ns();
+		uint64_t v = (uint64_t)now > b->version ? (uint64_t)now : b->version + 1;
+		wt_err err = {0, ""};
+		pthread_mutex_unlock(&b->mu);
+		int rc = lease_write(b->ch, b->job, hub_worker_instance(), now + b->ttl_s * 1000000000LL,
+				     b->last_done_ns, v, &err);
+		pthread_mutex_lock(&b->mu);
+		if (rc)
+			wt_warn("msg=\"worker lease not renewed\" job=%s error=\"%s\"", b->job, err.msg);
+		else if (v > b->version)
+			b->version = v;
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+/* 0 = heartbeat running; on failure the job runs without one (its lease
+ * then simply expires after the TTL, as before renewals existed). */
+static int beat_start(lease_beat *b, hub_ctx *ctx, const char *job, int64_t last_done_ns, uint64_t version)
+{
+	memset(b, 0, sizeof(*b));
+	b->job = job;
+	b->ttl_s = ctx->cfg.worker_lease_ttl_s;
+	b->last_done_ns = last_done_ns;
+	b->version = version;
+	if (!(b->ch = hub_ch_new(&ctx->chconf)))
+		return -1;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	if (pthread_create(&b->th, NULL, beat_main, b)) {
+		pthread_cond_destroy(&b->cv);
+		pthread_mutex_destroy(&b->mu);
+		hub_ch_free(b->ch);
+		b->ch = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Stops the heartbeat; returns the newest lease version written. */
+static uint64_t beat_stop(lease_beat *b)
+{
+	uint64_t v = b->version;
+
+	if (!b->ch)
+		return v;
+	pthread_mutex_lock(&b->mu);
+	b->stop = 1;
+	pthread_cond_signal(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	pthread_join(b->th, NULL);
+	v = b->version;
+	pthread_cond_destroy(&b->cv);
+	pthread_mutex_destroy(&b->mu);
+	hub_ch_free(b->ch);
+	b->ch = NULL;
+	return v;
+}
+
+/* Test hook: WT_TEST_JOB_DELAY_MS=<ms> makes every job hold its lease that
+ * much longer (lease renewal and takeover tests). */
+static void test_job_delay(void)
+{
+	const char *d = getenv("WT_TEST_JOB_DELAY_MS");
+	long ms = d ? strtol(d, NULL, 10) : 0;
+
+	if (ms > 0 && ms <= 600000) {
+		struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+		while (nanosleep(&t, &t) == -1 && errno == EINTR)
+			;
+	}
+}
+
 /* ---- jobs ------------------------------------------------------------------------- */
 
 static void log_paths(hub_ctx *ctx);
@@ -222,6 +329,7 @@ static int run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s, int
 	size_t i;
 	int64_t last_done = 0, t0;
 	uint64_t version = 0;
+	lease_beat beat = {0};
 	json_t *s;
 	int rc;
 
@@ -234,7 +342,7 @@ static int run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s, int
 	if ((rc = hub_store_check(&ctx->store, err)))
 		return rc;
 	log_paths(ctx);
-	if ((rc = lease_take(ch, job, due_s, &last_done, &version, err)))
+	if ((rc = lease_take(ch, job, ctx->cfg.worker_lease_ttl_s, due_s, &last_done, &version, err)))
 		return rc;
 	s = json_pack("{s:s, s:s, s:I}", "job", job, "holder", hub_worker_instance(), "now", (json_int_t)now_s);
 	if (!s) {
@@ -242,8 +350,12 @@ static int run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s, int
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	}
 	t0 = hub_now_ns();
+	if (beat_start(&beat, ctx, job, last_done, version))
+		wt_warn("msg=\"worker lease heartbeat not started; lease expires after its TTL\" job=%s", job);
+	test_job_delay();
 	rc = jobs[i].fn(ctx, ch, now_s, s, err);
 	json_object_set_new(s, "duration_ms", json_integer((hub_now_ns() - t0) / 1000000));
+	version = beat_stop(&beat);
 	lease_release(ch, job, version);
 	if (rc) {
 		json_decref(s);

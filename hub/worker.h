@@ -6,11 +6,13 @@
  * take a job a hub reads the row (FINAL); if another holder's expiry is in
  * the future it stands back (a periodic run also stands back when the row's
  * last_done_ns says the job ran less than an interval ago — another hub did
- * it); else it writes (job, its instance id, now + HUB_LEASE_TTL_S, version
+ * it); else it writes (job, its instance id, now + hub.worker_lease_ttl_s, version
  * = max(old + 1, now_ns)) and re-reads: it won if the row now names it.
  * Releasing writes expiry 0 and the run's end time (last_done_ns), which
- * also schedules the next run across hub restarts. A hub that dies holding
- * the lease blocks the job until the expiry (HUB_LEASE_TTL_S), then any hub
+ * also schedules the next run across hub restarts. While the job runs a
+ * heartbeat thread re-writes the lease every third of the TTL (later expiry,
+ * higher version), so a hub that dies holding the lease blocks the job for
+ * at most one TTL (hub.worker_lease_ttl_s, default 120 s), then any hub
  * takes it over.
  *
  * Single server: race window — two hubs that both read an expired lease,
@@ -43,7 +45,6 @@
 
 struct hub_ctx;
 
-#define HUB_LEASE_TTL_S 3600
 #define HUB_LEASE_SETTLE_MS 3000 /* cluster mode: wait between claim and decision */
 #define HUB_WORKER_CHECK_S 60 /* how often the thread looks for due jobs */
 

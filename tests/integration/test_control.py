@@ -29,6 +29,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.parse
@@ -335,6 +336,56 @@ class ControlTest(unittest.TestCase):
         st, js = hub.request("POST", "/v1/admin/worker/run?job=archive", token=hub.admin_token)
         self.assertEqual(st, 200, js)
         self.assertEqual(hub.request("POST", "/v1/admin/worker/run?job=nope", token=hub.admin_token)[0], 400)
+
+    def test_lease_heartbeat_and_takeover(self):
+        """a long job keeps its lease past the TTL (heartbeat); SIGKILL of its hub frees it within one TTL"""
+        ttl = 3
+        extra = f"worker_interval_s = 0; worker_lease_ttl_s = {ttl};"
+        a = self.make_hub(env={"WT_TEST_JOB_DELAY_MS": "120000"}, extra=extra)
+        b = Hub(self, self.ch, database=self.db, hub_extra=extra)
+        b.start()
+
+        def run_on_a():
+            try:
+                a.request("POST", "/v1/admin/worker/run?job=archive", token=a.admin_token, timeout=150)
+            except OSError:
+                pass  # a is killed below
+        t = threading.Thread(target=run_on_a, daemon=True)
+        t.start()
+        now_ns = lambda: time.time_ns()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            row = self.q("SELECT holder, expires_ns FROM worker_leases FINAL WHERE job = 'archive'"
+                         " ORDER BY version DESC LIMIT 1")
+            if row and int(row.split("\t")[1]) > now_ns():
+                break
+            time.sleep(0.1)
+        holder, first_expiry = row.split("\t")[0], int(row.split("\t")[1])
+        self.assertTrue(holder, "hub a did not take the lease")
+        time.sleep(3 * ttl)  # three TTLs: without renewals the lease would have expired
+        st, js = b.request("POST", "/v1/admin/worker/run?job=archive", token=b.admin_token)
+        self.assertEqual(st, 503, js)
+        self.assertIn(holder, js["detail"])
+        later = self.q("SELECT holder, expires_ns FROM worker_leases FINAL WHERE job = 'archive'"
+                       " ORDER BY version DESC LIMIT 1").split("\t")
+        self.assertEqual(later[0], holder)
+        self.assertGreaterEqual(int(later[1]) - first_expiry, 2 * ttl * 10**9, "lease not renewed while the job ran")
+        a.proc.kill()
+        a.proc.wait()
+        killed = time.time()
+        st = None
+        while time.time() < killed + 4 * ttl:
+            st, js = b.request("POST", "/v1/admin/worker/run?job=archive", token=b.admin_token)
+            if st == 200:
+                break
+            time.sleep(0.2)
+        self.assertEqual(st, 200, js)
+        took = time.time() - killed
+        self.assertLessEqual(took, ttl + 1.5, f"takeover took {took:.1f}s with a {ttl}s TTL")
+        row = self.q("SELECT holder, expires_ns FROM worker_leases FINAL WHERE job = 'archive'"
+                     " ORDER BY version DESC LIMIT 1").split("\t")
+        self.assertNotEqual(row[0], holder)
+        self.assertEqual(row[1], "0", "b released the lease after its run")
 
     # ---- deletion ------------------------------------------------------------------------------
     def test_audited_deletion(self):
