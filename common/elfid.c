@@ -3,6 +3,7 @@
  * file held in memory (see elfid.h).
  */
 #include "elfid.h"
+#include "hex.h"
 
 #include <elfutils/libdwelf.h>
 #include <gelf.h>
@@ -30,23 +31,26 @@ static Elf *open_mem(const void *data, size_t len)
 	return elf;
 }
 
+int wt_elf_gnu_build_id(Elf *elf, char *hex, size_t cap)
+{
+	const void *id = NULL;
+	ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+
+	if (n <= 0 || (size_t)n * 2 + 1 > cap)
+		return -1;
+	wt_hex_encode(id, (size_t)n, hex, cap);
+	return 0;
+}
+
 int wt_elf_build_id(const void *data, size_t len, const char *what, char *hex, size_t cap, wt_err *err)
 {
 	Elf *elf = open_mem(data, len);
-	const void *id = NULL;
-	ssize_t n;
 	int rc = 0;
 
 	if (!elf)
 		return wt_err_set(err, WT_EINVAL, "%s: not an ELF file", what);
-	n = dwelf_elf_gnu_build_id(elf, &id);
-	if (n <= 0 || (size_t)n * 2 + 1 > cap) {
+	if (wt_elf_gnu_build_id(elf, hex, cap))
 		rc = wt_err_set(err, WT_EINVAL, "%s: no GNU build id note (link with -Wl,--build-id)", what);
-		goto out;
-	}
-	for (ssize_t i = 0; i < n; i++)
-		snprintf(hex + 2 * i, 3, "%02x", ((const uint8_t *)id)[i]);
-out:
 	elf_end(elf);
 	return rc;
 }

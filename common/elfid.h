@@ -6,12 +6,18 @@
 #ifndef WT_ELFID_H
 #define WT_ELFID_H
 
+#include <libelf.h>
 #include <stddef.h>
 
 #include "err.h"
 
 /* 1 when data starts with the ELF magic. Pure. */
 int wt_elf_magic(const void *data, size_t len);
+
+/* The GNU build id of an open ELF (lower hex, NUL-terminated) into
+ * hex[cap]: 0, or -1 when it has none or it does not fit. Shared by
+ * wt_elf_build_id and the edge's symbolizer (edge/symbolize.c). */
+int wt_elf_gnu_build_id(Elf *elf, char *hex, size_t cap);
 
 /* Check that data[0..len) is an ELF file and write its GNU build id (lower
  * hex, NUL-terminated) into hex[cap]. WT_EINVAL "<what>: not an ELF file"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "elfid.h"
 
 /* bounds on what one file may make us hold */
 #define MAX_KSYMS (4u << 20)
@@ -228,17 +229,6 @@ void edge_elf_cache_free(edge_elf_cache *c)
 	free(c);
 }
 
-static void hex(const uint8_t *b, size_t n, char *out, size_t cap)
-{
-	static const char d[] = "0123456789abcdef";
-	size_t j = 0;
-	for (size_t i = 0; i < n && j + 2 < cap; i++) {
-		out[j++] = d[b[i] >> 4];
-		out[j++] = d[b[i] & 15];
-	}
-	out[j] = '\0';
-}
-
 static int add_syms(edge_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, size_t *cap)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
@@ -290,22 +280,6 @@ static int add_syms(edge_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, si
 	return 0;
 }
 
-static void find_build_id(edge_elf *e, Elf_Scn *scn)
-{
-	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t off = 0, noff, doff;
-	GElf_Nhdr nh;
-	if (!data)
-		return;
-	while ((off = gelf_getnote(data, off, &nh, &noff, &doff)) > 0) {
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-		    !memcmp((const char *)data->d_buf + noff, "GNU", 4) && nh.n_descsz <= 40) {
-			hex((const uint8_t *)data->d_buf + doff, nh.n_descsz, e->build_id, sizeof(e->build_id));
-			return;
-		}
-	}
-}
-
 static edge_elf *elf_parse(int fd, const struct stat *st)
 {
 	static int version_done;
@@ -344,10 +318,10 @@ static edge_elf *elf_parse(int fd, const struct stat *st)
 			have_symtab = 1;
 			if ((rc = add_syms(e, elf, scn, &sh, &cap)))
 				break;
-		} else if (sh.sh_type == SHT_NOTE && !e->build_id[0]) {
-			find_build_id(e, scn);
 		}
 	}
+	if (wt_elf_gnu_build_id(elf, e->build_id, sizeof(e->build_id)))
+		e->build_id[0] = '\0';
 	for (Elf_Scn *scn = NULL; !have_symtab && !rc && (scn = elf_nextscn(elf, scn));) {
 		GElf_Shdr sh;
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_DYNSYM)
