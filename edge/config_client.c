@@ -14,6 +14,7 @@
 
 #include "deletion.h"
 #include "ebpf.h"
+#include "hex.h"
 #include "log.h"
 #include "tls_client.h"
 
@@ -74,14 +75,9 @@ static int64_t mono_ms(void)
 static void sha256_hex(const char *s, char out[HASH_HEX + 1])
 {
 	unsigned char d[32];
-	static const char hx[] = "0123456789abcdef";
 
 	mbedtls_sha256_ret((const unsigned char *)s, strlen(s), d, 0);
-	for (int i = 0; i < 32; i++) {
-		out[2 * i] = hx[d[i] >> 4];
-		out[2 * i + 1] = hx[d[i] & 15];
-	}
-	out[HASH_HEX] = '\0';
+	wt_hex_encode(d, sizeof(d), out, HASH_HEX + 1);
 }
 
 static int tok_cmp(const void *a, const void *b)

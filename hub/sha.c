@@ -8,17 +8,11 @@
 #include <sys/random.h>
 
 #include "err.h"
+#include "hex.h"
 
 void hub_hex(const uint8_t *in, size_t n, char *out)
 {
-	static const char d[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = d[in[i] >> 4];
-		out[2 * i + 1] = d[in[i] & 15];
-	}
-	out[2 * n] = '\0';
+	wt_hex_encode(in, n, out, 2 * n + 1);
 }
 
 void hub_sha256_hex(const void *data, size_t len, char hex[HUB_SHA256_HEX_LEN + 1])
