@@ -23,6 +23,7 @@
 #include <mbedtls/x509_crt.h>
 
 #include "cli.h"
+#include "fsdir.h"
 #include "pki.h"
 
 const char cli_pki_usage[] =
@@ -142,23 +143,7 @@ static wt_pki_validity validity(const pki_args *a, uint64_t def_days)
 /* mkdir -p with mode 0700 for the directories we create. */
 static int make_dir(const char *path, wt_err *e)
 {
-	char tmp[PATH_MAX];
-	size_t n = strlen(path);
-
-	if (n == 0 || n >= sizeof(tmp))
-		return wt_err_set(e, WT_EINVAL, "bad directory name");
-	memcpy(tmp, path, n + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, 0700) && errno != EEXIST)
-			return wt_err_set(e, WT_EIO, "%s: %s", tmp, strerror(errno));
-		*p = '/';
-	}
-	if (mkdir(tmp, 0700) && errno != EEXIST)
-		return wt_err_set(e, WT_EIO, "%s: %s", tmp, strerror(errno));
-	return 0;
+	return wt_mkdir_p(path, 0700, e);
 }
 
 static int join(char *out, size_t len, const char *dir, const char *name, const char *ext)

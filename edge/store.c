@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "compress.h"
+#include "fsdir.h"
 #include "keys.h"
 #include "log.h"
 
@@ -609,26 +610,6 @@ static void *retention_main(void *arg)
 
 /* ---- open / close ------------------------------------------------------- */
 
-static int mkdir_p(const char *path)
-{
-	char tmp[4096];
-	size_t n = strlen(path);
-	if (n >= sizeof(tmp))
-		return -1;
-	memcpy(tmp, path, n + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(tmp, 0750) != 0 && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
-	}
-	if (mkdir(tmp, 0750) != 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 rocksdb_t *edge_store_db(edge_store *s) { return s->db; }
 rocksdb_column_family_handle_t *edge_store_cf(edge_store *s, int cf) { return s->cf[cf]; }
 
@@ -647,7 +628,7 @@ int edge_store_open(const edge_config *cfg, const char *config_text, edge_store 
 	pthread_mutex_init(&s->rmu, NULL);
 	pthread_cond_init(&s->rcv, NULL);
 	pthread_mutex_init(&s->retention_run_mu, NULL);
-	if (mkdir_p(cfg->data_dir) != 0) {
+	if (wt_mkdir_p(cfg->data_dir, 0750, NULL) != 0) {
 		rc = wt_err_set(err, WT_EIO, "cannot create data_dir %s: %s", cfg->data_dir, strerror(errno));
 		goto fail;
 	}

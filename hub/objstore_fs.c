@@ -15,28 +15,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsdir.h"
 #include "sha.h"
 
 typedef struct fs_priv {
 	char *root;
 } fs_priv;
 
-/* mkdir -p for the parent directories of path (path itself excluded). */
-static int mkdirs_parent(char *path)
+/* mkdir -p for the parent directories of path (path itself excluded);
+ * 0 or -errno. */
+static int mkdirs_parent(const char *path)
 {
-	char *p;
+	char dir[PATH_MAX];
+	char *slash;
 
-	for (p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0750) && errno != EEXIST) {
-			*p = '/';
-			return -errno;
-		}
-		*p = '/';
-	}
-	return 0;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	return wt_mkdir_p(dir, 0750, NULL) ? -errno : 0;
 }
 
 static int full_path(hub_objstore *os, const char *key, char *out, size_t cap)

@@ -18,6 +18,7 @@
 #include <xxhash.h>
 
 #include "ch_format.h"
+#include "fsdir.h"
 #include "debuginfod.h"
 #include "log.h"
 #include "store.h"
@@ -328,21 +329,6 @@ static int index_get(hub_symbols *s, hub_ch *ch, const char *project, proj_index
 	return 0;
 }
 
-static int mkdirs(char *path)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(path, 0700) && errno != EEXIST) {
-			*p = '/';
-			return -1;
-		}
-		*p = '/';
-	}
-	return mkdir(path, 0700) && errno != EEXIST ? -1 : 0;
-}
-
 static void cache_path(const hub_symbols *s, const char *project, const char *bid, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/%s/%s", s->cache_dir, project, bid);
@@ -365,7 +351,7 @@ static int local_copy(hub_symbols *s, const char *project, const char *bid, char
 		goto out;
 	snprintf(dir, sizeof(dir), "%s/%s", s->cache_dir, project);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (mkdirs(dir) || (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0 ||
+	if (wt_mkdir_p(dir, 0700, NULL) || (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0 ||
 	    write(fd, data.data, data.len) != (ssize_t)data.len || close(fd) || rename(tmp, path)) {
 		rc = wt_err_set(err, WT_EIO, "debug file cache %s: %s", path, strerror(errno));
 		if (fd >= 0)
