@@ -16,7 +16,12 @@
  * through its points (stats.h). A candidate has at least `min_points`
  * points (default 4, at least 3), a positive slope whose one-sided 95%
  * lower confidence bound (b − t₀.₉₅,ₙ₋₂·SE(b)) is above 0, and a fitted
- * growth over the range of at least `min_growth` (value units, default 0).
+ * growth over the range of at least `min_growth` (value units, default 0)
+ * and at least `min_rel_growth` times the function's highest point
+ * (default 0.01). The relative floor keeps a large constant buffer that
+ * picked up a few bytes of runtime bookkeeping once (the Go runtime charges
+ * its own small allocations, e.g. timer heaps, to the function that
+ * triggered them) from being reported next to real leaks.
  * Candidates are sorted by slope, largest first, with their series as the
  * evidence.
  */
@@ -56,6 +61,7 @@ typedef struct lk_ctx {
 	size_t nc, capc;
 	long min_points;
 	double min_growth;
+	double min_rel_growth;
 	char unit[64];
 	int rc;
 } lk_ctx;
@@ -80,17 +86,20 @@ static int finish_fn(lk_ctx *x)
 {
 	hub_linfit fit;
 	size_t i;
-	double growth;
+	double growth, peak = 0;
 
 	if (!x->fn)
 		return 0;
-	for (i = 0; i < x->npos; i++)
+	for (i = 0; i < x->npos; i++) {
 		x->cur[i] /= x->nsnap[i] > 0 ? x->nsnap[i] : 1;
+		if (x->cur[i] > peak)
+			peak = x->cur[i];
+	}
 	if ((long)x->npos < x->min_points || hub_linfit_compute(x->t, x->cur, x->npos, &fit) ||
 	    !(fit.slope > 0) || !(fit.lower95 > 0))
 		goto skip;
 	growth = fit.slope * (x->t[x->npos - 1] - x->t[0]);
-	if (growth < x->min_growth)
+	if (growth < x->min_growth || growth < x->min_rel_growth * peak)
 		goto skip;
 	if (x->nc == x->capc) {
 		size_t nc = x->capc ? x->capc * 2 : 16;
@@ -178,7 +187,8 @@ void hub_handle_leaks(hub_req *r, const char *project)
 	    hub_param_uint(&q, "buckets", DEFAULT_BUCKETS, 3, MAX_BUCKETS, &nbuckets, &err) ||
 	    hub_param_uint(&q, "limit", DEFAULT_LIMIT, 1, 1000, &limit, &err) ||
 	    hub_param_uint(&q, "min_points", 4, 3, MAX_BUCKETS, &x.min_points, &err) ||
-	    hub_param_double(&q, "min_growth", 0, 0, 1e18, &x.min_growth, &err))
+	    hub_param_double(&q, "min_growth", 0, 0, 1e18, &x.min_growth, &err) ||
+	    hub_param_double(&q, "min_rel_growth", 0.01, 0, 1e6, &x.min_rel_growth, &err))
 		goto fail;
 	if (!sel.hp.type)
 		sel.hp.type = "inuse_space";

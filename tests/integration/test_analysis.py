@@ -452,6 +452,33 @@ class Analysis(unittest.TestCase):
         js = self.view("leaks", service="leaky", type="inuse_objects", **{"from": T - 30, "until": T + 6 * 60})
         self.assertEqual(js["candidates"][0]["function"], "main.leakyCache")
 
+    def test_leak_relative_floor(self):
+        # What the Go runtime does now and then under load: a constant 512 KiB
+        # buffer is charged 96 bytes of runtime bookkeeping from one snapshot
+        # on. Steady, significant, and not a leak: below min_rel_growth (1 %
+        # of its peak). A function growing from 0 to 96 bytes stays reported.
+        T = self.T0 - 6 * 3600
+        for k in range(6):
+            steady = 524288 + (96 if k >= 4 else 0)
+            text = (f"main;leakMode;leakyCache {262144 * (k + 1)}\n"
+                    f"main;leakMode;steadyBuffer {steady}\n"
+                    f"main;leakMode;tinyLeak {16 * k}\n"
+                    f"main;leakMode;flat 4096\n")
+            st, js = self.hub.upload(text.encode(), self.up, "leaky-floor", format="folded",
+                                     type="inuse_space", **{"from": str(T + 60 * k)})
+            self.assertEqual(st, 200, js)
+        rng = {"from": T - 30, "until": T + 6 * 60}
+        js = self.view("leaks", service="leaky-floor", **rng)
+        self.assertEqual(js["snapshots"], 6)
+        self.assertEqual([c["function"] for c in js["candidates"]], ["leakyCache", "tinyLeak"])
+        js = self.view("leaks", service="leaky-floor", min_rel_growth="0", **rng)
+        self.assertEqual([c["function"] for c in js["candidates"]], ["leakyCache", "steadyBuffer", "tinyLeak"])  # by slope
+        steady = [c for c in js["candidates"] if c["function"] == "steadyBuffer"][0]
+        self.assertEqual([p["v"] for p in steady["series"]], [524288] * 4 + [524384] * 2)
+        st, js = self.get("/v1/projects/an/profiles/leaks", service="leaky-floor", min_rel_growth="-1")
+        self.assertEqual(st, 400)
+        self.assertTrue(js["detail"].startswith("min_rel_growth"), js)
+
 
 if __name__ == "__main__":
     unittest.main()
