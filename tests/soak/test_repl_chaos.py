@@ -51,7 +51,8 @@ class ReplicationChaos(unittest.TestCase):
             edges.append(Edge(self, edge_id=name, hub={"url": hub.repl_url, "ca": f"{pki}/ca.crt",
                                                        "cert": f"{pki}/{name}.crt", "key": f"{pki}/{name}.key"},
                               replication="backoff_initial_ms = 50; backoff_max_ms = 1000;").start())
-        data = open(SRC, "rb").read()
+        with open(SRC, "rb") as f:
+            data = f.read()
         per = awk_total(SRC)
         acked = [0]
         uncertain = [0]  # requests cut by an edge kill: stored or not, never twice
@@ -117,7 +118,8 @@ class ReplicationChaos(unittest.TestCase):
               f" actions {actions}", flush=True)
         ok = lambda t: t is not None and t % per == 0 and expected <= t <= expected + uncertain[0] * per
         got = None
-        end = time.time() + 300
+        drain_t0 = time.time()
+        end = drain_t0 + 300
         while time.time() < end:
             try:
                 st, js = hub.query("demo", "table", read, service="soak",
@@ -128,6 +130,7 @@ class ReplicationChaos(unittest.TestCase):
             if ok(got):
                 break
             time.sleep(1)
+        print(f"soak: drain took {time.time() - drain_t0:.1f}s (hub total {got}, expected {expected})", flush=True)
         self.assertTrue(ok(got), f"hub total {got}: expected {expected} (acknowledged uploads x {per})"
                         f" plus at most {uncertain[0]} whole uploads cut by edge kills")
         time.sleep(3)
