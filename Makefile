@@ -31,7 +31,7 @@ endif
 # make 4.3 does not pass exported variables to $(shell): set the path inline.
 PKG_CONFIG := PKG_CONFIG_PATH=$(CURDIR)/appliance/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH)) pkg-config
 LIBS_PC := libevent libevent_pthreads libprotobuf-c libzstd rocksdb libcurl \
-	mbedtls libconfig jansson libxxhash libdeflate zlib libnghttp2
+	mbedtls libconfig jansson libxxhash libdeflate zlib libnghttp2 libcrypto
 BPF_PC := libbpf libelf libdw
 
 CC ?= cc
