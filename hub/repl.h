@@ -37,6 +37,11 @@ typedef struct hub_repl_result {
 	uint64_t last_seq;
 	unsigned applied, duplicates, rejected, recovered;
 	size_t sample_rows, rollup_rows;
+	/* where the time went (ns): ledger queries; preparing (decode, stacks,
+	 * rows); object store puts (hash, write, fsync: in a helper thread,
+	 * overlapping prepare) and the wait for them after prepare; data
+	 * INSERTs */
+	int64_t ledger_ns, prepare_ns, objstore_ns, objstore_wait_ns, insert_ns;
 } hub_repl_result;
 
 /* Apply one decoded batch (protobuf bytes, already decompressed) sent by

@@ -9,11 +9,16 @@
  * sample rows and the edge's rollup rows into per-day buffers; insert each
  * day's rows with one INSERT; insert the raw-object index rows; then the
  * "applied" ledger rows. Only then is the batch acknowledged.
+ *
+ * The object store puts (hash, write, fsync) run in a helper thread while
+ * the next uploads are decoded; every put has finished, successfully,
+ * before the first data row is inserted.
  */
 #include "repl.h"
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,6 +59,9 @@ typedef struct up_state {
 	int rejected;
 	char detail[300];
 	int64_t time_ns;
+	int raw_index;       /* write its raw_objects_v1 row once stored */
+	const char *format;  /* detected format (static string) */
+	char key[128];       /* object store key, set by the put */
 } up_state;
 
 /* Per-batch cache of project retention. */
@@ -282,6 +290,106 @@ static int raw_index_exists(hub_ch *ch, const up_state *s, int *exists, wt_err *
 	return rc;
 }
 
+/* ---- object store puts, overlapped with decoding ---------------------------- */
+typedef struct putter {
+	hub_ctx *ctx;
+	up_state *ups;
+	size_t *queue, nq, head; /* indices into ups, capacity = uploads */
+	int closed, started, rc;
+	wt_err err;
+	int64_t ns;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+} putter;
+
+static int put_one(putter *p, up_state *s, wt_err *err)
+{
+	int64_t t0 = hub_now_ns();
+	int rc = hub_objstore_put_content(p->ctx->os, "raw", s->u->original.data, s->u->original.len, s->key,
+					  sizeof(s->key), err);
+	p->ns += hub_now_ns() - t0;
+	if (rc)
+		atomic_fetch_add(&p->ctx->metrics.objstore_errors_total, 1);
+	return rc;
+}
+
+static void *putter_main(void *arg)
+{
+	putter *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (p->head == p->nq && !p->closed)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->head == p->nq)
+			break;
+		up_state *s = &p->ups[p->queue[p->head++]];
+		int failed = p->rc != 0;
+		pthread_mutex_unlock(&p->mu);
+		wt_err e = {0, ""};
+		int rc = failed ? 0 : put_one(p, s, &e); /* after a failure the batch fails anyway */
+		pthread_mutex_lock(&p->mu);
+		if (rc && !p->rc) {
+			p->rc = rc;
+			p->err = e;
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* Without the thread (it could not start) puts happen in place. */
+static void putter_start(putter *p, hub_ctx *ctx, up_state *ups, size_t n)
+{
+	memset(p, 0, sizeof(*p));
+	p->ctx = ctx;
+	p->ups = ups;
+	p->queue = calloc(n ? n : 1, sizeof(*p->queue));
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	if (p->queue && pthread_create(&p->th, NULL, putter_main, p) == 0)
+		p->started = 1;
+}
+
+static int putter_add(putter *p, size_t i, wt_err *err)
+{
+	if (!p->started) {
+		int rc = put_one(p, &p->ups[i], err);
+		return rc ? WT_EUNAVAIL : 0;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->queue[p->nq++] = i;
+	pthread_cond_signal(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+/* Wait for every queued put; WT_EUNAVAIL (first failure in err) if any
+ * failed. Safe to call twice. */
+static int putter_finish(putter *p, wt_err *err)
+{
+	if (p->started) {
+		pthread_mutex_lock(&p->mu);
+		p->closed = 1;
+		pthread_cond_signal(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		pthread_join(p->th, NULL);
+		p->started = 0;
+	}
+	if (p->rc && err)
+		*err = p->err;
+	return p->rc ? WT_EUNAVAIL : 0;
+}
+
+static void putter_free(putter *p)
+{
+	putter_finish(p, NULL);
+	free(p->queue);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+}
+
 /* ---- rows ---------------------------------------------------------------------- */
 static int add_rollup_rows(const up_state *s, const days_ctx *skip, hub_daysink *sink, size_t *nrows)
 {
@@ -403,9 +511,8 @@ static int decode_original(const pb_upload *u, json_t *hdr, wt_format fmt, const
 /* Decode an upload's original exactly as the edge did, store it, and
  * append its sample rows to sink. A decode failure marks the upload
  * rejected (its rollup is still stored) rather than failing the batch. */
-static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, json_t *hdr, const days_ctx *skip,
-			  int recovery, hub_daysink *sink, wt_buf *rawsql, size_t *nraw,
-			  hub_repl_result *res, wt_err *err)
+static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, json_t *hdr, const days_ctx *skip,
+			  int recovery, hub_daysink *sink, putter *put, hub_repl_result *res, wt_err *err)
 {
 	const pb_upload *u = s->u;
 	wt_decode_opts o;
@@ -418,7 +525,6 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, json_t *hdr, co
 	int64_t from_ns = jint(hdr, "from_ns"), until_ns = jint(hdr, "until_ns");
 	json_t *labels = json_object_get(hdr, "labels"), *v;
 	const char *k;
-	char key[128];
 	size_t nlp = 0;
 	wt_err derr = {0, ""};
 	int rc = 0, exists = 0;
@@ -457,12 +563,8 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, json_t *hdr, co
 			}
 		}
 	}
-	if ((rc = hub_objstore_put_content(ctx->os, "raw", u->original.data, u->original.len, key,
-					   sizeof(key), err))) {
-		atomic_fetch_add(&ctx->metrics.objstore_errors_total, 1);
-		rc = WT_EUNAVAIL;
+	if ((rc = putter_add(put, idx, err)))
 		goto out;
-	}
 	memset(&rq, 0, sizeof(rq));
 	rq.project = s->project;
 	rq.service = s->service;
@@ -481,8 +583,8 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, json_t *hdr, co
 	res->sample_rows += st.sample_rows;
 	if (recovery && (rc = raw_index_exists(ch, s, &exists, err)))
 		goto out;
-	if (!exists)
-		raw_index_row(rawsql, nraw, s, key, wt_format_name(det), u->original.len);
+	s->raw_index = !exists;
+	s->format = wt_format_name(det);
 out:
 	wt_profile_free(p);
 	return rc;
@@ -514,6 +616,9 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	hub_daysink samples = {0}, rollups = {0};
 	wt_buf rawsql = WT_BUF_INIT;
 	json_t **hdrs = NULL;
+	putter put;
+	int put_on = 0;
+	int64_t t0, t1;
 	int rc = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -584,12 +689,17 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 		s->retention_days = rets[r].days;
 	}
 
+	t0 = hub_now_ns();
 	if ((rc = ledger_lookup(ch, b->edge_id, b, ups, b->n_uploads, err)) ||
 	    (rc = ledger_write(ch, b->edge_id, ups, b->n_uploads, LEDGER_STARTED, err)))
 		goto out;
+	t1 = hub_now_ns();
+	res->ledger_ns += t1 - t0;
 
 	wt_buf_puts(&rawsql, "INSERT INTO raw_objects_v1 (date, time_ns, project, service, upload_id,"
 			     " object_key, format, size, deleted) VALUES ");
+	putter_start(&put, ctx, ups, b->n_uploads);
+	put_on = 1;
 	for (i = 0; i < b->n_uploads; i++) {
 		up_state *s = &ups[i];
 		days_ctx skip_s = {{0}, 0, 0}, skip_r = {{0}, 0, 1};
@@ -607,7 +717,7 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 				" rollup_days_done=%zu", s->upload_id, skip_s.n, skip_r.n);
 		}
 		if (s->u->original.len &&
-		    (rc = apply_original(ctx, ch, s, hdrs[i], &skip_s, recovery, &samples, &rawsql, &nraw, res, err)))
+		    (rc = apply_original(ctx, ch, s, i, hdrs[i], &skip_s, recovery, &samples, &put, res, err)))
 			goto out;
 		if ((rc = add_rollup_rows(s, &skip_r, &rollups, &res->rollup_rows))) {
 			rc = wt_err_set(err, rc, "replication batch: upload seq %" PRIu64
@@ -619,6 +729,17 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 		else
 			res->applied++;
 	}
+	/* every original is stored before any data row refers to it */
+	t0 = hub_now_ns();
+	res->prepare_ns += t0 - t1;
+	if ((rc = putter_finish(&put, err)))
+		goto out;
+	res->objstore_ns = put.ns;
+	res->objstore_wait_ns = hub_now_ns() - t0;
+	for (i = 0; i < b->n_uploads; i++)
+		if (ups[i].raw_index)
+			raw_index_row(&rawsql, &nraw, &ups[i], ups[i].key, ups[i].format, ups[i].u->original.len);
+	t0 = hub_now_ns();
 	if ((rc = insert_days(ch, hub_samples_insert_sql, &samples, err)))
 		goto out;
 	failpoint("repl_after_samples");
@@ -627,8 +748,13 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	failpoint("repl_after_rollups");
 	if (nraw && (rc = hub_ch_query_buf(ch, &rawsql, NULL, err)))
 		goto out;
+	t1 = hub_now_ns();
+	res->insert_ns += t1 - t0;
 	rc = ledger_write(ch, b->edge_id, ups, b->n_uploads, LEDGER_APPLIED, err);
+	res->ledger_ns += hub_now_ns() - t1;
 out:
+	if (put_on)
+		putter_free(&put);
 	if (rc == WT_EIO || rc == WT_EUNAVAIL)
 		atomic_fetch_add(&ctx->metrics.ch_errors_total, 1);
 	if (ups)

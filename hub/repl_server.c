@@ -105,6 +105,7 @@ static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
 	wt_err err = {0, ""};
 	hub_ch *ch;
 	edge_prog *pg;
+	int64_t t_start = hub_now_ns();
 	int rc;
 
 	if (!strcmp(req->path, "/healthz")) {
@@ -158,8 +159,11 @@ static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
 	pthread_mutex_unlock(&prog_mu);
 	if (res.applied || res.duplicates || res.rejected)
 		wt_info("msg=\"batch applied\" edge=%s last_seq=%" PRIu64 " applied=%u duplicates=%u rejected=%u"
-			" recovered=%u sample_rows=%zu rollup_rows=%zu", req->peer_id, res.last_seq, res.applied,
-			res.duplicates, res.rejected, res.recovered, res.sample_rows, res.rollup_rows);
+			" recovered=%u sample_rows=%zu rollup_rows=%zu bytes=%zu ms=%.1f ledger_ms=%.1f prepare_ms=%.1f"
+			" objstore_ms=%.1f objstore_wait_ms=%.1f insert_ms=%.1f", req->peer_id, res.last_seq, res.applied, res.duplicates,
+			res.rejected, res.recovered, res.sample_rows, res.rollup_rows, plain ? plen : req->body_len,
+			(double)(hub_now_ns() - t_start) / 1e6, (double)res.ledger_ns / 1e6, (double)res.prepare_ns / 1e6,
+			(double)res.objstore_ns / 1e6, (double)res.objstore_wait_ns / 1e6, (double)res.insert_ns / 1e6);
 	snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
 	wt_buf_printf(&resp->body, "{\"last_seq\":%" PRIu64 ",\"applied\":%u,\"duplicates\":%u,\"rejected\":%u}",
 		      res.last_seq, res.applied, res.duplicates, res.rejected);
