@@ -37,7 +37,7 @@ void edge_config_defaults(edge_config *c)
 	c->hub_cert = strdup("");
 	c->hub_key = strdup("");
 	c->repl_batch_max_uploads = 64;
-	c->repl_batch_max_bytes = 8 * MB;
+	c->repl_batch_max_bytes = 32 * MB;
 	c->repl_backoff_initial_ms = 200;
 	c->repl_backoff_max_ms = 30000;
 	c->repl_interval_ms = 500;

@@ -1,7 +1,8 @@
 /*
  * repl_client.c — edge→hub replication: building batches from the buffer
  * (raw + rolluplog after the cursor), the sender thread with backoff, the
- * durable cursor/ledger, and the wt_edge_repl_* metrics. See
+ * prefetch thread that builds the next batch meanwhile, the durable
+ * cursor/ledger, and the wt_edge_repl_* metrics. See
  * repl_client.h; the wire contract is in docs/operations.md.
  */
 #include "repl_client.h"
@@ -472,6 +473,17 @@ struct edge_repl {
 	_Atomic int cancel;
 	uint64_t rng;
 
+	/* prefetch: a second thread builds (reads, packs, compresses) the batch
+	 * after the one in flight, so the edge's work overlaps the hub's */
+	pthread_t pf_th;
+	pthread_cond_t pf_cv;     /* with mu: state changes of the prefetch */
+	int pf_started, pf_state; /* PF_* */
+	uint64_t pf_after;        /* the batch wanted starts after this seq */
+	edge_repl_batch pf_b;
+	uint8_t *pf_z;
+	size_t pf_zl;
+	int pf_rc;
+
 	/* thread state */
 	uint64_t cursor;
 	uint64_t fails;
@@ -693,6 +705,107 @@ done:
 	return out;
 }
 
+/* Build the batch after `after` and compress it; the protobuf is freed
+ * once compressed (only its length is kept, for the metrics). */
+static int build_compressed(edge_repl *r, uint64_t after, edge_repl_batch *b, uint8_t **z, size_t *zl, wt_err *err)
+{
+	int rc = edge_repl_batch_build(r->store, r->cfg->id, after, r->cfg->repl_batch_max_uploads,
+				       r->cfg->repl_batch_max_bytes, b, err);
+	*z = NULL;
+	*zl = 0;
+	if (!rc && b->nuploads)
+		rc = wt_zstd_compress(b->pb, b->pb_len, r->cfg->repl_zstd_level, z, zl, err);
+	if (rc) {
+		edge_repl_batch_free(b);
+		return rc;
+	}
+	free(b->pb);
+	b->pb = NULL;
+	return 0;
+}
+
+enum { PF_IDLE, PF_WANTED, PF_BUILDING, PF_READY };
+
+static void *prefetch_main(void *arg)
+{
+	edge_repl *r = arg;
+	edge_repl_batch b;
+	uint8_t *z;
+	size_t zl;
+	wt_err err;
+
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		while (!r->stop && r->pf_state != PF_WANTED)
+			pthread_cond_wait(&r->pf_cv, &r->mu);
+		if (r->stop)
+			break;
+		uint64_t after = r->pf_after;
+		r->pf_state = PF_BUILDING;
+		pthread_mutex_unlock(&r->mu);
+		memset(&err, 0, sizeof(err));
+		int rc = build_compressed(r, after, &b, &z, &zl, &err);
+		pthread_mutex_lock(&r->mu);
+		r->pf_b = b;
+		r->pf_z = z;
+		r->pf_zl = zl;
+		r->pf_rc = rc;
+		r->pf_state = PF_READY;
+		pthread_cond_broadcast(&r->pf_cv);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* Ask for the batch after `after` to be built in the background (no-op
+ * while one is wanted, being built or waiting to be taken). */
+static void prefetch_request(edge_repl *r, uint64_t after)
+{
+	if (!r->pf_started)
+		return;
+	pthread_mutex_lock(&r->mu);
+	if (r->pf_state == PF_IDLE) {
+		r->pf_after = after;
+		r->pf_state = PF_WANTED;
+		pthread_cond_broadcast(&r->pf_cv);
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* Take the prefetched batch if it starts right after `after` and is not
+ * empty (returns 1); anything else is discarded (returns 0) and the caller
+ * builds in place — an empty or failed prefetch may be stale. Waits for a
+ * build in progress. */
+static int prefetch_take(edge_repl *r, uint64_t after, edge_repl_batch *b, uint8_t **z, size_t *zl)
+{
+	int took = 0;
+
+	if (!r->pf_started)
+		return 0;
+	pthread_mutex_lock(&r->mu);
+	if (r->pf_state == PF_WANTED && r->pf_after != after)
+		r->pf_state = PF_IDLE;
+	while (!r->stop && (r->pf_state == PF_WANTED || r->pf_state == PF_BUILDING))
+		pthread_cond_wait(&r->pf_cv, &r->mu);
+	if (r->pf_state == PF_READY) {
+		if (r->pf_after == after && !r->pf_rc && r->pf_b.nuploads) {
+			*b = r->pf_b;
+			*z = r->pf_z;
+			*zl = r->pf_zl;
+			took = 1;
+		} else {
+			edge_repl_batch_free(&r->pf_b);
+			free(r->pf_z);
+		}
+		memset(&r->pf_b, 0, sizeof(r->pf_b));
+		r->pf_z = NULL;
+		r->pf_zl = 0;
+		r->pf_state = PF_IDLE;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return took;
+}
+
 static void *repl_main(void *arg)
 {
 	edge_repl *r = arg;
@@ -711,13 +824,14 @@ static void *repl_main(void *arg)
 			r->woken = 0;
 			pthread_mutex_unlock(&r->mu);
 			memset(&err, 0, sizeof(err));
-			int rc = edge_repl_batch_build(r->store, r->cfg->id, r->cursor, r->cfg->repl_batch_max_uploads,
-						       r->cfg->repl_batch_max_bytes, &b, &err);
-			if (!rc && b.nuploads)
-				rc = wt_zstd_compress(b.pb, b.pb_len, r->cfg->repl_zstd_level, &z, &zl, &err);
+			int rc = 0;
+			if (!prefetch_take(r, r->cursor, &b, &z, &zl)) {
+				if (stopping(r))
+					break;
+				rc = build_compressed(r, r->cursor, &b, &z, &zl, &err);
+			}
 			if (rc) {
 				note_failure(r, R_BUILD, err.msg);
-				edge_repl_batch_free(&b);
 				nap(r, backoff_ms(r, attempt++, 0), 0);
 				continue;
 			}
@@ -730,6 +844,12 @@ static void *repl_main(void *arg)
 					"(dropped by the disk quota); their rollups are sent",
 					(unsigned long long)b.first_seq, (unsigned long long)b.last_seq, b.raw_missing);
 		}
+		/* the next batch is read and compressed while this one is sent;
+		 * it is used only if the hub acknowledges all of this one. Not
+		 * while the hub fails: a batch built then would be stale (small)
+		 * by the time it answers again. */
+		if (!r->fails)
+			prefetch_request(r, b.last_seq);
 		int out = send_batch(r, &b, z, zl);
 		if (out == SEND_OK) {
 			edge_repl_batch_free(&b);
@@ -771,9 +891,27 @@ static void repl_free(edge_repl *r)
 	for (size_t i = 0; i < r->nurls; i++)
 		free(r->urls[i]);
 	free(r->urls);
+	edge_repl_batch_free(&r->pf_b);
+	free(r->pf_z);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cv);
+	pthread_cond_destroy(&r->pf_cv);
 	free(r);
+}
+
+/* Wake and join the sender (when started) and the prefetch thread. */
+static void stop_threads(edge_repl *r, int sender)
+{
+	pthread_mutex_lock(&r->mu);
+	r->stop = 1;
+	pthread_cond_broadcast(&r->cv);
+	pthread_cond_broadcast(&r->pf_cv);
+	pthread_mutex_unlock(&r->mu);
+	if (sender)
+		pthread_join(r->th, NULL);
+	if (r->pf_started)
+		pthread_join(r->pf_th, NULL);
+	r->pf_started = 0;
 }
 
 int edge_repl_start(const edge_config *cfg, edge_store *store, edge_repl **out, wt_err *err)
@@ -798,6 +936,7 @@ int edge_repl_start(const edge_config *cfg, edge_store *store, edge_repl **out, 
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&r->cv, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&r->pf_cv, NULL);
 	r->rng = (uint64_t)now_ns() ^ ((uint64_t)(uintptr_t)r << 16) ^ 0x9E3779B97F4A7C15ULL;
 	if (!r->rng)
 		r->rng = 1;
@@ -833,7 +972,12 @@ int edge_repl_start(const edge_config *cfg, edge_store *store, edge_repl **out, 
 		repl_free(r);
 		return rc;
 	}
+	if (pthread_create(&r->pf_th, NULL, prefetch_main, r) == 0)
+		r->pf_started = 1;
+	else
+		wt_warn("replication: cannot start the prefetch thread; batches are built one at a time");
 	if (pthread_create(&r->th, NULL, repl_main, r) != 0) {
+		stop_threads(r, 0);
 		repl_free(r);
 		return wt_err_set(err, WT_ENOMEM, "cannot start the replication thread");
 	}
@@ -848,11 +992,7 @@ void edge_repl_stop(edge_repl *r)
 		return;
 	edge_store_on_commit(r->store, NULL, NULL);
 	atomic_store(&r->cancel, 1);
-	pthread_mutex_lock(&r->mu);
-	r->stop = 1;
-	pthread_cond_signal(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	pthread_join(r->th, NULL);
+	stop_threads(r, 1);
 	repl_free(r);
 }
 

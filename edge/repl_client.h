@@ -11,6 +11,8 @@
  * the ack time (one synced write), which the store's retention uses to
  * expire raw originals later. Failures are retried with the SAME batch
  * after an exponential backoff with jitter; the hub makes retries no-ops.
+ * While a batch is in flight a second thread builds the next one (seqs
+ * after the in-flight batch), used only after a full acknowledgement.
  * Wire contract: docs/operations.md "## Replication".
  *
  * Ownership: edge_repl_start() returns a client that reads cfg and store
