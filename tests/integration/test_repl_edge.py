@@ -11,12 +11,17 @@ answer is not taken for an ack (cursor stays 0, backlog stays); a
 certificate from another CA is refused in the handshake (tls_echo counts a
 failed handshake and no request); a hub certificate without the URL's name
 is refused by the edge; backoff cadence against a closed port; SIGTERM
-while a request hangs exits cleanly within 2 s.
+while a request hangs exits cleanly within 2 s; against a fake hub (Python
+ssl) that acknowledges only part of each batch, every batch starts right
+after the last acknowledged seq (the prefetched next batch is dropped).
 """
+import http.server
+import json
 import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -107,6 +112,80 @@ class Blackhole:
         self.sock.close()
         for c in self.conns:
             c.close()
+
+
+def varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return v, i
+
+
+def batch_seqs(pb):
+    """first_seq (field 2) and last_seq (field 3) of a watchtower.repl.Batch."""
+    i, out = 0, {}
+    while i < len(pb):
+        key, i = varint(pb, i)
+        field, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = varint(pb, i)
+            out[field] = v
+        elif wt == 2:
+            n, i = varint(pb, i)
+            i += n
+        else:
+            raise ValueError("wire type %d" % wt)
+    return out.get(2, 0), out.get(3, 0)
+
+
+class PartialAckHub:
+    """An mTLS hub that acknowledges at most `ack` uploads of each batch
+    (503 until open() is called) and records (first_seq, last_seq, ack)."""
+
+    def __init__(self, site, ack=2):
+        self.requests, self.gate = [], threading.Event()
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if not outer.gate.is_set():
+                    return self.answer(503, b'{"error":"unavailable"}')
+                pb = subprocess.run(["zstd", "-d", "-c", "-q"], input=body, capture_output=True, check=True).stdout
+                first, last = batch_seqs(pb)
+                acked = min(last, first + ack - 1)
+                outer.requests.append((first, last, acked))
+                self.answer(200, json.dumps({"last_seq": acked, "applied": acked - first + 1}).encode())
+
+            def answer(self, status, body):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(site, "hub.crt"), os.path.join(site, "hub.key"))
+        ctx.load_verify_locations(os.path.join(site, "ca.crt"))
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.srv.socket = ctx.wrap_socket(self.srv.socket, server_side=True)
+        self.port = self.srv.server_address[1]
+        self.t = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.t.start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
 
 
 def wait_for(pred, timeout=15, step=0.05):
@@ -246,6 +325,28 @@ class ReplEdgeTest(unittest.TestCase):
         self.assertEqual(m["wt_edge_repl_failing"], 1)
         self.assertGreater(m["wt_edge_repl_retries_total"], 0)
         self.assertIn("replication: POST https://127.0.0.1:%d/v1/replicate failed" % port, e.read_log())
+        self.assertEqual(e.stop(), 0)
+
+    def test_partial_acks_resend_from_the_cursor(self):
+        """The next batch is prefetched while one is in flight; when the hub
+        acknowledges only part of a batch, that prefetch must be dropped and
+        the next batch start right after the acknowledged seq."""
+        hub = PartialAckHub(self.site, ack=2)
+        self.addCleanup(hub.close)
+        e = self.edge("edge-a", hub.port, replication=FAST + " batch_max_uploads = 4;")
+        self.upload(e, 11)
+        hub.gate.set()
+        self.assertTrue(wait_for(lambda: e.metrics()["wt_edge_repl_cursor"] == 11), e.read_log()[-2000:])
+        m = e.metrics()
+        self.assertEqual(m["wt_edge_repl_backlog_uploads"], 0)
+        self.assertEqual(m["wt_edge_repl_uploads_sent_total"], 11)
+        self.assertEqual(self.err(m, "ack"), 0)
+        reqs = list(hub.requests)
+        print("batches (first, last, acked): %s" % reqs, file=sys.stderr)
+        self.assertEqual(reqs[0][0], 1, reqs)
+        for prev, cur in zip(reqs, reqs[1:]):
+            self.assertEqual(cur[0], prev[2] + 1, reqs)  # never the prefetched batch after a partial ack
+        self.assertTrue(any(last > acked for _, last, acked in reqs), reqs)  # partial acks did happen
         self.assertEqual(e.stop(), 0)
 
     def test_sigterm_while_a_request_hangs(self):
