@@ -11,6 +11,7 @@ hub outage, kill -9 of the hub and kill -9 of an edge during replication.
 The mTLS matrix uses curl as an independent client.
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -145,6 +146,37 @@ class ReplicationTest(unittest.TestCase):
         self.assertGreater(backlog, 0, "edges should hold a backlog while the hub is down")
         self.hub.start()
         self.wait_total("outage", (n + 1) * awk_total(FOLDED_B))
+
+    # ---- 2b. object store failing: the batch is refused whole, then recovers ------
+    def test_objstore_failure_then_recovery(self):
+        """The hub stores a batch's originals in a helper thread while it
+        decodes; a failed put must refuse the batch before any data row is
+        inserted, and the retry (its seqs now "started" in the ledger)
+        must store everything exactly once."""
+        e = self.edge("edge1")
+        self.upload(e, FOLDED_B, "objfail")
+        self.wait_total("objfail", awk_total(FOLDED_B))
+        objs = os.path.join(self.hub.dir, "data", "objects")
+        os.rename(objs, objs + ".away")
+        with open(objs, "w"):
+            pass  # a file where the directory was: every put fails (ENOTDIR)
+        for _ in range(3):
+            self.upload(e, FOLDED_B, "objfail")
+
+        def refused():
+            m = self.hub.request("GET", "/metrics")[1].decode()
+            return re.search(r'wt_hub_repl_errors_total\{edge="edge1"\} [1-9]', m)
+        deadline = time.time() + 30
+        while time.time() < deadline and not refused():
+            time.sleep(0.2)
+        self.assertTrue(refused(), self.hub.read_log()[-1500:])
+        self.assertIn("object store", self.hub.read_log())
+        self.assertEqual(self.hub_total("objfail")["total"], awk_total(FOLDED_B))  # nothing of the batch
+        self.assertGreater(e.metrics()["wt_edge_repl_backlog_uploads"], 0)
+        os.unlink(objs)
+        os.rename(objs + ".away", objs)
+        self.wait_total("objfail", 4 * awk_total(FOLDED_B))
+        self.assertEqual(e.metrics()["wt_edge_repl_backlog_uploads"], 0)
 
     # ---- 3. kill -9 of the hub, then of an edge, during replication -----------------
     def test_kill9_hub_during_drain(self):
