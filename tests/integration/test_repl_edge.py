@@ -32,6 +32,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness.edge import BIN, ROOT, Edge, free_port  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+from pbwire import varint  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 TLS_ECHO = os.path.join(ROOT, BUILD, "tests", "tools", "tls_echo")
@@ -112,17 +114,6 @@ class Blackhole:
         self.sock.close()
         for c in self.conns:
             c.close()
-
-
-def varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return v, i
 
 
 def batch_seqs(pb):

@@ -48,6 +48,8 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness.edge import BIN, CORPUS, ROOT, UPLOAD_TOKEN, Edge, free_port  # noqa: E402
 from test_edge import folded_reference, pprof_reference  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "tools"))
+from pbwire import fields, varint  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 BUILD_DIR = BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD)
@@ -200,45 +202,12 @@ def go_raw_totals(path):
 # Location.id=1, line=4; Line.function_id=1; Function.id=1, name=2;
 # ValueType.type=1. It shares nothing with common/pprof_decode.c.
 
-def _varint(b, i):
-    r = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        r |= (c & 0x7F) << s
-        s += 7
-        if c < 0x80:
-            return r, i
-
-
-def _fields(b):
-    i = 0
-    while i < len(b):
-        k, i = _varint(b, i)
-        f, wt = k >> 3, k & 7
-        if wt == 0:
-            v, i = _varint(b, i)
-        elif wt == 2:
-            n, i = _varint(b, i)
-            v = b[i:i + n]
-            i += n
-        elif wt == 1:
-            v = b[i:i + 8]
-            i += 8
-        elif wt == 5:
-            v = b[i:i + 4]
-            i += 4
-        else:
-            raise ValueError("wire type %d" % wt)
-        yield f, wt, v
-
-
 def _repeated_varints(wt, v):
     if wt == 0:
         return [v]
     out, i = [], 0
     while i < len(v):
-        x, i = _varint(v, i)
+        x, i = varint(v, i)
         out.append(x)
     return out
 
@@ -257,14 +226,14 @@ def pprof_walk(path):
     if b[:2] == b"\x1f\x8b":
         b = gzip.decompress(b)
     strings, stypes, samples, locs, funcs = [], [], [], {}, []
-    for f, wt, v in _fields(b):
+    for f, wt, v in fields(b):
         if f == 6:
             strings.append(v.decode("utf-8", "replace"))
         elif f == 1:
-            stypes.append(dict((ff, vv) for ff, _, vv in _fields(v)).get(1, 0))
+            stypes.append(dict((ff, vv) for ff, _, vv in fields(v)).get(1, 0))
         elif f == 2:
             ids, vals = [], []
-            for ff, w2, vv in _fields(v):
+            for ff, w2, vv in fields(v):
                 if ff == 1:
                     ids += _repeated_varints(w2, vv)
                 elif ff == 2:
@@ -272,14 +241,14 @@ def pprof_walk(path):
             samples.append((ids, vals))
         elif f == 4:
             lid, first_fn = 0, None
-            for ff, _, vv in _fields(v):
+            for ff, _, vv in fields(v):
                 if ff == 1:
                     lid = vv
                 elif ff == 4 and first_fn is None:
-                    first_fn = dict((f3, v3) for f3, _, v3 in _fields(vv)).get(1, 0)
+                    first_fn = dict((f3, v3) for f3, _, v3 in fields(vv)).get(1, 0)
             locs[lid] = first_fn
         elif f == 5:
-            d = dict((ff, vv) for ff, _, vv in _fields(v))
+            d = dict((ff, vv) for ff, _, vv in fields(v))
             funcs.append((d.get(1, 0), d.get(2, 0)))
     by_pos = all(fid == 0 for fid, _ in funcs)
     fname = {(i + 1 if by_pos else fid): strings[name] for i, (fid, name) in enumerate(funcs)}
