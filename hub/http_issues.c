@@ -292,11 +292,12 @@ void hub_handle_analysis_run(hub_req *r)
 	if (hub_store_check(&r->ctx->store, &err) ||
 	    hub_regress_run(r->ctx->regress, r->ch, at, project, &res, &err))
 		goto fail;
-	hub_req_json(r, 200, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	hub_req_json(r, 200, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"window_end", (json_int_t)res.window_end_ns, "recent_from", (json_int_t)res.recent_from_ns,
 		"baseline_from", (json_int_t)res.baseline_from_ns, "groups", (json_int_t)res.groups,
 		"functions", (json_int_t)res.functions, "opened", (json_int_t)res.opened,
-		"updated", (json_int_t)res.updated, "resolved", (json_int_t)res.resolved));
+		"updated", (json_int_t)res.updated, "resolved", (json_int_t)res.resolved,
+		"symbolized", (json_int_t)res.symbolized));
 	goto done;
 fail:
 	hub_req_fail(r, &err);

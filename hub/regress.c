@@ -6,7 +6,8 @@
  *   1. totals per (project, service, type) in both windows (rollup self
  *      sums: the self values of a profile add up to its total);
  *   2. the latest row of every issue key (argMax by version);
- *   3. per function self in both windows, for functions seen recently;
+ *   3. per function self in both windows, for functions seen recently
+ *      (rows of one symbolized native function added up first);
  * then every changed issue row is written with version = window end.
  */
 #include "regress.h"
@@ -142,8 +143,15 @@ typedef struct latest {
 	int seen;
 } latest;
 
+typedef struct fn_sum {
+	char *project, *service, *type, *function, *unit;
+	double rs, bs; /* recent / baseline self */
+} fn_sum;
+
 typedef struct run {
 	hub_regress *g;
+	hub_ch *ch;       /* the run's client (also for the symbolizer's index) */
+	wt_err *err;
 	const hub_regress_config *c;
 	int64_t end, r0, b0;
 	double zcrit;
@@ -151,6 +159,9 @@ typedef struct run {
 	size_t ngt, capgt;
 	latest *lt;
 	size_t nlt, caplt;
+	fn_sum *fs;       /* step 3's rows, one per (group, function) after merging */
+	size_t nfs, capfs;
+	wt_buf name;      /* scratch: a symbolized function name */
 	wt_buf ins;       /* VALUES rows */
 	size_t nins;
 	hub_regress_result *res;
@@ -319,27 +330,68 @@ static void put_row(run *x, const char *id, const char *p, const char *s, const 
 		      (long long)x->end);
 }
 
-/* fields: project, service, type, function, unit, recent self, baseline self */
-static int fn_row(void *ctx, char **f, size_t n)
+/* fields: project, service, type, function, unit, recent self, baseline
+ * self. Collected (not evaluated at once) because several rollup rows can
+ * be one function: unsymbolized native frames are stored per address
+ * ("prog+0x11e4 [bid:…]") and name the same function once the project has
+ * its debug file. */
+static int fn_collect(void *ctx, char **f, size_t n)
 {
 	run *x = ctx;
-	const char *p, *s, *t, *fn, *unit;
-	group_tot *g;
-	latest *l;
-	double rs, bs, sr, sb, z, bsh, rsh;
-	int sig;
+	fn_sum *e;
+	int named, rc;
 
 	if (n < 7)
 		return 0;
-	p = f[0];
-	s = f[1];
-	t = f[2];
-	fn = f[3];
-	unit = f[4];
-	rs = strtod(f[5], NULL);
-	bs = strtod(f[6], NULL);
-	if (!strcmp(t, "samples"))
+	if (!strcmp(f[2], "samples"))
 		return 0; /* companion count type: its cpu/wall twin carries the issue */
+	if ((rc = hub_symbols_function(x->g->ctx ? x->g->ctx->syms : NULL, x->ch, f[0], f[3], strlen(f[3]),
+				       &x->name, &named, x->err))) {
+		x->rc = rc;
+		return 1;
+	}
+	if (named)
+		x->res->symbolized++;
+	if (x->nfs == x->capfs) {
+		size_t nc = x->capfs ? x->capfs * 2 : 256;
+		fn_sum *nf = realloc(x->fs, nc * sizeof(*nf));
+		if (!nf)
+			goto oom;
+		x->fs = nf;
+		x->capfs = nc;
+	}
+	e = &x->fs[x->nfs++];
+	e->project = strdup(f[0]);
+	e->service = strdup(f[1]);
+	e->type = strdup(f[2]);
+	e->function = strdup((const char *)x->name.data);
+	e->unit = strdup(f[4]);
+	e->rs = strtod(f[5], NULL);
+	e->bs = strtod(f[6], NULL);
+	if (!e->project || !e->service || !e->type || !e->function || !e->unit)
+		goto oom;
+	return 0;
+oom:
+	x->rc = wt_err_set(x->err, WT_ENOMEM, "regression run: out of memory");
+	return 1;
+}
+
+static int fn_sum_cmp(const void *a, const void *b)
+{
+	const fn_sum *u = a, *v = b;
+	int c = cmp3(u->project, u->service, u->type, v->project, v->service, v->type);
+	return c ? c : strcmp(u->function, v->function);
+}
+
+/* One function's sums over both windows: update, open or resolve its issue. */
+static int fn_eval(run *x, const fn_sum *e)
+{
+	const char *p = e->project, *s = e->service, *t = e->type, *fn = e->function, *unit = e->unit;
+	group_tot *g;
+	latest *l;
+	double rs = e->rs, bs = e->bs, sr, sb, z, bsh, rsh;
+	int sig;
+
 	g = find_group(x, p, s, t);
 	if (!g)
 		return 0;
@@ -399,6 +451,8 @@ int hub_regress_run(hub_regress *g, hub_ch *ch, int64_t at_ns, const char *proje
 	memset(res, 0, sizeof(*res));
 	memset(&x, 0, sizeof(x));
 	x.g = g;
+	x.ch = ch;
+	x.err = err;
 	x.c = c;
 	x.res = res;
 	x.end = at_ns / step * step;
@@ -451,7 +505,21 @@ int hub_regress_run(hub_regress *g, hub_ch *ch, int64_t at_ns, const char *proje
 	wt_buf_puts(&sql, " GROUP BY project, service, sample_type, function HAVING rs > 0 FORMAT TabSeparated");
 	if ((rc = hub_ch_query_buf(ch, &sql, &out, err)))
 		goto done;
-	hub_tsv_each((char *)out.data, out.len, 7, fn_row, &x);
+	hub_tsv_each((char *)out.data, out.len, 7, fn_collect, &x);
+	if ((rc = x.rc))
+		goto done; /* x.err says what */
+	qsort(x.fs, x.nfs, sizeof(*x.fs), fn_sum_cmp);
+	for (i = 0; i < x.nfs;) {
+		size_t j = i + 1;
+		while (j < x.nfs && !fn_sum_cmp(&x.fs[i], &x.fs[j])) {
+			x.fs[i].rs += x.fs[j].rs;
+			x.fs[i].bs += x.fs[j].bs;
+			j++;
+		}
+		if (fn_eval(&x, &x.fs[i]))
+			break;
+		i = j;
+	}
 	if ((rc = x.rc))
 		goto oom;
 	/* open issues whose function left the recent window: resolved when
@@ -499,6 +567,15 @@ done:
 		free(x.lt[i].unit);
 	}
 	free(x.lt);
+	for (i = 0; i < x.nfs; i++) {
+		free(x.fs[i].project);
+		free(x.fs[i].service);
+		free(x.fs[i].type);
+		free(x.fs[i].function);
+		free(x.fs[i].unit);
+	}
+	free(x.fs);
+	wt_buf_free(&x.name);
 	wt_buf_free(&x.ins);
 	wt_buf_free(&sql);
 	wt_buf_free(&out);

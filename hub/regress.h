@@ -15,7 +15,9 @@
  * from the paired count type in the same window (cpu ÷ samples …), else
  * nanoseconds by period_ns, else used as weights. The companion type
  * `samples` raises no issues of its own; rollup marker rows
- * (sample_type '_repl_marker') are never read.
+ * (sample_type '_repl_marker') are never read. Function names go through
+ * hub_symbols_function() first, so the per-address rows of a stripped
+ * native function count as that function once its debug file is there.
  *
  * Idempotent: issues_v1 is a ReplacingMergeTree keyed by issue id with the
  * window end as version; a new issue's id is a hash of (project, service,
@@ -51,6 +53,7 @@ typedef struct hub_regress_config {
 typedef struct hub_regress_result {
 	int64_t window_end_ns, recent_from_ns, baseline_from_ns;
 	long groups, functions, opened, updated, resolved;
+	long symbolized; /* rollup rows whose frame the symbolizer named */
 } hub_regress_result;
 
 typedef struct hub_regress hub_regress;

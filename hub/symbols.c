@@ -668,3 +668,51 @@ int hub_symbols_expand(hub_symbols *s, hub_ch *ch, const char *project, const ch
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }
+
+size_t hub_symbols_strip_line(const char *name, size_t n)
+{
+	size_t i = n;
+
+	if (n < 6 || name[n - 1] != ')')
+		return n;
+	i = n - 1;
+	while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+		i--;
+	if (i == n - 1 || i < 2 || name[i - 1] != ':')
+		return n; /* no digits, or no colon before them */
+	while (i > 0 && name[i - 1] != '(' && name[i - 1] != ')')
+		i--;
+	if (i < 2 || name[i - 1] != '(' || name[i - 2] != ' ')
+		return n;
+	return i - 2;
+}
+
+int hub_symbols_function(hub_symbols *s, hub_ch *ch, const char *project, const char *frame, size_t len,
+			 wt_buf *out, int *named, wt_err *err)
+{
+	size_t n = 0;
+	int rc;
+
+	wt_buf_reset(out);
+	*named = 0;
+	if ((rc = hub_symbols_expand(s, ch, project, frame, len, out, &n, err)))
+		return rc;
+	if (out->oom)
+		return wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");
+	if (n) {
+		/* names are NUL-terminated, outermost first: keep the last */
+		const char *last = (const char *)out->data, *end = last + out->len - 1;
+		for (const char *c = last; c < end; c++)
+			if (!*c)
+				last = c + 1;
+		size_t l = hub_symbols_strip_line(last, strlen(last));
+		memmove(out->data, last, l);
+		out->len = l;
+		*named = 1;
+	} else {
+		wt_buf_append(out, frame, wt_symref_display_len(frame, len));
+	}
+	wt_buf_putc(out, '\0');
+	out->len--;
+	return out->oom ? wt_err_set(err, WT_ENOMEM, "out of memory symbolizing") : 0;
+}

@@ -94,4 +94,18 @@ int hub_debug_file_delete(hub_symbols *s, hub_ch *ch, const char *project, const
 int hub_symbols_expand(hub_symbols *s, hub_ch *ch, const char *project, const char *frame, size_t len,
 		       wt_buf *names, size_t *n, wt_err *err);
 
+/* The function a stored frame string stands for, for per-function views
+ * (regression issues): when hub_symbols_expand() names it, the INNERMOST
+ * name (where the self time was spent: an inlined function when the
+ * address lies in one) without its " (file.c:42)" suffix; otherwise the
+ * frame as views show it (a symref without " [bid:…]", a function name as
+ * it is). Written NUL-terminated to out (reset first). *named = 1 when
+ * symbolized. s may be NULL (no symbolization). Errors as expand. */
+int hub_symbols_function(hub_symbols *s, hub_ch *ch, const char *project, const char *frame, size_t len,
+			 wt_buf *out, int *named, wt_err *err);
+
+/* Length of name[0..n) without the trailing " (file.c:42)" that symbolized
+ * names carry ("f(int) (a.cc:3)" → "f(int)"); n when there is none. Pure. */
+size_t hub_symbols_strip_line(const char *name, size_t n);
+
 #endif

@@ -299,11 +299,13 @@ class SymbolsTest(unittest.TestCase):
         for bad in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
             self.assertNotIn(bad, log, log[-3000:])
 
-    def start_hub(self, db, symbols="", **kw):
+    def start_hub(self, db, symbols="", extra_cfg="", **kw):
         hub = Hub(self, self.ch, database=db, workers=2, **kw)
-        if symbols:
+        if symbols or extra_cfg:
             with open(hub.cfg, "a") as f:
-                f.write("symbols = { %s };\n" % symbols)
+                if symbols:
+                    f.write("symbols = { %s };\n" % symbols)
+                f.write(extra_cfg)
         self.addCleanup(self.check_clean_stop, hub)
         return hub.start()
 
@@ -461,6 +463,80 @@ class SymbolsTest(unittest.TestCase):
             self.flame(hub, "dfd", rd)
         time.sleep(0.5)
         self.assertEqual(DebuginfodHandler.seen.count(f"/buildid/{other}/debuginfo"), 1)
+
+    def test_regression_issue_symbolized(self):
+        """Regression issues count a stripped function's time at one name
+        once its debug file is there: before, every address is its own
+        rollup row and none grew enough alone; after `wtctl sourcemaps
+        upload` the rows of one function add up and open one issue named as
+        addr2line names the innermost function, with the summed shares."""
+        hub = self.start_hub("wt_sym_regress", "index_ttl_ms = 60000;",
+                             extra_cfg="analysis = { regress_interval_s = 0; recent_window_s = 600;"
+                                       " baseline_window_s = 3600; min_effect = 0.02; alpha = 0.001; };\n")
+        self.assertIn(hub.create_project("symr")[0], (200, 201))
+        up = hub.create_token("symr", "upload")
+        rd = hub.create_token("symr", "read")
+        # addresses of hot_leaf (nm: start, size) grouped by the function
+        # addr2line puts innermost there; the largest group is the one
+        lo, size = None, None
+        for line in run("nm", "-S", self.prog).stdout.decode().splitlines():
+            f = line.split()
+            if len(f) == 4 and f[3] == "hot_leaf":
+                lo, size = int(f[0], 16), int(f[1], 16)
+        self.assertIsNotNone(lo, "nm found no hot_leaf")
+        groups = {}
+        for a in range(lo, lo + size):
+            want = addr2line(self.prog, a)
+            if want and want[-1] != "??":
+                groups.setdefault(re.sub(r" \([^()]*:\d+\)$", "", want[-1]), []).append(a)
+        fn, addrs = max(groups.items(), key=lambda kv: len(kv[1]))
+        # spread over 5 addresses (one address per instruction start does not
+        # matter: the symbolizer maps any byte of the function)
+        step = max(1, len(addrs) // 5)
+        addrs = addrs[::step][:5]
+        self.assertEqual(len(addrs), 5, groups)
+        # baseline: 990 of 1000 samples elsewhere, 2 per address (1 %);
+        # recent: 15 per address (1.5 % each, +1.3 points: under min_effect
+        # alone; 7.5 % together, +6.5 points, z ≈ 7)
+        T0 = int(time.time()) // 60 * 60 - 3600
+        def folded(per_addr, total):
+            rows = [f"main;other_work {total - per_addr * len(addrs)}"]
+            rows += [f"main;prog+0x{a:x} {per_addr}" for a in addrs]
+            return ("\n".join(rows) + "\n").encode()
+        for at, per in ((T0 - 30 * 60, 2), (T0 - 5 * 60, 15)):
+            st, js = hub.upload(folded(per, 1000), token=up, service="prog", format="folded",
+                                **{"from": str(at)})
+            self.assertIn(st, (200, 201, 202), js)
+
+        def run_at():
+            st, js = hub.request("POST", f"/v1/admin/analysis/run?project=symr&at={T0}", token=hub.admin_token)
+            self.assertEqual(st, 200, js)
+            return js
+
+        def issues():
+            st, js = hub.request("GET", "/v1/projects/symr/issues?state=all", token=rd)
+            self.assertEqual(st, 200, js)
+            return js["issues"]
+
+        res = run_at()
+        self.assertEqual((res["opened"], res["symbolized"]), (0, 0), res)
+        self.assertEqual(issues(), [])
+        r = self.wtctl(hub, up, "sourcemaps", "upload", "--project", "symr", self.prog)
+        self.assertIn(f"uploaded {self.bid}", r.stdout.decode())
+        res = run_at()
+        self.assertEqual((res["opened"], res["symbolized"]), (1, 5), res)
+        iss = issues()
+        self.assertEqual([(i["function"], i["type"], i["state"]) for i in iss], [(fn, "cpu", "open")])
+        self.assertAlmostEqual(iss[0]["baseline"]["share"], 10 / 1000, places=9)
+        self.assertAlmostEqual(iss[0]["recent"]["share"], 75 / 1000, places=9)
+        # the same window again: the same issue, updated, not a second one
+        res = run_at()
+        self.assertEqual((res["opened"], res["updated"]), (0, 1), res)
+        # debug file deleted: back to per-address rows, none significant →
+        # the function's issue is resolved (its group still has recent data)
+        self.wtctl(hub, up, "sourcemaps", "delete", "--project", "symr", self.bid)
+        res = run_at()
+        self.assertEqual((res["opened"], res["resolved"], res["symbolized"]), (0, 1, 0), res)
 
     def test_ebpf_edge_build_id(self):
         if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
