@@ -508,7 +508,8 @@ int hub_regress_run(hub_regress *g, hub_ch *ch, int64_t at_ns, const char *proje
 	hub_tsv_each((char *)out.data, out.len, 7, fn_collect, &x);
 	if ((rc = x.rc))
 		goto done; /* x.err says what */
-	qsort(x.fs, x.nfs, sizeof(*x.fs), fn_sum_cmp);
+	if (x.nfs)
+		qsort(x.fs, x.nfs, sizeof(*x.fs), fn_sum_cmp);
 	for (i = 0; i < x.nfs;) {
 		size_t j = i + 1;
 		while (j < x.nfs && !fn_sum_cmp(&x.fs[i], &x.fs[j])) {

@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.parse
@@ -104,6 +105,10 @@ object_store = {{ {object_store} }};
         raise RuntimeError("wt-hub did not become ready: " + self.read_log()[-2000:])
 
     def stop(self):
+        if self.proc and self.proc.poll() is not None and self.proc.returncode != 0:
+            # died under the test: its log's end is the only trace left
+            sys.stderr.write(f"\nwt-hub exited with {self.proc.returncode} before stop; log tail:\n"
+                             f"{self.read_log()[-6000:]}\n")
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
