@@ -5,12 +5,25 @@
 #include "store.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "log.h"
 
 static hub_store *the_store;
+
+void hub_test_delay(const char *env)
+{
+	const char *d = getenv(env);
+	long ms = d ? strtol(d, NULL, 10) : 0;
+
+	if (ms > 0 && ms <= 600000) {
+		struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+		while (nanosleep(&t, &t) == -1 && errno == EINTR)
+			;
+	}
+}
 
 int64_t hub_now_ns(void)
 {

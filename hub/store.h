@@ -54,4 +54,9 @@ json_t *hub_store_status_json(hub_store *s);
 
 int64_t hub_now_ns(void);
 
+/* Test hook: sleep the milliseconds the environment variable env names
+ * (0-600000; unset or out of range: no sleep). Used by tests to widen a
+ * window (a job holding its lease, a slow debug-file open). */
+void hub_test_delay(const char *env);
+
 #endif

@@ -38,13 +38,23 @@ typedef struct proj_index {
 	size_t n;
 	int64_t loaded_ms;     /* 0 = reload */
 	uint64_t hash, gen;
+	uint64_t epoch;        /* +1 per invalidate: a load that started before
+				* one must not count as fresh */
 } proj_index;
 
+/* An open debug file. Slots are chosen and counted under s->mu; the
+ * download/open and the lookups run WITHOUT it (a 200 MB file fetched from
+ * S3 must not stall every other query), lookups under the slot's own lk
+ * (libdwfl handles are single-threaded). */
 typedef struct open_file {
-	char project[128];
+	char project[128];     /* "" = free slot */
 	char build_id[WT_BUILD_ID_MAX + 1];
-	hub_symfile *sf;
+	hub_symfile *sf;       /* NULL while opening */
 	uint64_t last_use;
+	int refs;              /* lookups running on sf */
+	int opening;           /* a thread is fetching/opening it */
+	int doomed;            /* replaced or deleted: close when refs drop to 0 */
+	pthread_mutex_t lk;
 } open_file;
 
 typedef struct result {
@@ -75,6 +85,7 @@ struct hub_symbols {
 	int dfd_timeout_ms, index_ttl_ms;
 	proj_index proj[MAX_PROJECTS];
 	open_file files[HUB_SYMBOLS_OPEN_FILES];
+	pthread_cond_t file_cv; /* a slot finished opening or was released */
 	uint64_t use_clock, gen_clock;
 	result **tab;
 	size_t tab_cap, nresults;
@@ -125,6 +136,9 @@ int hub_symbols_new(const hub_symbols_conf *c, hub_objstore *os, const hub_ch_co
 	s->index_ttl_ms = c->index_ttl_ms;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	pthread_cond_init(&s->file_cv, NULL);
+	for (size_t i = 0; i < HUB_SYMBOLS_OPEN_FILES; i++)
+		pthread_mutex_init(&s->files[i].lk, NULL);
 	if (s->urls[0] && chconf) {
 		if (!(s->fch = hub_ch_new(chconf))) {
 			hub_symbols_free(s);
@@ -168,15 +182,18 @@ void hub_symbols_free(hub_symbols *s)
 		pthread_join(s->fetcher, NULL); /* a download in flight ends by its timeout */
 	}
 	hub_ch_free(s->fch);
+	for (size_t i = 0; i < MAX_PROJECTS; i++)
+		free(s->proj[i].files);
 	if (s->tab) {
 		results_clear(s);
 		pthread_mutex_destroy(&s->mu);
 		pthread_cond_destroy(&s->cv);
+		pthread_cond_destroy(&s->file_cv);
+		for (size_t i = 0; i < HUB_SYMBOLS_OPEN_FILES; i++) {
+			hub_symfile_close(s->files[i].sf);
+			pthread_mutex_destroy(&s->files[i].lk);
+		}
 	}
-	for (size_t i = 0; i < MAX_PROJECTS; i++)
-		free(s->proj[i].files);
-	for (size_t i = 0; i < HUB_SYMBOLS_OPEN_FILES; i++)
-		hub_symfile_close(s->files[i].sf);
 	free(s->tab);
 	free(s->cache_dir);
 	free(s->urls);
@@ -300,32 +317,44 @@ static proj_index *index_slot(hub_symbols *s, const char *project)
 static void invalidate(hub_symbols *s, const char *project)
 {
 	for (size_t i = 0; i < MAX_PROJECTS; i++)
-		if (!strcmp(s->proj[i].project, project))
+		if (!strcmp(s->proj[i].project, project)) {
 			s->proj[i].loaded_ms = 0;
+			s->proj[i].epoch++;
+		}
 }
 
-static int index_get(hub_symbols *s, hub_ch *ch, const char *project, proj_index **out, wt_err *err)
+/* Make the project's index fresh (s->mu held on entry and on return; the
+ * ClickHouse read runs without it). *gen: the index generation after it. */
+static int index_fresh(hub_symbols *s, hub_ch *ch, const char *project, uint64_t *gen, wt_err *err)
 {
 	proj_index *pi = index_slot(s, project);
 	hub_debug_file *v;
+	uint64_t epoch = pi->epoch, h;
 	size_t n;
-	uint64_t h;
 	int rc;
 
-	*out = pi;
-	if (pi->loaded_ms && now_ms() - pi->loaded_ms < s->index_ttl_ms)
+	if (pi->loaded_ms && now_ms() - pi->loaded_ms < s->index_ttl_ms) {
+		*gen = pi->gen;
 		return 0;
-	if ((rc = hub_debug_files_list(ch, project, NULL, &v, &n, err)))
+	}
+	pthread_mutex_unlock(&s->mu);
+	rc = hub_debug_files_list(ch, project, NULL, &v, &n, err);
+	pthread_mutex_lock(&s->mu);
+	if (rc)
 		return rc;
+	/* the slot may have been reused or reloaded meanwhile: find it again */
+	pi = index_slot(s, project);
 	h = XXH3_64bits(v, n * sizeof(*v));
 	free(pi->files);
 	pi->files = v;
 	pi->n = n;
-	pi->loaded_ms = now_ms();
+	/* invalidated while reading: use it for this call, read again next */
+	pi->loaded_ms = pi->epoch == epoch ? now_ms() : 0;
 	if (!pi->gen || h != pi->hash) {
 		pi->hash = h;
 		pi->gen = ++s->gen_clock;
 	}
+	*gen = pi->gen;
 	return 0;
 }
 
@@ -362,48 +391,99 @@ out:
 	return rc;
 }
 
-static hub_symfile *file_get(hub_symbols *s, const char *project, const char *bid)
+static void slot_clear(open_file *f)
 {
-	open_file *lru = &s->files[0];
-	char path[PATH_MAX];
-	wt_err err;
-
-	for (size_t i = 0; i < HUB_SYMBOLS_OPEN_FILES; i++) {
-		open_file *f = &s->files[i];
-
-		if (f->sf && !strcmp(f->project, project) && !strcmp(f->build_id, bid)) {
-			f->last_use = ++s->use_clock;
-			return f->sf;
-		}
-		if (f->last_use < lru->last_use)
-			lru = f;
-	}
-	if (local_copy(s, project, bid, path, sizeof(path), &err)) {
-		wt_warn("msg=\"debug file unavailable\" project=%s build_id=%s error=\"%s\"", project, bid, err.msg);
-		return NULL;
-	}
-	hub_symfile_close(lru->sf);
-	memset(lru, 0, sizeof(*lru));
-	if (hub_symfile_open(path, &lru->sf, &err)) {
-		wt_warn("msg=\"debug file unreadable\" project=%s build_id=%s error=\"%s\"", project, bid, err.msg);
-		return NULL;
-	}
-	snprintf(lru->project, sizeof(lru->project), "%s", project);
-	snprintf(lru->build_id, sizeof(lru->build_id), "%s", bid);
-	lru->last_use = ++s->use_clock;
-	return lru->sf;
+	hub_symfile_close(f->sf);
+	f->sf = NULL;
+	f->project[0] = f->build_id[0] = '\0';
+	f->last_use = 0;
+	f->refs = f->opening = f->doomed = 0;
 }
 
+/* The open debug file (project, bid) with a reference taken, opening it
+ * into the least recently used free slot when needed (s->mu held on entry
+ * and return; released while fetching and opening). NULL when the file
+ * cannot be had now (logged; the frame stays as stored). */
+static open_file *file_acquire(hub_symbols *s, const char *project, const char *bid)
+{
+	char path[PATH_MAX];
+	open_file *lru;
+	hub_symfile *sf = NULL;
+	wt_err err;
+	int rc;
+
+	for (;;) {
+		open_file *hit = NULL;
+
+		lru = NULL;
+		for (size_t i = 0; i < HUB_SYMBOLS_OPEN_FILES; i++) {
+			open_file *f = &s->files[i];
+
+			if (f->project[0] && !f->doomed && !strcmp(f->project, project) && !strcmp(f->build_id, bid))
+				hit = f;
+			else if (!f->refs && !f->opening && (!lru || f->last_use < lru->last_use))
+				lru = f;
+		}
+		if (hit && !hit->opening) {
+			hit->refs++;
+			hit->last_use = ++s->use_clock;
+			return hit;
+		}
+		if (!hit && lru)
+			break;
+		/* being opened by another query, or every slot in use */
+		pthread_cond_wait(&s->file_cv, &s->mu);
+	}
+	slot_clear(lru);
+	snprintf(lru->project, sizeof(lru->project), "%s", project);
+	snprintf(lru->build_id, sizeof(lru->build_id), "%s", bid);
+	lru->opening = 1;
+	lru->last_use = ++s->use_clock;
+	pthread_mutex_unlock(&s->mu);
+	if ((rc = local_copy(s, project, bid, path, sizeof(path), &err)))
+		wt_warn("msg=\"debug file unavailable\" project=%s build_id=%s error=\"%s\"", project, bid, err.msg);
+	else if ((rc = hub_symfile_open(path, &sf, &err)))
+		wt_warn("msg=\"debug file unreadable\" project=%s build_id=%s error=\"%s\"", project, bid, err.msg);
+	hub_test_delay("WT_TEST_SYMFILE_OPEN_DELAY_MS");
+	pthread_mutex_lock(&s->mu);
+	pthread_cond_broadcast(&s->file_cv);
+	if (rc || lru->doomed) {
+		hub_symfile_close(sf);
+		slot_clear(lru);
+		return NULL;
+	}
+	lru->sf = sf;
+	lru->opening = 0;
+	lru->refs = 1;
+	return lru;
+}
+
+/* Drop the reference file_acquire() took (s->mu held). */
+static void file_release(hub_symbols *s, open_file *f)
+{
+	if (--f->refs == 0) {
+		if (f->doomed)
+			slot_clear(f);
+		pthread_cond_broadcast(&s->file_cv);
+	}
+}
+
+/* The file changed or went (s->mu held): close it now, or when its last
+ * lookup ends; remove the local copy. */
 static void file_forget(hub_symbols *s, const char *project, const char *bid)
 {
 	char path[PATH_MAX];
 
-	for (size_t i = 0; i < HUB_SYMBOLS_OPEN_FILES; i++)
-		if (s->files[i].sf && !strcmp(s->files[i].project, project) &&
-		    !strcmp(s->files[i].build_id, bid)) {
-			hub_symfile_close(s->files[i].sf);
-			memset(&s->files[i], 0, sizeof(s->files[i]));
-		}
+	for (size_t i = 0; i < HUB_SYMBOLS_OPEN_FILES; i++) {
+		open_file *f = &s->files[i];
+
+		if (!f->project[0] || strcmp(f->project, project) || strcmp(f->build_id, bid))
+			continue;
+		if (f->refs || f->opening)
+			f->doomed = 1;
+		else
+			slot_clear(f);
+	}
 	cache_path(s, project, bid, path, sizeof(path));
 	unlink(path);
 }
@@ -582,89 +662,126 @@ static int render(hub_symfile *sf, uint64_t off, wt_buf *out, size_t *n)
 	return out->oom ? WT_ENOMEM : 0;
 }
 
-static int expand_locked(hub_symbols *s, hub_ch *ch, const char *project, const char *frame, size_t len,
-			 wt_buf *names, size_t *n, wt_err *err)
+static result **result_slot(hub_symbols *s, const char *project, size_t plen, const char *frame, size_t len,
+			   uint64_t h)
 {
-	size_t plen = strlen(project), klen = plen + 1 + len, start = names->len;
-	uint64_t h = XXH3_64bits(frame, len) ^ XXH3_64bits(project, plen);
-	const hub_debug_file *d;
-	proj_index *pi;
-	result *r, **slot;
-	wt_symref ref;
-	hub_symfile *sf = NULL;
-	char bid[WT_BUILD_ID_MAX + 1];
-	int rc;
+	size_t klen = plen + 1 + len;
+	result **slot = &s->tab[h & (s->tab_cap - 1)];
 
-	*n = 0;
-	if (!wt_symref_parse(frame, len, &ref))
-		return 0;
-	if ((rc = index_get(s, ch, project, &pi, err)))
-		return rc;
-	slot = &s->tab[h & (s->tab_cap - 1)];
-	for (r = *slot; r; r = r->next)
-		if (r->h == h && r->klen == klen && !memcmp(r->key, project, plen) && !memcmp(r->key + plen + 1, frame, len))
-			break;
-	if (r && r->gen == pi->gen) {
-		if (wt_buf_append(names, r->names, r->nlen))
-			return wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");
-		*n = r->n;
-		return 0;
-	}
-	d = match(pi, &ref);
-	if (!d && ref.build_id && s->urls[0]) {
-		snprintf(bid, sizeof(bid), "%.*s", (int)ref.build_id_len, ref.build_id);
-		for (char *c = bid; *c; c++)
-			*c = (char)(*c >= 'A' && *c <= 'F' ? *c + 32 : *c);
-		/* fetched in the background: this query shows module+0xOFF,
-		 * one after the download names */
-		if (hub_build_id_valid(bid) && !missed(s, bid))
-			enqueue(s, project, bid, ref.module, ref.module_len);
-	}
-	if (d && (sf = file_get(s, project, d->build_id)) && (rc = render(sf, ref.offset, names, n)))
-		return wt_err_set(err, rc, "out of memory symbolizing");
-	if (d && !sf)
-		return 0; /* the file is unreadable now: try again next time */
-	/* remember the answer (also "nothing") for this index generation */
-	if (!r && s->nresults >= MAX_RESULTS)
+	while (*slot && !((*slot)->h == h && (*slot)->klen == klen && !memcmp((*slot)->key, project, plen) &&
+			  !memcmp((*slot)->key + plen + 1, frame, len)))
+		slot = &(*slot)->next;
+	return slot;
+}
+
+/* Remember the expansion names[0..nlen) (n names; 0 = "nothing") of frame
+ * for index generation gen (s->mu held). Caching is optional: out of
+ * memory just skips it. */
+static void result_put(hub_symbols *s, const char *project, const char *frame, size_t len, uint64_t gen,
+		       const uint8_t *names, size_t nlen, size_t n)
+{
+	size_t plen = strlen(project), klen = plen + 1 + len;
+	uint64_t h = XXH3_64bits(frame, len) ^ XXH3_64bits(project, plen);
+	result **slot = result_slot(s, project, plen, frame, len, h), *r = *slot;
+
+	if (!r && s->nresults >= MAX_RESULTS) {
 		results_clear(s);
+		slot = result_slot(s, project, plen, frame, len, h);
+	}
 	if (!r) {
 		if (!(r = calloc(1, sizeof(*r))) || !(r->key = malloc(klen))) {
 			free(r);
-			return 0; /* caching is optional */
+			return;
 		}
 		memcpy(r->key, project, plen + 1);
 		memcpy(r->key + plen + 1, frame, len);
 		r->klen = klen;
 		r->h = h;
-		r->next = *slot;
+		r->next = NULL;
 		*slot = r;
 		s->nresults++;
 	}
 	free(r->names);
 	r->names = NULL;
-	r->nlen = 0;
-	r->n = 0;
-	r->gen = pi->gen;
-	if (*n && (r->names = malloc(names->len - start))) {
-		memcpy(r->names, names->data + start, names->len - start);
-		r->nlen = names->len - start;
-		r->n = *n;
+	r->nlen = r->n = 0;
+	r->gen = gen;
+	if (n && (r->names = malloc(nlen))) {
+		memcpy(r->names, names, nlen);
+		r->nlen = nlen;
+		r->n = n;
 	}
+}
+
+/* The current generation of project's index, 0 when it has none (s->mu held). */
+static uint64_t index_gen(const hub_symbols *s, const char *project)
+{
+	for (size_t i = 0; i < MAX_PROJECTS; i++)
+		if (!strcmp(s->proj[i].project, project))
+			return s->proj[i].gen;
 	return 0;
 }
 
 int hub_symbols_expand(hub_symbols *s, hub_ch *ch, const char *project, const char *frame, size_t len,
 		       wt_buf *names, size_t *n, wt_err *err)
 {
-	int rc;
-
+	size_t plen, start = names->len;
+	const hub_debug_file *d;
+	proj_index *pi;
+	result *r;
 	wt_symref ref;
+	open_file *f;
+	char bid[WT_BUILD_ID_MAX + 1];
+	uint64_t gen;
+	int rc;
 
 	*n = 0;
 	if (!s || !wt_symref_parse(frame, len, &ref))
 		return 0; /* the common case: a function name, no lock taken */
+	plen = strlen(project);
 	pthread_mutex_lock(&s->mu);
-	rc = expand_locked(s, ch, project, frame, len, names, n, err);
+	if ((rc = index_fresh(s, ch, project, &gen, err)))
+		goto out;
+	r = *result_slot(s, project, plen, frame, len, XXH3_64bits(frame, len) ^ XXH3_64bits(project, plen));
+	if (r && r->gen == gen) {
+		if (wt_buf_append(names, r->names, r->nlen))
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");
+		else
+			*n = r->n;
+		goto out;
+	}
+	pi = index_slot(s, project);
+	d = match(pi, &ref);
+	if (!d) {
+		if (ref.build_id && s->urls[0]) {
+			snprintf(bid, sizeof(bid), "%.*s", (int)ref.build_id_len, ref.build_id);
+			for (char *c = bid; *c; c++)
+				*c = (char)(*c >= 'A' && *c <= 'F' ? *c + 32 : *c);
+			/* fetched in the background: this query shows
+			 * module+0xOFF, one after the download names */
+			if (hub_build_id_valid(bid) && !missed(s, bid))
+				enqueue(s, project, bid, ref.module, ref.module_len);
+		}
+		result_put(s, project, frame, len, gen, NULL, 0, 0); /* "nothing", for this generation */
+		goto out;
+	}
+	snprintf(bid, sizeof(bid), "%s", d->build_id);
+	if (!(f = file_acquire(s, project, bid)))
+		goto out; /* unavailable now: try again next time, nothing cached */
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_lock(&f->lk);
+	rc = render(f->sf, ref.offset, names, n);
+	pthread_mutex_unlock(&f->lk);
+	pthread_mutex_lock(&s->mu);
+	file_release(s, f);
+	if (rc) {
+		*n = 0;
+		rc = wt_err_set(err, rc, "out of memory symbolizing");
+	} else if (index_gen(s, project) == gen) {
+		/* not cached when the index changed meanwhile (an upload or a
+		 * delete): the next query looks again */
+		result_put(s, project, frame, len, gen, names->data + start, names->len - start, *n);
+	}
+out:
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }

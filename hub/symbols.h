@@ -12,11 +12,15 @@
  * frames that arrived before their debug file show names as soon as it is
  * uploaded, with nothing rewritten in ClickHouse.
  *
- * Caches (all in this process, one mutex): the project's index (reloaded
- * after index_ttl_ms, at once after an upload/delete through this hub),
- * up to HUB_SYMBOLS_OPEN_FILES open debug files (local copies under
- * cache_dir), and the expansion of every frame string seen (cleared when
- * the project's index changes). Debuginfod (off unless debuginfod_urls is
+ * Caches (in this process): the project's index (reloaded after
+ * index_ttl_ms, at once after an upload/delete through this hub), up to
+ * HUB_SYMBOLS_OPEN_FILES open debug files (local copies under cache_dir),
+ * and the expansion of every frame string seen (cleared when the
+ * project's index changes). One mutex guards the caches and is held only
+ * for lookups in them: reading the index from ClickHouse, fetching and
+ * opening a debug file, and each DWARF lookup run without it (lookups on
+ * one open file take that file's own lock), so a slow file does not stall
+ * queries that symbolize from other files. Debuginfod (off unless debuginfod_urls is
  * set): a frame with a build id that no debug file has is queued for a
  * background thread that fetches GET <url>/buildid/<id>/debuginfo and
  * stores it like an upload (queries never wait for a download: the frame

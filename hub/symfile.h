@@ -15,7 +15,7 @@
  * address is taken as a virtual address (what perf script prints there).
  *
  * Thread-safety: a hub_symfile is not thread-safe (libdwfl is not); the
- * symbolizer (symbolize.c) serialises calls. Ownership: hub_symfile_open()
+ * symbolizer (symbols.c) serialises calls per file. Ownership: hub_symfile_open()
  * returns a handle owned by the caller (hub_symfile_close), which keeps the
  * file open.
  */

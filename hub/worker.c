@@ -305,20 +305,6 @@ static uint64_t beat_stop(lease_beat *b)
 	return v;
 }
 
-/* Test hook: WT_TEST_JOB_DELAY_MS=<ms> makes every job hold its lease that
- * much longer (lease renewal and takeover tests). */
-static void test_job_delay(void)
-{
-	const char *d = getenv("WT_TEST_JOB_DELAY_MS");
-	long ms = d ? strtol(d, NULL, 10) : 0;
-
-	if (ms > 0 && ms <= 600000) {
-		struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-		while (nanosleep(&t, &t) == -1 && errno == EINTR)
-			;
-	}
-}
-
 /* ---- jobs ------------------------------------------------------------------------- */
 
 static void log_paths(hub_ctx *ctx);
@@ -352,7 +338,7 @@ static int run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s, int
 	t0 = hub_now_ns();
 	if (beat_start(&beat, ctx, job, last_done, version))
 		wt_warn("msg=\"worker lease heartbeat not started; lease expires after its TTL\" job=%s", job);
-	test_job_delay();
+	hub_test_delay("WT_TEST_JOB_DELAY_MS"); /* lease renewal and takeover tests */
 	rc = jobs[i].fn(ctx, ch, now_s, s, err);
 	json_object_set_new(s, "duration_ms", json_integer((hub_now_ns() - t0) / 1000000));
 	version = beat_stop(&beat);

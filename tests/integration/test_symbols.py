@@ -299,15 +299,15 @@ class SymbolsTest(unittest.TestCase):
         for bad in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
             self.assertNotIn(bad, log, log[-3000:])
 
-    def start_hub(self, db, symbols="", extra_cfg="", **kw):
-        hub = Hub(self, self.ch, database=db, workers=2, **kw)
+    def start_hub(self, db, symbols="", extra_cfg="", env=None, workers=2, **kw):
+        hub = Hub(self, self.ch, database=db, workers=workers, **kw)
         if symbols or extra_cfg:
             with open(hub.cfg, "a") as f:
                 if symbols:
                     f.write("symbols = { %s };\n" % symbols)
                 f.write(extra_cfg)
         self.addCleanup(self.check_clean_stop, hub)
-        return hub.start()
+        return hub.start(env=env)
 
     def test_perf_script_upload_list_delete(self):
         hub = self.start_hub("wt_sym_perf", 'max_file_bytes = 1000000; index_ttl_ms = 60000;')
@@ -537,6 +537,52 @@ class SymbolsTest(unittest.TestCase):
         self.wtctl(hub, up, "sourcemaps", "delete", "--project", "symr", self.bid)
         res = run_at()
         self.assertEqual((res["opened"], res["resolved"], res["symbolized"]), (0, 1, 0), res)
+
+    def test_slow_debug_file_open_blocks_no_other_query(self):
+        """A debug file being fetched and opened (here held 2.5 s by a test
+        hook, as a large file from S3 would be) does not stall queries that
+        symbolize from files already open; two queries needing the same
+        file while it opens wait for the one open and both get names."""
+        hub = self.start_hub("wt_sym_slow", "index_ttl_ms = 60000;", workers=4,
+                             env={"WT_TEST_SYMFILE_OPEN_DELAY_MS": "2500"})
+        rd = {}
+        for p in ("fast", "slow"):
+            self.assertIn(hub.create_project(p)[0], (200, 201))
+            up = hub.create_token(p, "upload")
+            rd[p] = hub.create_token(p, "read")
+            st, js = hub.upload(self.perf_text.encode(), token=up, service="prog", format="perf")
+            self.assertIn(st, (200, 201, 202), js)
+            r = self.wtctl(hub, up, "sourcemaps", "upload", "--project", p, self.prog)
+            self.assertIn(f"uploaded {self.bid}", r.stdout.decode())
+        want = set()
+        for a in self.addrs:
+            want.update(addr2line(self.prog, a))
+        t = time.monotonic()
+        self.assertLessEqual(want, names_of(self.flame(hub, "fast", rd["fast"])))  # opens "fast"'s copy
+        self.assertGreaterEqual(time.monotonic() - t, 2.5)
+
+        slow = {}
+
+        def cold(i):
+            t0 = time.monotonic()
+            slow[i] = (names_of(self.flame(hub, "slow", rd["slow"])), time.monotonic() - t0, time.monotonic())
+        ths = [threading.Thread(target=cold, args=(i,)) for i in range(2)]
+        for th in ths:
+            th.start()
+        time.sleep(0.5)  # both are waiting for "slow"'s file now
+        t0 = time.monotonic()
+        names = names_of(self.flame(hub, "fast", rd["fast"]))
+        fast_s, fast_end = time.monotonic() - t0, time.monotonic()
+        for th in ths:
+            th.join(60)
+        self.assertLessEqual(want, names)
+        print(f"\n  warm query while another project's debug file opens: {fast_s * 1000:.0f} ms; "
+              f"cold queries {slow[0][1]:.2f} s, {slow[1][1]:.2f} s", file=sys.stderr)
+        self.assertLess(fast_s, 1.5)
+        for i in range(2):
+            self.assertLessEqual(want, slow[i][0])
+            self.assertGreater(slow[i][2], fast_end)  # still opening when the warm query was done
+        self.assertEqual(hub.read_log().count("debug file unavailable"), 0)
 
     def test_ebpf_edge_build_id(self):
         if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
