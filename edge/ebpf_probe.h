@@ -70,6 +70,9 @@ int edge_ebpf_cpu_poll(edge_ebpf_cpu *c, int timeout_ms, edge_ebpf_seen seen, vo
  * (announced by the program through wt_new_procs) and call seen() for
  * each: the discovery thread's loop. Returns the number handled. */
 int edge_ebpf_cpu_poll_procs(edge_ebpf_cpu *c, int timeout_ms, edge_ebpf_seen seen, void *arg);
+/* The same without waiting: what is announced now (the off-CPU scan calls
+ * it between keys, so a long scan does not hold up new processes). */
+int edge_ebpf_cpu_consume_procs(edge_ebpf_cpu *c, edge_ebpf_seen seen, void *arg);
 /* The process tgid is gone: forget it in the kernel, so that the pid's next
  * process is announced again and the table does not fill up. */
 void edge_ebpf_cpu_forget(edge_ebpf_cpu *c, uint32_t tgid);

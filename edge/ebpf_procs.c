@@ -13,13 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "log.h"
 
 #define NBUCKETS 4096
 #define MAX_PROCS 65536
 #define MAX_MAPS 8192
 #define CG_BUCKETS 1024
 #define MAX_CGROUPS 4096
+/* re-reads of a capture that came too early (see maps_early), in ms */
+static const int early_wait_ms[] = {1, 3, 8};
+#define NEARLY ((int)(sizeof(early_wait_ms) / sizeof(early_wait_ms[0])))
 
 /* cgroup v2 id → path, so that the many processes of one cgroup (a build,
  * a container) read /proc/PID/cgroup once */
@@ -41,6 +47,7 @@ struct edge_procs {
 	cg_ent *cg[CG_BUCKETS];
 	size_t ncg;
 	int no_query; /* the kernel has no PROCMAP_QUERY: read the text */
+	uint64_t rereads;
 };
 
 edge_procs *edge_procs_new(const char *root, edge_elf_cache *elfs, const edge_ebpf_rule *rules, size_t nrules)
@@ -53,7 +60,20 @@ edge_procs *edge_procs_new(const char *root, edge_elf_cache *elfs, const edge_eb
 	t->elfs = elfs;
 	t->rules = rules;
 	t->nrules = nrules;
+	/* diagnostic/test switch: the text path every kernel before 6.11 takes */
+	const char *pm = getenv("WT_EDGE_PROCMAPS");
+	if (pm && !strcmp(pm, "text"))
+		edge_procs_set_text_maps(t, 1);
 	return t;
+}
+
+void edge_procs_set_text_maps(edge_procs *t, int on)
+{
+	pthread_mutex_lock(&t->mu);
+	t->no_query = on;
+	pthread_mutex_unlock(&t->mu);
+	if (on)
+		wt_info("msg=\"ebpf: process mappings read from /proc/PID/maps text\"");
 }
 
 static void maps_free(edge_procs *t, edge_proc *p)
@@ -281,6 +301,9 @@ static void read_maps(edge_procs *t, edge_proc *p)
 		return;
 	maps_free(t, p);
 	if (t->no_query || maps_query(t, p, fd) != 0) {
+		if (!t->no_query)
+			wt_info("msg=\"ebpf: no PROCMAP_QUERY in this kernel (before 6.11): process mappings read from"
+				" /proc/PID/maps text\"");
 		t->no_query = 1;
 		maps_text(t, p, fd); /* closes fd */
 	} else {
@@ -335,6 +358,60 @@ static void read_cgroup(edge_procs *t, edge_proc *p, uint64_t cgroup_id)
 	}
 }
 
+/* Did the capture come too early in the image's life? The first sample
+ * of a new image can be taken inside execve (the new mm installed, the
+ * binary not yet mapped) or while the dynamic loader is still mapping the
+ * libraries: then the executable's own mapping is missing, or the loader is
+ * the only file besides it. Its later samples would miss the mappings and,
+ * for a process gone by the flush, stay bare addresses. The capture then
+ * reads them again after 1, 3 and 8 ms while they still look so (one
+ * capture in six under a compile loop here: cc, cc1, as, collect2, ld
+ * sampled while ld.so mapped their libraries; most complete at the first
+ * re-read). */
+static int maps_early(const edge_proc *p)
+{
+	int has_exe = 0, has_ld = 0, files = 0;
+
+	if (!p->exe[0])
+		return 0;
+	for (size_t i = 0; i < p->nmaps; i++) {
+		const char *b = strrchr(p->maps[i].path, '/');
+		size_t bl, el = strlen(p->exe);
+		if (!b)
+			continue;
+		b++;
+		bl = strlen(b);
+		files++;
+		if (!strncmp(b, p->exe, el) && (bl == el || !strcmp(b + el, " (deleted)")))
+			has_exe = 1;
+		else if (!strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-musl", 7) || !strncmp(b, "ld.so", 5) ||
+			 !strncmp(b, "ld64.so", 7))
+			has_ld = 1;
+	}
+	return !has_exe || (has_ld && files <= 2);
+}
+
+/* Read p's mappings again, keeping the ones it has when the new read
+ * finds none (the process has exited meanwhile: its maps file is empty). */
+static void reread_keep(edge_procs *t, edge_proc *p)
+{
+	edge_proc old;
+
+	memset(&old, 0, sizeof(old));
+	old.maps = p->maps;
+	old.nmaps = p->nmaps;
+	p->maps = NULL;
+	p->nmaps = 0;
+	read_maps(t, p);
+	if (p->nmaps) {
+		maps_free(t, &old);
+	} else {
+		free(p->maps);
+		p->maps = old.maps;
+		p->nmaps = old.nmaps;
+	}
+}
+
 static void lost(edge_procs *t, edge_proc *p, const char *comm)
 {
 	p->state = EDGE_PROC_LOST;
@@ -381,6 +458,13 @@ static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char 
 	read_maps(t, p);
 	if (n <= 0 && p->nmaps == 0)
 		p->state = EDGE_PROC_KERNEL;
+	/* not yet in the table: nobody else sees the mappings change */
+	for (int i = 0; i < NEARLY && p->nmaps && maps_early(p); i++) {
+		struct timespec w = {0, early_wait_ms[i] * 1000000L};
+		nanosleep(&w, NULL);
+		reread_keep(t, p);
+		t->rereads++;
+	}
 	t->captured++;
 	resolve_service(t, p);
 }
@@ -478,13 +562,15 @@ void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint3
 	pthread_mutex_unlock(&t->mu);
 }
 
-void edge_procs_stats(const edge_procs *t, uint64_t *captured, uint64_t *lost, uint64_t *tracked)
+void edge_procs_stats(const edge_procs *t, uint64_t *captured, uint64_t *lost, uint64_t *tracked,
+		       uint64_t *rereads)
 {
 	if (!t) {
-		*captured = *lost = *tracked = 0;
+		*captured = *lost = *tracked = *rereads = 0;
 		return;
 	}
 	pthread_mutex_lock((pthread_mutex_t *)&t->mu);
+	*rereads = t->rereads;
 	*captured = t->captured;
 	*lost = t->lost;
 	*tracked = t->n;

@@ -63,6 +63,11 @@ typedef struct edge_procs edge_procs;
 edge_procs *edge_procs_new(const char *root, edge_elf_cache *elfs, const edge_ebpf_rule *rules, size_t nrules);
 void edge_procs_free(edge_procs *t);
 void edge_procs_set_rules(edge_procs *t, const edge_ebpf_rule *rules, size_t nrules);
+/* on = 1: read mappings as /proc/PID/maps text instead of asking with the
+ * PROCMAP_QUERY ioctl (Linux 6.11+). The table switches by itself on a
+ * kernel without the ioctl; environment WT_EDGE_PROCMAPS=text sets it at
+ * creation (tests of the older kernels' path on a newer one). */
+void edge_procs_set_text_maps(edge_procs *t, int on);
 
 /* The process image (tgid, image), captured now if new (which marks the
  * tgid's earlier images superseded). cgroup_id is the cgroup v2 id sampled
@@ -82,7 +87,9 @@ const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr);
  * each dropped image whose process is gone (may be NULL). */
 void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint32_t tgid), void *arg);
 
-/* counters: processes captured, lost (gone before capture), tracked now */
-void edge_procs_stats(const edge_procs *t, uint64_t *captured, uint64_t *lost, uint64_t *tracked);
+/* counters: processes captured, lost (gone before capture), tracked now,
+ * re-reads of early captures */
+void edge_procs_stats(const edge_procs *t, uint64_t *captured, uint64_t *lost, uint64_t *tracked,
+		      uint64_t *rereads);
 
 #endif

@@ -508,6 +508,16 @@ int edge_ebpf_cpu_poll_procs(edge_ebpf_cpu *c, int timeout_ms, edge_ebpf_seen se
 	return n < 0 ? 0 : (int)c->procs_n;
 }
 
+int edge_ebpf_cpu_consume_procs(edge_ebpf_cpu *c, edge_ebpf_seen seen, void *arg)
+{
+	c->procs_seen = seen;
+	c->procs_arg = arg;
+	c->procs_n = 0;
+	int n = ring_buffer__consume(c->procs_ring);
+	c->procs_seen = NULL;
+	return n < 0 ? 0 : (int)c->procs_n;
+}
+
 void edge_ebpf_cpu_forget(edge_ebpf_cpu *c, uint32_t tgid)
 {
 	if (c)

@@ -96,7 +96,8 @@ struct edge_ebpf {
 	edge_ebpf_counters ctr[EDGE_EBPF_NKINDS];
 	_Atomic int enabled, offcpu_on, frequency;
 	_Atomic uint64_t flushes, profiles, flush_errors, load_errors, commit_errors, truncated, unsym_frames,
-		frames, no_proc, samples_cpu, offcpu_ns, reloads, lost_procs, captured_procs, tracked_procs;
+		frames, no_proc, samples_cpu, offcpu_ns, reloads, lost_procs, captured_procs, tracked_procs,
+		reread_procs;
 	_Atomic int64_t last_flush_us;
 };
 
@@ -437,6 +438,18 @@ static void seen(void *arg, const struct wt_proc_event *ev)
 	edge_procs_get(e->procs, ev->tgid, ev->image, ev->cgroup_id, comm, ev->pid == ev->tgid);
 }
 
+/* An off-CPU key's image: processes the on-CPU program announced in the
+ * meantime go first (the first scan after a start captures every process
+ * on the machine, which takes a while; a short-lived process waiting
+ * behind it would be gone). */
+static void seen_scan(void *arg, const struct wt_proc_event *ev)
+{
+	edge_ebpf *e = arg;
+	if (e->cpu)
+		edge_ebpf_cpu_consume_procs(e->cpu, seen, e);
+	seen(arg, ev);
+}
+
 static void gone(void *arg, uint32_t tgid)
 {
 	edge_ebpf *e = arg;
@@ -517,7 +530,7 @@ static void flush(edge_ebpf *e)
 {
 	int64_t t0 = now_ns(CLOCK_MONOTONIC), end = now_ns(CLOCK_REALTIME);
 	wt_err err = {0};
-	uint64_t cap, lost, tracked;
+	uint64_t cap, lost, tracked, reread;
 
 	if (!e->cpu && !e->off)
 		return;
@@ -536,7 +549,8 @@ static void flush(edge_ebpf *e)
 	svcs_free(e);
 	e->window_ns = end;
 	edge_procs_sweep(e->procs, e->gen, gone, e);
-	edge_procs_stats(e->procs, &cap, &lost, &tracked);
+	edge_procs_stats(e->procs, &cap, &lost, &tracked, &reread);
+	atomic_store(&e->reread_procs, reread);
 	atomic_store(&e->captured_procs, cap);
 	atomic_store(&e->lost_procs, lost);
 	atomic_store(&e->tracked_procs, tracked);
@@ -575,7 +589,7 @@ static void *discover_run(void *arg)
 		if (e->cpu)
 			edge_ebpf_cpu_poll_procs(e->cpu, DISCOVER_POLL_MS, seen, e);
 		if (e->off && now_ns(CLOCK_MONOTONIC) >= next_scan) {
-			edge_ebpf_off_scan(e->off, seen, e);
+			edge_ebpf_off_scan(e->off, seen_scan, e);
 			next_scan = now_ns(CLOCK_MONOTONIC) + DISCOVER_NS;
 		}
 		pthread_mutex_unlock(&e->pmu);
@@ -631,6 +645,12 @@ static void load(edge_ebpf *e)
 	atomic_store(&e->enabled, 1);
 	atomic_store(&e->offcpu_on, e->off != NULL);
 	atomic_store(&e->frequency, e->cur.frequency_hz);
+	/* the discovery thread sleeps up to DISCOVER_NS while nothing is
+	 * loaded: wake it, or processes announced in that time are gone
+	 * before it looks (it did lose the first ~0.6 s of processes) */
+	pthread_mutex_lock(&e->mu);
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
 	wt_info("msg=\"ebpf sampler running\" frequency_hz=%d offcpu=%s offcpu_min_us=%lld mode=%s flush_interval_s=%d",
 		e->cur.frequency_hz, e->off ? "true" : "false", (long long)e->cur.offcpu_min_us,
 		e->cur.mode == EDGE_EBPF_RING ? "ring" : "hash", e->cur.flush_interval_s);
@@ -908,6 +928,9 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 	counter(b, "wt_edge_ebpf_load_errors_total", "Failed attempts to load or attach the BPF programs.", atomic_load(&e->load_errors));
 	counter(b, "wt_edge_ebpf_reloads_total", "Live configuration changes applied.", atomic_load(&e->reloads));
 	counter(b, "wt_edge_ebpf_processes_captured_total", "Processes whose /proc mappings were captured.", atomic_load(&e->captured_procs));
+	counter(b, "wt_edge_ebpf_processes_reread_total",
+		"Mappings read again 1-12 ms after a capture that came too early (inside execve, or before the dynamic loader mapped the libraries).",
+		atomic_load(&e->reread_procs));
 	counter(b, "wt_edge_ebpf_processes_lost_total", "Sampled processes gone before their mappings were read (user frames unsymbolized).",
 		atomic_load(&e->lost_procs));
 	gauge(b, "wt_edge_ebpf_processes_tracked", "Processes in the sampler's table.", (long long)atomic_load(&e->tracked_procs));

@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <elf.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -22,6 +23,9 @@
 #define MAX_KSYMS (4u << 20)
 #define MAX_ELF_SYMS (4u << 20)
 #define MAX_LOADS 64
+/* files opened but not parsed yet (each holds an fd until its first
+ * lookup); past this many a new file is parsed at once */
+#define MAX_PENDING 256
 
 typedef struct sym {
 	uint64_t addr, size;
@@ -194,6 +198,8 @@ struct edge_elf {
 	size_t nloads;
 	wt_buf names;
 	char build_id[81];
+	int fd;            /* open until parsed, then -1 */
+	atomic_int parsed; /* symbols, loads and build id read (elf_load) */
 };
 
 struct edge_elf_cache {
@@ -205,6 +211,7 @@ struct edge_elf_cache {
 edge_elf_cache *edge_elf_cache_new(size_t max_files)
 {
 	edge_elf_cache *c = calloc(1, sizeof(*c));
+	elf_version(EV_CURRENT); /* once, before any thread parses */
 	if (c)
 		c->max_files = max_files ? max_files : 1;
 	return c;
@@ -214,6 +221,8 @@ static void elf_free(edge_elf *e)
 {
 	if (!e)
 		return;
+	if (e->fd >= 0)
+		close(e->fd);
 	free(e->s);
 	wt_buf_free(&e->names);
 	free(e);
@@ -280,26 +289,33 @@ static int add_syms(edge_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, si
 	return 0;
 }
 
-static edge_elf *elf_parse(int fd, const struct stat *st)
+/* A cache entry for the open file fd (ownership passes to it), not parsed
+ * yet. NULL on OOM (fd left to the caller). */
+static edge_elf *elf_new(int fd, const struct stat *st)
 {
-	static int version_done;
 	edge_elf *e = calloc(1, sizeof(*e));
-	Elf *elf = NULL;
-	size_t cap = 0, nph = 0;
-	int have_symtab = 0, rc = 0;
 
 	if (!e)
 		return NULL;
-	if (!version_done) {
-		elf_version(EV_CURRENT);
-		version_done = 1;
-	}
 	e->dev = st->st_dev;
 	e->ino = st->st_ino;
 	e->size = st->st_size;
 	e->mtime = st->st_mtim;
+	e->fd = fd;
+	return e;
+}
+
+/* Read e's PT_LOAD headers, function symbols (.symtab, else .dynsym) and
+ * GNU build id from its fd, then close it. A file that is not ELF (or out
+ * of memory) leaves no symbols: its frames keep file offsets. */
+static void elf_load(edge_elf *e)
+{
+	Elf *elf = NULL;
+	size_t cap = 0, nph = 0;
+	int have_symtab = 0, rc = 0;
+
 	wt_buf_append(&e->names, "", 1);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(e->fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		goto fail;
 	if (elf_getphdrnum(elf, &nph) == 0) {
@@ -342,13 +358,29 @@ static edge_elf *elf_parse(int fd, const struct stat *st)
 		e->s[w++] = e->s[i];
 	}
 	e->n = w;
-	elf_end(elf);
-	return e;
+	goto done;
 fail:
+	free(e->s);
+	e->s = NULL;
+	e->n = 0;
+	e->nloads = 0;
+	e->build_id[0] = '\0';
+done:
 	if (elf)
 		elf_end(elf);
-	elf_free(e);
-	return NULL;
+	close(e->fd);
+	e->fd = -1;
+	atomic_store(&e->parsed, 1);
+}
+
+/* Parse on first use: the capture of a process (the discovery thread)
+ * only opens new files, so a large binary does not delay the capture of
+ * the processes after it; lookups run on the sampler thread. */
+static edge_elf *elf_ready(edge_elf *e)
+{
+	if (e && !atomic_load(&e->parsed))
+		elf_load(e);
+	return e;
 }
 
 static void cache_evict(edge_elf_cache *c)
@@ -409,6 +441,7 @@ edge_elf *edge_elf_get(edge_elf_cache *c, const char *path)
 		}
 	}
 	if (!e) {
+		size_t pending = 0;
 		if (c->n == c->cap) {
 			size_t nc = c->cap ? c->cap * 2 : 64;
 			edge_elf **ne = realloc(c->e, nc * sizeof(*ne));
@@ -417,13 +450,19 @@ edge_elf *edge_elf_get(edge_elf_cache *c, const char *path)
 			c->e = ne;
 			c->cap = nc;
 		}
-		if (!(e = elf_parse(fd, &st)))
+		if (!(e = elf_new(fd, &st)))
 			goto out;
+		fd = -1; /* the entry's now */
+		for (size_t i = 0; i < c->n; i++)
+			pending += !atomic_load(&c->e[i]->parsed);
+		if (pending >= MAX_PENDING)
+			elf_load(e);
 		c->e[c->n++] = e;
 	}
 	take(c, e);
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return e;
 }
 
@@ -436,11 +475,11 @@ void edge_elf_unref(edge_elf_cache *c, edge_elf *e)
 	cache_evict(c);
 }
 
-const char *edge_elf_lookup(const edge_elf *e, uint64_t off)
+const char *edge_elf_lookup(edge_elf *e, uint64_t off)
 {
 	uint64_t va = 0;
 	int found = 0;
-	if (!e || !e->n)
+	if (!elf_ready(e) || !e->n)
 		return NULL;
 	for (size_t i = 0; i < e->nloads; i++) {
 		const load *l = &e->loads[i];
@@ -463,14 +502,19 @@ const char *edge_elf_lookup(const edge_elf *e, uint64_t off)
 	return (const char *)e->names.data + s->name;
 }
 
-const char *edge_elf_build_id(const edge_elf *e)
+const char *edge_elf_build_id(edge_elf *e)
 {
-	return e ? e->build_id : "";
+	return elf_ready(e) ? e->build_id : "";
 }
 
-size_t edge_elf_nsyms(const edge_elf *e)
+size_t edge_elf_nsyms(edge_elf *e)
 {
-	return e ? e->n : 0;
+	return elf_ready(e) ? e->n : 0;
+}
+
+int edge_elf_parsed(const edge_elf *e)
+{
+	return e && atomic_load(&e->parsed);
 }
 
 /* ---- container ids --------------------------------------------------------------- */

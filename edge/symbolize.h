@@ -44,9 +44,14 @@ edge_elf_cache *edge_elf_cache_new(size_t max_files);
 void edge_elf_cache_free(edge_elf_cache *c);
 
 /* The ELF file at path (open(2)-able, e.g. /proc/PID/root/usr/lib/x.so)
- * with a new reference, parsed on first use. NULL when it cannot be opened
- * or is not ELF (then the mapping stays unsymbolized). Release with
- * edge_elf_unref. */
+ * with a new reference. A file new to the cache is only opened here (its
+ * fd kept, at most 256 such files at a time, then parsed at once): it is
+ * parsed by its first edge_elf_lookup/build_id/nsyms, so capturing a
+ * process that maps a large new binary costs an open, not the parse.
+ * NULL when it cannot be opened; a file that is not ELF gets no symbols
+ * (its frames keep file offsets). Release with edge_elf_unref.
+ * Threads: get/unref under the caller's lock (the process table's);
+ * lookups (which may parse) from one thread at a time (the sampler's). */
 edge_elf *edge_elf_get(edge_elf_cache *c, const char *path);
 /* The same, for a file /proc/PID/maps lists with device map_dev and inode
  * map_ino: a file already in the cache under that identity is returned
@@ -60,10 +65,12 @@ void edge_elf_unref(edge_elf_cache *c, edge_elf *e);
 /* Function containing the file offset off (of an executable mapping), or
  * NULL. The name is the symbol as stored (possibly mangled); valid while e
  * is referenced. */
-const char *edge_elf_lookup(const edge_elf *e, uint64_t off);
+const char *edge_elf_lookup(edge_elf *e, uint64_t off);
 /* Lower-case hex build id, "" when the file has none. */
-const char *edge_elf_build_id(const edge_elf *e);
-size_t edge_elf_nsyms(const edge_elf *e);
+const char *edge_elf_build_id(edge_elf *e);
+size_t edge_elf_nsyms(edge_elf *e);
+/* 1 once e has been parsed (tests, diagnostics). */
+int edge_elf_parsed(const edge_elf *e);
 
 /* Parse a 64-hex container id out of a cgroup path (docker, containerd,
  * cri-o, kubepods layouts all embed one): the last such run wins. Writes

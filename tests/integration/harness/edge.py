@@ -87,10 +87,10 @@ replication = {{ {replication} }};
     def url(self):
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout=15):
+    def start(self, timeout=15, env=None):
         logf = open(self.log, "ab")
         self.proc = subprocess.Popen([os.path.join(BIN, "wt-edge"), "--config", self.cfg],
-                                     stdout=logf, stderr=logf)
+                                     stdout=logf, stderr=logf, env=dict(os.environ, **(env or {})))
         logf.close()
         deadline = time.time() + timeout
         while time.time() < deadline:

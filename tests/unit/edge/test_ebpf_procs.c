@@ -8,8 +8,14 @@
  *     capture and supersedes the first; a sweep drops the superseded image
  *     without reporting the process gone, and reports a dead pid gone;
  *   - a cgroup id seen once is not read from /proc again;
- *   - the captured mappings (PROCMAP_QUERY where the kernel has it) equal
- *     the executable lines of /proc/self/maps read as text.
+ *   - the captured mappings (PROCMAP_QUERY where the kernel has it, and
+ *     the text path of kernels before 6.11, forced) equal the executable
+ *     lines of /proc/self/maps read as text, each file found as ELF;
+ *   - a capture that came too early (no executable mapping yet, or only
+ *     the dynamic loader besides it) is read again three times, a complete
+ *     one never (a fake /proc root);
+ *   - a new file is parsed at its first lookup, not when opened; a file
+ *     that is not ELF has no symbols.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -87,11 +94,12 @@ static void elf_cache_by_maps_identity(void **state)
 /* The mappings captured for this process equal the executable
  * file-backed lines of /proc/self/maps read as text here (the edge asks
  * the kernel with PROCMAP_QUERY where it can). */
-static void maps_match_the_text(void **state)
+static void check_maps(int text)
 {
-	(void)state;
 	edge_elf_cache *c = edge_elf_cache_new(16);
 	edge_procs *t = edge_procs_new("/proc", c, NULL, 0);
+	if (text)
+		edge_procs_set_text_maps(t, 1);
 	edge_proc *p = edge_procs_get(t, (uint32_t)getpid(), 0x1000, 0, NULL, 0);
 	char line[8192];
 	size_t n = 0;
@@ -118,8 +126,27 @@ static void maps_match_the_text(void **state)
 	fclose(f);
 	assert_true(n > 0);
 	assert_int_equal(p->nmaps, n);
+	/* every file-backed mapping found its ELF file (this test binary,
+	 * libc, ...): the identity either path reports matches the cache */
+	for (size_t i = 0; i < p->nmaps; i++)
+		if (p->maps[i].path[0] == '/')
+			assert_non_null(p->maps[i].elf);
 	edge_procs_free(t);
 	edge_elf_cache_free(c);
+}
+
+static void maps_match_the_text(void **state)
+{
+	(void)state;
+	check_maps(0);
+}
+
+/* The path of kernels before 6.11 (no PROCMAP_QUERY), forced here: the
+ * same mappings from parsing the text. */
+static void maps_match_the_text_text_path(void **state)
+{
+	(void)state;
+	check_maps(1);
 }
 
 static uint32_t gone_tgid;
@@ -138,7 +165,7 @@ static void images_per_exec(void **state)
 	edge_elf_cache *c = edge_elf_cache_new(16);
 	edge_procs *t = edge_procs_new("/proc", c, NULL, 0);
 	uint32_t me = (uint32_t)getpid();
-	uint64_t captured, lost, tracked;
+	uint64_t captured, lost, tracked, rereads;
 
 	edge_proc *p1 = edge_procs_get(t, me, 0x1000, 0, NULL, 0);
 	assert_non_null(p1);
@@ -151,7 +178,7 @@ static void images_per_exec(void **state)
 	assert_ptr_not_equal(p1, p2);
 	assert_true(p1->superseded);
 	assert_false(p2->superseded);
-	edge_procs_stats(t, &captured, &lost, &tracked);
+	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
 	assert_int_equal(captured, 2);
 	assert_int_equal(tracked, 2);
 
@@ -182,7 +209,7 @@ static void images_per_exec(void **state)
 	 * named) and the dead ones did not */
 	named->gen = 1;
 	edge_procs_sweep(t, 1, on_gone, NULL);
-	edge_procs_stats(t, &captured, &lost, &tracked);
+	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
 	assert_int_equal(tracked, 1); /* named only */
 	assert_int_equal(gone_calls, 1); /* the child's first image was superseded by its second */
 	assert_int_equal(gone_tgid, (uint32_t)child);
@@ -229,11 +256,120 @@ static void cgroup_read_once_per_id(void **state)
 	edge_elf_cache_free(c);
 }
 
+/* A file new to the cache is opened but not parsed until its first
+ * lookup (the capture thread must not spend a large binary's parse); a
+ * file that is not ELF gets an entry without symbols or build id. */
+static void elf_parse_deferred(void **state)
+{
+	(void)state;
+	edge_elf_cache *c = edge_elf_cache_new(16);
+	char tmpl[] = "/tmp/wt-notelf-XXXXXX";
+	int fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "not an elf file\n", 16), 16);
+	close(fd);
+
+	edge_elf *e = edge_elf_get(c, "/proc/self/exe");
+	assert_non_null(e);
+	assert_false(edge_elf_parsed(e));
+	assert_true(edge_elf_nsyms(e) > 0); /* parses */
+	assert_true(edge_elf_parsed(e));
+	assert_int_equal(strlen(edge_elf_build_id(e)), 40);
+	assert_ptr_equal(edge_elf_get(c, "/proc/self/exe"), e); /* cached */
+	edge_elf_unref(c, e);
+	edge_elf_unref(c, e);
+
+	edge_elf *x = edge_elf_get(c, tmpl);
+	assert_non_null(x);
+	assert_null(edge_elf_lookup(x, 0));
+	assert_int_equal(edge_elf_nsyms(x), 0);
+	assert_string_equal(edge_elf_build_id(x), "");
+	edge_elf_unref(c, x);
+	unlink(tmpl);
+	edge_elf_cache_free(c);
+}
+
+/* ---- early captures, against a fake /proc ---------------------------------- */
+
+static char fake_root[64];
+
+static void fake_write(const char *name, const char *text)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/4242/%s", fake_root, name);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+#define LD_LINE "7f0000001000-7f0000020000 r-xp 00001000 00:00 0 /lib64/ld-linux-x86-64.so.2\n"
+#define EXE_LINE "555500001000-555500002000 r-xp 00001000 00:00 0 /usr/bin/true\n"
+#define LIBC_LINE "7f1000028000-7f100017d000 r-xp 00028000 00:00 0 /lib/x86_64-linux-gnu/libc.so.6\n"
+
+/* A capture that came while the dynamic loader was still mapping the
+ * libraries (only ld.so besides the executable), or inside execve (no
+ * executable mapping yet), is read again three times (1, 3, 8 ms later)
+ * while it still looks so, and keeps what it found; a complete one is not
+ * read again. (A regular file answers the PROCMAP_QUERY ioctl with ENOTTY:
+ * the table reads the text.) */
+static void early_capture_read_again(void **state)
+{
+	char path[256];
+	uint64_t captured, lost, tracked, rereads;
+	(void)state;
+	snprintf(fake_root, sizeof(fake_root), "/tmp/wt-fakeproc-XXXXXX");
+	assert_non_null(mkdtemp(fake_root));
+	snprintf(path, sizeof(path), "%s/4242", fake_root);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/4242/root", fake_root);
+	assert_int_equal(symlink("/", path), 0);
+	snprintf(path, sizeof(path), "%s/4242/exe", fake_root);
+	assert_int_equal(symlink("/usr/bin/true", path), 0);
+	fake_write("comm", "true\n");
+	fake_write("cgroup", "0::/test\n");
+
+	edge_elf_cache *c = edge_elf_cache_new(16);
+	edge_procs *t = edge_procs_new(fake_root, c, NULL, 0);
+	/* complete: read once */
+	fake_write("maps", EXE_LINE LD_LINE LIBC_LINE);
+	edge_proc *p = edge_procs_get(t, 4242, 0x1000, 0, NULL, 0);
+	assert_non_null(p);
+	assert_int_equal(p->state, EDGE_PROC_LIVE);
+	assert_int_equal(p->nmaps, 3);
+	assert_non_null(edge_proc_find_map(p, 0x7f1000030000));
+	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
+	assert_int_equal(rereads, 0);
+	/* the loader alone besides the executable: three re-reads */
+	fake_write("maps", EXE_LINE LD_LINE);
+	p = edge_procs_get(t, 4242, 0x2000, 0, NULL, 0);
+	assert_non_null(p);
+	assert_int_equal(p->nmaps, 2);
+	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
+	assert_int_equal(rereads, 3);
+	/* inside execve: no executable mapping */
+	fake_write("maps", "7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0 [stack]\n" LD_LINE);
+	p = edge_procs_get(t, 4242, 0x3000, 0, NULL, 0);
+	assert_non_null(p);
+	assert_int_equal(p->nmaps, 1);
+	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
+	assert_int_equal(rereads, 6);
+
+	edge_procs_free(t);
+	edge_elf_cache_free(c);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", fake_root);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(elf_cache_by_maps_identity),
 		cmocka_unit_test(maps_match_the_text),
+		cmocka_unit_test(maps_match_the_text_text_path),
+		cmocka_unit_test(early_capture_read_again),
+		cmocka_unit_test(elf_parse_deferred),
 		cmocka_unit_test(images_per_exec),
 		cmocka_unit_test(cgroup_read_once_per_id),
 	};
