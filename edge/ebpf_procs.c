@@ -76,13 +76,18 @@ void edge_procs_set_text_maps(edge_procs *t, int on)
 		wt_info("msg=\"ebpf: process mappings read from /proc/PID/maps text\"");
 }
 
+static void maps_release(edge_procs *t, edge_proc_map *maps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		edge_elf_unref(t->elfs, maps[i].elf);
+		free(maps[i].path);
+	}
+	free(maps);
+}
+
 static void maps_free(edge_procs *t, edge_proc *p)
 {
-	for (size_t i = 0; i < p->nmaps; i++) {
-		edge_elf_unref(t->elfs, p->maps[i].elf);
-		free(p->maps[i].path);
-	}
-	free(p->maps);
+	maps_release(t, p->maps, p->nmaps);
 	p->maps = NULL;
 	p->nmaps = 0;
 }
@@ -371,12 +376,13 @@ static void read_cgroup(edge_procs *t, edge_proc *p, uint64_t cgroup_id)
 static int maps_early(const edge_proc *p)
 {
 	int has_exe = 0, has_ld = 0, files = 0;
+	size_t el = strlen(p->exe);
 
-	if (!p->exe[0])
+	if (!el)
 		return 0;
 	for (size_t i = 0; i < p->nmaps; i++) {
 		const char *b = strrchr(p->maps[i].path, '/');
-		size_t bl, el = strlen(p->exe);
+		size_t bl;
 		if (!b)
 			continue;
 		b++;
@@ -395,20 +401,18 @@ static int maps_early(const edge_proc *p)
  * finds none (the process has exited meanwhile: its maps file is empty). */
 static void reread_keep(edge_procs *t, edge_proc *p)
 {
-	edge_proc old;
+	edge_proc_map *old = p->maps;
+	size_t nold = p->nmaps;
 
-	memset(&old, 0, sizeof(old));
-	old.maps = p->maps;
-	old.nmaps = p->nmaps;
 	p->maps = NULL;
 	p->nmaps = 0;
 	read_maps(t, p);
 	if (p->nmaps) {
-		maps_free(t, &old);
+		maps_release(t, old, nold);
 	} else {
 		free(p->maps);
-		p->maps = old.maps;
-		p->nmaps = old.nmaps;
+		p->maps = old;
+		p->nmaps = nold;
 	}
 }
 

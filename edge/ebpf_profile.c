@@ -498,24 +498,27 @@ int edge_ebpf_cpu_poll(edge_ebpf_cpu *c, int timeout_ms, edge_ebpf_seen seen, vo
 	return n < 0 && n != -EINTR ? WT_EIO : 0;
 }
 
-int edge_ebpf_cpu_poll_procs(edge_ebpf_cpu *c, int timeout_ms, edge_ebpf_seen seen, void *arg)
+/* Run seen() over the announced process images: waiting up to timeout_ms
+ * for them (ring_buffer__poll), or, without wait, taking only what is
+ * there (ring_buffer__consume: no system call). */
+static int procs_take(edge_ebpf_cpu *c, int wait, int timeout_ms, edge_ebpf_seen seen, void *arg)
 {
 	c->procs_seen = seen;
 	c->procs_arg = arg;
 	c->procs_n = 0;
-	int n = ring_buffer__poll(c->procs_ring, timeout_ms);
+	int n = wait ? ring_buffer__poll(c->procs_ring, timeout_ms) : ring_buffer__consume(c->procs_ring);
 	c->procs_seen = NULL;
 	return n < 0 ? 0 : (int)c->procs_n;
 }
 
+int edge_ebpf_cpu_poll_procs(edge_ebpf_cpu *c, int timeout_ms, edge_ebpf_seen seen, void *arg)
+{
+	return procs_take(c, 1, timeout_ms, seen, arg);
+}
+
 int edge_ebpf_cpu_consume_procs(edge_ebpf_cpu *c, edge_ebpf_seen seen, void *arg)
 {
-	c->procs_seen = seen;
-	c->procs_arg = arg;
-	c->procs_n = 0;
-	int n = ring_buffer__consume(c->procs_ring);
-	c->procs_seen = NULL;
-	return n < 0 ? 0 : (int)c->procs_n;
+	return procs_take(c, 0, 0, seen, arg);
 }
 
 void edge_ebpf_cpu_forget(edge_ebpf_cpu *c, uint32_t tgid)

@@ -662,6 +662,12 @@ static int render(hub_symfile *sf, uint64_t off, wt_buf *out, size_t *n)
 	return out->oom ? WT_ENOMEM : 0;
 }
 
+/* Hash of a result key (project, frame). */
+static uint64_t result_hash(const char *project, size_t plen, const char *frame, size_t len)
+{
+	return XXH3_64bits(frame, len) ^ XXH3_64bits(project, plen);
+}
+
 static result **result_slot(hub_symbols *s, const char *project, size_t plen, const char *frame, size_t len,
 			   uint64_t h)
 {
@@ -675,13 +681,12 @@ static result **result_slot(hub_symbols *s, const char *project, size_t plen, co
 }
 
 /* Remember the expansion names[0..nlen) (n names; 0 = "nothing") of frame
- * for index generation gen (s->mu held). Caching is optional: out of
+ * (key hash h, result_hash) for index generation gen (s->mu held). Caching is optional: out of
  * memory just skips it. */
-static void result_put(hub_symbols *s, const char *project, const char *frame, size_t len, uint64_t gen,
-		       const uint8_t *names, size_t nlen, size_t n)
+static void result_put(hub_symbols *s, const char *project, size_t plen, const char *frame, size_t len,
+		       uint64_t h, uint64_t gen, const uint8_t *names, size_t nlen, size_t n)
 {
-	size_t plen = strlen(project), klen = plen + 1 + len;
-	uint64_t h = XXH3_64bits(frame, len) ^ XXH3_64bits(project, plen);
+	size_t klen = plen + 1 + len;
 	result **slot = result_slot(s, project, plen, frame, len, h), *r = *slot;
 
 	if (!r && s->nresults >= MAX_RESULTS) {
@@ -725,6 +730,7 @@ int hub_symbols_expand(hub_symbols *s, hub_ch *ch, const char *project, const ch
 		       wt_buf *names, size_t *n, wt_err *err)
 {
 	size_t plen, start = names->len;
+	uint64_t h;
 	const hub_debug_file *d;
 	proj_index *pi;
 	result *r;
@@ -738,10 +744,11 @@ int hub_symbols_expand(hub_symbols *s, hub_ch *ch, const char *project, const ch
 	if (!s || !wt_symref_parse(frame, len, &ref))
 		return 0; /* the common case: a function name, no lock taken */
 	plen = strlen(project);
+	h = result_hash(project, plen, frame, len);
 	pthread_mutex_lock(&s->mu);
 	if ((rc = index_fresh(s, ch, project, &gen, err)))
 		goto out;
-	r = *result_slot(s, project, plen, frame, len, XXH3_64bits(frame, len) ^ XXH3_64bits(project, plen));
+	r = *result_slot(s, project, plen, frame, len, h);
 	if (r && r->gen == gen) {
 		if (wt_buf_append(names, r->names, r->nlen))
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");
@@ -761,7 +768,7 @@ int hub_symbols_expand(hub_symbols *s, hub_ch *ch, const char *project, const ch
 			if (hub_build_id_valid(bid) && !missed(s, bid))
 				enqueue(s, project, bid, ref.module, ref.module_len);
 		}
-		result_put(s, project, frame, len, gen, NULL, 0, 0); /* "nothing", for this generation */
+		result_put(s, project, plen, frame, len, h, gen, NULL, 0, 0); /* "nothing", for this generation */
 		goto out;
 	}
 	snprintf(bid, sizeof(bid), "%s", d->build_id);
@@ -779,7 +786,7 @@ int hub_symbols_expand(hub_symbols *s, hub_ch *ch, const char *project, const ch
 	} else if (index_gen(s, project) == gen) {
 		/* not cached when the index changed meanwhile (an upload or a
 		 * delete): the next query looks again */
-		result_put(s, project, frame, len, gen, names->data + start, names->len - start, *n);
+		result_put(s, project, plen, frame, len, h, gen, names->data + start, names->len - start, *n);
 	}
 out:
 	pthread_mutex_unlock(&s->mu);
@@ -788,7 +795,7 @@ out:
 
 size_t hub_symbols_strip_line(const char *name, size_t n)
 {
-	size_t i = n;
+	size_t i;
 
 	if (n < 6 || name[n - 1] != ')')
 		return n;
