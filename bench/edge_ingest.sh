@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 secs=${BENCH_SECONDS:-15}
 clients=${BENCH_CLIENTS:-8}
-corpus=$PWD/../shared/corpus
+corpus=$PWD/tests/corpus
 folded=$corpus/gen/c/folded-c-fp.stackcollapse-perf.txt
 pprof=$corpus/gen/go/go-cpu.pb.gz
 big_folded=$corpus/folded/flamegraph__perf-vertx-java-collapsed-all.txt

@@ -179,7 +179,7 @@ int main(int argc, char **argv)
 	}
 	if (rounds < 4)
 		rounds = 4;
-	snprintf(root, sizeof(root), "%s/../shared/corpus", wr ? wr : ".");
+	snprintf(root, sizeof(root), "%s/tests/corpus", wr ? wr : ".");
 	static char paths[MAX_FILES][4200];
 	if (!nf)
 		for (size_t i = 0; i < sizeof(default_files) / sizeof(default_files[0]); i++) {

@@ -14,7 +14,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-corpus=$PWD/../shared/corpus
+corpus=$PWD/tests/corpus
 in=${BENCH_PPROF:-$corpus/pprof/google-pprof__large.cpu.pb.gz}
 wtctl=$PWD/$BUILD/bin/wtctl
 out=$BUILD/bench/wtctl-summary

@@ -26,7 +26,7 @@ import urllib.error
 ROOT = os.environ.get("WT_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("BUILD", "build")
 BIN = os.environ.get("WT_BIN") or os.path.join(ROOT, BUILD, "bin")
-CORPUS = os.path.join(ROOT, "..", "shared", "corpus")
+CORPUS = os.path.join(ROOT, "tests", "corpus")
 EDGES = 2
 REQUIRED_KEYS = ["WT_HUB_URL", "WT_EDGE_URLS", "WT_ADMIN_TOKEN", "WT_PROJECT",
                  "WT_UPLOAD_TOKEN", "WT_READ_TOKEN", "WT_CLICKHOUSE_URL", "WT_BUILD_STAMP",

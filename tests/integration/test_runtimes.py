@@ -29,7 +29,7 @@ errors and 5xx (a local fake server counts the tries), and the printed
 summary of what was stored (samples, types, time range).
 
 Inputs are generated once and cached under $BUILD/testdata (jfr/, go/,
-runtimes/); corpus files are read from ../shared/corpus.
+runtimes/); corpus files are read from tests/corpus.
 """
 import gzip
 import http.server

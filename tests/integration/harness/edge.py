@@ -23,7 +23,7 @@ import urllib.parse
 
 ROOT = os.environ.get("WT_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BIN = os.environ.get("WT_BIN") or os.path.join(ROOT, os.environ.get("BUILD", "build"), "bin")
-CORPUS = os.path.abspath(os.path.join(ROOT, "..", "shared", "corpus"))
+CORPUS = os.path.abspath(os.path.join(ROOT, "tests", "corpus"))
 
 UPLOAD_TOKEN = "test-upload-token"
 READ_TOKEN = "test-read-token"

@@ -28,7 +28,7 @@ from harness.clickhouse import free_port
 
 ROOT = os.environ.get("WT_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BIN = os.environ.get("WT_BIN") or os.path.join(ROOT, os.environ.get("BUILD", "build"), "bin")
-CORPUS = os.path.abspath(os.path.join(ROOT, "..", "shared", "corpus"))
+CORPUS = os.path.abspath(os.path.join(ROOT, "tests", "corpus"))
 ADMIN_TOKEN = "test-admin-token-0123456789abcdef"
 
 

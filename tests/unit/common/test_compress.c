@@ -90,7 +90,7 @@ static int setup(void **state)
 {
 	const char *root = getenv("WT_ROOT"), *build = getenv("BUILD");
 
-	snprintf(g_corpus, sizeof(g_corpus), "%s/../shared/corpus", root ? root : ".");
+	snprintf(g_corpus, sizeof(g_corpus), "%s/tests/corpus", root ? root : ".");
 	snprintf(g_tmp, sizeof(g_tmp), "%s/testdata/compress", build ? build : "build");
 	{
 		char cmd[800];

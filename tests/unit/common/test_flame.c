@@ -229,7 +229,7 @@ static void test_corpus(void **state)
 	int64_t self_sum = 0;
 	(void)state;
 
-	snprintf(path, sizeof(path), "%s/../shared/corpus/folded/cargo-flamegraph__rust-rayon-stacks.folded",
+	snprintf(path, sizeof(path), "%s/tests/corpus/folded/cargo-flamegraph__rust-rayon-stacks.folded",
 		 root);
 	fp = fopen(path, "rb");
 	assert_non_null(fp);

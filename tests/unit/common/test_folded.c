@@ -251,7 +251,7 @@ static void test_corpus(void **state)
 		wt_err e;
 		int rc;
 
-		snprintf(path, sizeof(path), "%s/../shared/corpus/%s", root_dir(), corpus_files[i]);
+		snprintf(path, sizeof(path), "%s/tests/corpus/%s", root_dir(), corpus_files[i]);
 		buf = slurp(path, &len);
 		snprintf(cmd, sizeof(cmd), "%s '%s' | %s", strstr(path, ".gz") ? "gzip -dc" : "cat",
 			 path, awk_ref);
@@ -519,7 +519,7 @@ static void test_encode_roundtrip(void **state)
 	wt_err e;
 	(void)state;
 
-	snprintf(path, sizeof(path), "%s/../shared/corpus/folded/flamegraph__perf-vertx-java-collapsed-all.txt",
+	snprintf(path, sizeof(path), "%s/tests/corpus/folded/flamegraph__perf-vertx-java-collapsed-all.txt",
 		 root_dir());
 	buf = slurp(path, &len);
 	assert_int_equal(wt_folded_decode((const uint8_t *)buf, len, NULL, &p, &e), 0);

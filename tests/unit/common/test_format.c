@@ -46,7 +46,7 @@ static uint8_t *slurp(const char *rel, size_t *len)
 static int setup(void **state)
 {
 	const char *root = getenv("WT_ROOT");
-	snprintf(g_corpus, sizeof(g_corpus), "%s/../shared/corpus", root ? root : ".");
+	snprintf(g_corpus, sizeof(g_corpus), "%s/tests/corpus", root ? root : ".");
 	return 0;
 }
 

@@ -289,7 +289,7 @@ static int group_setup(void **state)
 	else
 		snprintf(g_build, sizeof(g_build), "%s/%s", g_root, build);
 	snprintf(g_data, sizeof(g_data), "%s/testdata/jfr", g_build);
-	snprintf(g_corpus, sizeof(g_corpus), "%s/../shared/corpus/jfr", g_root);
+	snprintf(g_corpus, sizeof(g_corpus), "%s/tests/corpus/jfr", g_root);
 	snprintf(cmd, sizeof(cmd), "BUILD='%s' '%s/tests/gen/gen-jfr'", g_build, g_root);
 	rc = system(cmd);
 	if (rc != 0) {

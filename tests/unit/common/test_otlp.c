@@ -1,6 +1,6 @@
 /*
  * test_otlp.c — OTLP profiles decoder against the real captures in
- * ../shared/corpus/otlp.
+ * tests/corpus/otlp.
  *
  * Reference: tests/tools/otlp_ref.py, a separate reader that walks the
  * protobuf wire format in Python (no generated code, none of ours) and

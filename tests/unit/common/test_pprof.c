@@ -6,7 +6,7 @@
  * runtime/pprof and writes `go tool pprof -raw` for each. Every figure we
  * assert comes from that independent reference: totals per sample type,
  * per-function flat values and the value of every distinct (labels, stack
- * of function names). The corpus in ../shared/corpus is decoded too, with a
+ * of function names). The corpus in tests/corpus is decoded too, with a
  * few totals checked against `go tool pprof -raw` sums done by hand.
  * Malformed inputs (truncations at every offset, wrong wire types, huge
  * varints, bad indices, a gzip bomb) must give errors, never crashes.
@@ -490,7 +490,7 @@ static int group_setup(void **state)
 	else
 		snprintf(g_build, sizeof(g_build), "%s/%s", g_root, build);
 	snprintf(g_gen, sizeof(g_gen), "%s/testdata/go", g_build);
-	snprintf(g_corpus, sizeof(g_corpus), "%s/../shared/corpus", g_root);
+	snprintf(g_corpus, sizeof(g_corpus), "%s/tests/corpus", g_root);
 	snprintf(cmd, sizeof(cmd), "BUILD='%s' '%s/tests/gen/gen-go-profiles'", g_build, g_root);
 	rc = system(cmd);
 	if (rc != 0) {

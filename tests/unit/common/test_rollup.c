@@ -189,7 +189,7 @@ static void test_corpus_against_awk(void **state)
 	(void)state;
 
 	snprintf(path, sizeof(path),
-		 "%s/../shared/corpus/gen/c/folded-gperftools-cpu.google-pprof-collapsed.txt", root);
+		 "%s/tests/corpus/gen/c/folded-gperftools-cpu.google-pprof-collapsed.txt", root);
 	fp = fopen(path, "rb");
 	assert_non_null(fp);
 	fseek(fp, 0, SEEK_END);

@@ -29,7 +29,7 @@ const char *wt_test_corpus(char *buf, size_t len)
 	if (c && *c)
 		snprintf(buf, len, "%s", c);
 	else
-		snprintf(buf, len, "%s/../shared/corpus", wt_test_root());
+		snprintf(buf, len, "%s/tests/corpus", wt_test_root());
 	return buf;
 }
 

@@ -1,7 +1,7 @@
 /*
  * textio.h — small I/O helpers shared by the unit tests of the text and
  * JSON profile formats (perf script, cpuprofile, speedscope): where the
- * repository, build and shared corpus are, whole-file reads, and running
+ * repository, build and test corpus (tests/corpus) are, whole-file reads, and running
  * an independent reference command (awk, python3, perf report) to collect
  * its output.
  * Ownership: returned buffers are malloc'd, NUL-terminated; the caller
@@ -14,7 +14,7 @@
 
 const char *wt_test_root(void);   /* $WT_ROOT or "." */
 const char *wt_test_build(void);  /* $BUILD or "build" */
-/* $WT_ROOT/../shared/corpus (or $WT_CORPUS) into buf; returns buf. */
+/* $WT_ROOT/tests/corpus (or $WT_CORPUS) into buf; returns buf. */
 const char *wt_test_corpus(char *buf, size_t len);
 
 /* The bytes of a file, or NULL when it cannot be read. */
