@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "perfmap.h"
 
 #define NBUCKETS 4096
 #define MAX_PROCS 65536
@@ -95,6 +96,7 @@ static void maps_free(edge_procs *t, edge_proc *p)
 static void proc_free(edge_procs *t, edge_proc *p)
 {
 	maps_free(t, p);
+	edge_perfmap_free(p->jit);
 	free(p->cgroup);
 	free(p->service);
 	free(p);
@@ -536,6 +538,16 @@ const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr)
 		return NULL;
 	const edge_proc_map *m = &p->maps[lo - 1];
 	return addr < m->end ? m : NULL;
+}
+
+const char *edge_proc_jit_lookup(edge_procs *t, edge_proc *p, uint64_t addr, uint64_t gen)
+{
+	/* an image replaced by an exec no longer owns the pid's perf map */
+	if (p->state != EDGE_PROC_LIVE || p->superseded)
+		return NULL;
+	if (!p->jit && !(p->jit = edge_perfmap_new(t->root, p->tgid)))
+		return NULL;
+	return edge_perfmap_lookup(p->jit, addr, gen);
 }
 
 void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint32_t tgid), void *arg)

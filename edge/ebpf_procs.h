@@ -51,6 +51,8 @@ typedef struct edge_proc {
 	size_t nmaps;
 	uint64_t gen;     /* last flush generation with samples */
 	uint64_t refreshed_gen; /* maps re-read in this generation */
+	struct edge_perfmap *jit; /* /tmp/perf-PID.map, made at the first address
+				     * that misses every mapping (perfmap.h) */
 	void *user;       /* the sampler's per-flush slot, valid when user_gen == gen */
 	uint64_t user_gen;
 	struct edge_proc *next;
@@ -82,6 +84,10 @@ edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t
 void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen);
 /* Mapping containing addr, or NULL. O(log n). */
 const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr);
+/* Name of the JIT-compiled function at addr from the process's perf map
+ * (perfmap.h), NULL when it has none there. Sampler thread only; the name
+ * stays valid until the next generation's first lookup. */
+const char *edge_proc_jit_lookup(edge_procs *t, edge_proc *p, uint64_t addr, uint64_t gen);
 /* Drop images without samples in generation gen whose process no longer
  * exists or that a later exec superseded; gone(arg, tgid) is called for
  * each dropped image whose process is gone (may be NULL). */

@@ -32,6 +32,7 @@
 #define MAX_ELF_FILES 512
 #define TRUNCATED_FRAME "[truncated]"
 #define NO_STACK_FRAME "[no stack]"
+#define JIT_MAPPING "[jit]" /* mapping of frames named from a perf map */
 #define ENDPOINT "ebpf"
 
 /* Outermost frames of a complete user stack: the C runtime's entry, a
@@ -97,7 +98,7 @@ struct edge_ebpf {
 	_Atomic int enabled, offcpu_on, frequency;
 	_Atomic uint64_t flushes, profiles, flush_errors, load_errors, commit_errors, truncated, unsym_frames,
 		frames, no_proc, samples_cpu, offcpu_ns, reloads, lost_procs, captured_procs, tracked_procs,
-		reread_procs;
+		reread_procs, jit_frames;
 	_Atomic int64_t last_flush_us;
 };
 
@@ -291,6 +292,7 @@ static int user_frame(edge_ebpf *e, svc *s, edge_proc *pr, uint64_t ip, int leaf
 {
 	const edge_proc_map *m = edge_proc_find_map(pr, ip);
 	wt_frame fr = {WT_NO_FUNCTION, WT_NO_MAPPING, 0, ip};
+	const char *jit;
 	int rc;
 
 	*fname = NULL;
@@ -314,6 +316,14 @@ static int user_frame(edge_ebpf *e, svc *s, edge_proc *pr, uint64_t ip, int leaf
 		if (name && (rc = func_of(s, name, m->path, bid, &fr.function, err)))
 			return rc;
 		*fname = name;
+	} else if ((jit = edge_proc_jit_lookup(e->procs, pr, leaf ? ip : ip - 1, e->gen))) {
+		/* JIT code (anonymous memory) named by the runtime's perf map;
+		 * the address stays the virtual one, as perf shows it */
+		if ((rc = mapping_of(s, JIT_MAPPING, NULL, &fr.mapping, err)) ||
+		    (rc = func_of(s, jit, JIT_MAPPING, NULL, &fr.function, err)))
+			return rc;
+		atomic_fetch_add(&e->jit_frames, 1);
+		*fname = jit;
 	}
 	if (fr.function == WT_NO_FUNCTION)
 		atomic_fetch_add(&e->unsym_frames, 1);
@@ -937,6 +947,8 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 	counter(b, "wt_edge_ebpf_frames_total", "Frames in drained stacks.", atomic_load(&e->frames));
 	counter(b, "wt_edge_ebpf_unsymbolized_frames_total", "Frames kept as build id + file offset (or bare address).",
 		atomic_load(&e->unsym_frames));
+	counter(b, "wt_edge_ebpf_jit_frames_total", "Frames in JIT code named from the process's /tmp/perf-PID.map.",
+		atomic_load(&e->jit_frames));
 	counter(b, "wt_edge_ebpf_truncated_stacks_total", "User stacks that did not reach a known root (frame pointers missing).",
 		atomic_load(&e->truncated));
 	gauge(b, "wt_edge_ebpf_last_flush_microseconds", "Duration of the last drain + symbolize + commit.",

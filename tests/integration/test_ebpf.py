@@ -322,6 +322,47 @@ class EbpfSampler(unittest.TestCase):
         self.assertGreater(e.metrics().get("wt_edge_ebpf_processes_captured_total"), 0)
         self.assertEqual(e.stop(), 0)
 
+    def test_4d_jit_perf_map(self):
+        """JIT code lives in anonymous memory that no ELF file covers: a
+        Node.js process started with --perf-basic-prof writes
+        /tmp/perf-PID.map, and the sampler names its JavaScript functions
+        from it (mapping [jit]), with the CPU split the workload measured
+        itself (±10 points), and the stacks run on into node's C++."""
+        self.wait_enabled()
+        node = shutil.which("node")
+        self.assertIsNotNone(node, "node is installed by appliance/install-deps")
+        src = os.path.join(ROOT, "tests", "gen", "node", "jitwork.js")
+        jit0 = self.metric("wt_edge_ebpf_jit_frames_total")
+        out = subprocess.run([node, "--perf-basic-prof", "--no-turbo-inlining", src, "4"], capture_output=True,
+                             text=True, timeout=60, cwd=self.tmp)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        truth = json.loads(out.stdout.strip().splitlines()[-1])
+        mapfile = f"/tmp/perf-{truth['pid']}.map"
+        try:
+            # the process is gone by the flush: its names were read while it ran
+            js = self.table(truth["pid"], "cpu", service="node")
+        finally:
+            if os.path.exists(mapfile):
+                os.unlink(mapfile)
+        self.rollup_sanity(js)
+        rows = js["rows"]
+        selfs = {f: sum(r["self"] for r in rows if re.search(rf"\b{f} .*jitwork\.js:", r["function"]))
+                 for f in ("hotJitAlpha", "hotJitBeta")}
+        top = sorted(rows, key=lambda r: -r["self"])[:6]
+        print("jit rows: " + ", ".join(f"{r['function']} {r['self'] / js['total']:.3f}" for r in top),
+              file=sys.stderr)
+        stot, mtot = sum(selfs.values()), sum(truth["cpu_ns"].values())
+        self.assertGreater(stot, 0.5 * js["total"], f"JS functions unnamed; top rows {top}")
+        for f, v in selfs.items():
+            want, got = 100.0 * truth["cpu_ns"][f] / mtot, 100.0 * v / stot
+            print(f"{f}: workload {want:.1f}% sampler {got:.1f}%", file=sys.stderr)
+            self.assertLess(abs(got - want), 10.0, f"{f}: sampled share {got:.1f}% vs measured {want:.1f}%")
+        self.assertGreater(self.metric("wt_edge_ebpf_jit_frames_total"), jit0)
+        # V8's code keeps frame pointers: the stacks run on through the JIT
+        # frames into node's C++ (its main is not in node's dynamic symbols)
+        run = sum(r["total"] for r in rows if r["function"] == "node::NodeMainInstance::Run()")
+        self.assertGreater(run, 0.9 * stot, f"JIT stacks do not reach node::NodeMainInstance::Run(); top rows {top}")
+
     def reload(self, enabled, freq):
         with open(self.edge.cfg) as f:
             text = f.read()

@@ -1,0 +1,153 @@
+/*
+ * test_perfmap.c — JIT perf maps for the eBPF sampler (edge/perfmap.c),
+ * against a fake /proc root holding ROOT/PID/status (with an NSpid line)
+ * and ROOT/PID/root/tmp/perf-NSPID.map:
+ *   - the file is found under the pid the process has in its own pid
+ *     namespace; addresses inside an entry get its name, the end of an
+ *     entry and gaps get none; 0x prefixes and CRLF are accepted and
+ *     malformed lines skipped;
+ *   - appended lines are read at the next generation only, from where the
+ *     last read stopped; a half-written last line waits for its newline;
+ *   - code compiled again over the same addresses: the later entry wins;
+ *   - a file replaced by a shorter one is read anew;
+ *   - no file: no names, and one that appears later is found.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "edge/perfmap.h"
+
+static char g_root[256];
+
+static void write_file(const char *path, const char *mode, const char *text)
+{
+	FILE *f = fopen(path, mode);
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void mkfake(uint32_t pid, uint32_t nspid)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%u", g_root, pid);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%u/root", g_root, pid);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/%u/root/tmp", g_root, pid);
+	mkdir(p, 0755);
+	char st[128];
+	snprintf(st, sizeof(st), "Name:\tnode\nTgid:\t%u\nNSpid:\t%u\t%u\n", pid, pid, nspid);
+	snprintf(p, sizeof(p), "%s/%u/status", g_root, pid);
+	write_file(p, "w", st);
+}
+
+static void map_path(char *out, size_t cap, uint32_t pid, uint32_t nspid)
+{
+	snprintf(out, cap, "%s/%u/root/tmp/perf-%u.map", g_root, pid, nspid);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(g_root, sizeof(g_root), "/tmp/wt-perfmap-test-%d", (int)getpid());
+	mkdir(g_root, 0755);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_lookup_and_namespace(void **state)
+{
+	(void)state;
+	char p[512];
+	mkfake(4242, 7);
+	map_path(p, sizeof(p), 4242, 7);
+	write_file(p, "w",
+		   "7f0000001000 100 LazyCompile:*hot /srv/app.js:3\n"
+		   "0x7f0000002000 0x40 Builtin:ArgumentsAdaptorTrampoline\r\n"
+		   "garbage line\n"
+		   "7f0000003000 zz bad size\n"
+		   "7f0000004000 10 JS:~cold file:///srv/app.js:9\n");
+	edge_perfmap *m = edge_perfmap_new(g_root, 4242);
+	assert_non_null(m);
+	assert_string_equal(edge_perfmap_lookup(m, 0x7f0000001000, 1), "LazyCompile:*hot /srv/app.js:3");
+	assert_string_equal(edge_perfmap_lookup(m, 0x7f00000010ff, 1), "LazyCompile:*hot /srv/app.js:3");
+	assert_null(edge_perfmap_lookup(m, 0x7f0000001100, 1)); /* end is exclusive */
+	assert_null(edge_perfmap_lookup(m, 0x7f0000000fff, 1));
+	assert_string_equal(edge_perfmap_lookup(m, 0x7f0000002020, 1), "Builtin:ArgumentsAdaptorTrampoline");
+	assert_null(edge_perfmap_lookup(m, 0x7f0000003000, 1)); /* malformed line skipped */
+	assert_string_equal(edge_perfmap_lookup(m, 0x7f0000004008, 1), "JS:~cold file:///srv/app.js:9");
+	assert_int_equal(edge_perfmap_entries(m), 3);
+	assert_int_equal(edge_perfmap_truncated(m), 0);
+	edge_perfmap_free(m);
+}
+
+static void test_append_and_recompile(void **state)
+{
+	(void)state;
+	char p[512];
+	mkfake(4243, 4243);
+	map_path(p, sizeof(p), 4243, 4243);
+	write_file(p, "w", "1000 100 first\n");
+	edge_perfmap *m = edge_perfmap_new(g_root, 4243);
+	assert_string_equal(edge_perfmap_lookup(m, 0x1010, 1), "first");
+	/* appended: a new function, the old range compiled again, and a line
+	 * still being written */
+	write_file(p, "a", "5000 20 second\n1000 80 first_again\n6000 10 half");
+	assert_null(edge_perfmap_lookup(m, 0x5000, 1)); /* same generation: not re-read */
+	assert_string_equal(edge_perfmap_lookup(m, 0x5010, 2), "second");
+	assert_string_equal(edge_perfmap_lookup(m, 0x1010, 2), "first_again");
+	assert_string_equal(edge_perfmap_lookup(m, 0x1090, 2), "first"); /* past the new, shorter range */
+	assert_null(edge_perfmap_lookup(m, 0x6000, 2));
+	write_file(p, "a", "written\n");
+	assert_string_equal(edge_perfmap_lookup(m, 0x6004, 3), "halfwritten");
+	assert_int_equal(edge_perfmap_entries(m), 4);
+	/* replaced by a shorter file (a new process reused the pid) */
+	write_file(p, "w", "9000 10 fresh\n");
+	assert_string_equal(edge_perfmap_lookup(m, 0x9000, 4), "fresh");
+	assert_null(edge_perfmap_lookup(m, 0x1010, 4));
+	assert_int_equal(edge_perfmap_entries(m), 1);
+	edge_perfmap_free(m);
+}
+
+static void test_absent_then_present(void **state)
+{
+	(void)state;
+	char p[512];
+	mkfake(4244, 4244);
+	edge_perfmap *m = edge_perfmap_new(g_root, 4244);
+	assert_null(edge_perfmap_lookup(m, 0x1000, 1));
+	map_path(p, sizeof(p), 4244, 4244);
+	write_file(p, "w", "1000 10 late\n");
+	assert_string_equal(edge_perfmap_lookup(m, 0x1000, 2), "late");
+	edge_perfmap_free(m);
+	/* a process without /proc entries at all */
+	m = edge_perfmap_new(g_root, 999999);
+	assert_null(edge_perfmap_lookup(m, 0x1000, 1));
+	edge_perfmap_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lookup_and_namespace),
+		cmocka_unit_test(test_append_and_recompile),
+		cmocka_unit_test(test_absent_then_present),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
