@@ -6,6 +6,7 @@
 #   make bench      benchmarks (ratios against a baseline in the same run)
 #   make run        local cluster + demo (appliance/up --dir run/)
 #   make soak       long outage/chaos runs (not part of `make test`)
+#   make deb        Debian packages in $(BUILD)/deb (appliance/deb/build)
 .DELETE_ON_ERROR:
 .SUFFIXES:
 
@@ -87,7 +88,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all test unit integration asan fuzz bench run soak clean help
+.PHONY: all test unit integration asan fuzz bench run soak deb clean help
 all: $(BINS)
 
 help:
@@ -218,6 +219,10 @@ bench: $(BINS) $(BENCH_BINS)
 
 run: $(BINS)
 	$(Q)appliance/up --dir run && appliance/demo --dir run
+
+# Debian packages watchtower-{edge,hub,cli} in $(BUILD)/deb (appliance/deb/build)
+deb: $(BINS)
+	$(Q)BUILD=$(BUILD) appliance/deb/build
 
 soak: $(BINS) $(UNIT_BINS)
 	$(Q)BUILD=$(BUILD) WT_SOAK=1 tests/run soak

@@ -1,5 +1,5 @@
 /*
- * main.c — wt-hub entry point: `wt-hub --config hub.cfg`.
+ * main.c — wt-hub entry point: `wt-hub --config hub.cfg [--check-config]`.
  * Loads the config, starts the ClickHouse monitor (which migrates the
  * schema whenever ClickHouse is reachable), opens the object store, starts
  * the HTTP workers, and waits for SIGTERM/SIGINT to shut down in reverse
@@ -25,7 +25,8 @@
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: wt-hub --config hub.cfg\n");
+	fprintf(stderr, "usage: wt-hub --config hub.cfg [--check-config]\n"
+			"  --check-config    validate the file, print a summary and exit\n");
 }
 
 int main(int argc, char **argv)
@@ -37,13 +38,15 @@ int main(int argc, char **argv)
 	hub_worker *wk = NULL;
 	wt_err err = {0, ""};
 	sigset_t set;
-	int i, sig = 0, rc = 1;
+	int i, sig = 0, rc = 1, check = 0;
 
 	for (i = 1; i < argc; i++) {
 		if ((!strcmp(argv[i], "--config") || !strcmp(argv[i], "-c")) && i + 1 < argc)
 			cfg_path = argv[++i];
 		else if (!strncmp(argv[i], "--config=", 9))
 			cfg_path = argv[i] + 9;
+		else if (!strcmp(argv[i], "--check-config"))
+			check = 1;
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage();
 			return 0;
@@ -59,8 +62,20 @@ int main(int argc, char **argv)
 	wt_log_init("hub");
 	memset(&ctx, 0, sizeof(ctx));
 	if (hub_config_load(cfg_path, &ctx.cfg, &err)) {
+		if (check) {
+			fprintf(stderr, "%s: %s\n", cfg_path, err.msg);
+			return 1;
+		}
 		wt_error("msg=\"bad configuration\" error=\"%s\"", err.msg);
 		return 1;
+	}
+	if (check) {
+		/* what the file says, without touching ClickHouse or the disk */
+		printf("ok: listen=%s data_dir=%s clickhouse=%s database=%s cluster=%s object_store=%s\n",
+		       ctx.cfg.listen, ctx.cfg.data_dir, ctx.cfg.ch_url, ctx.cfg.ch_database,
+		       ctx.cfg.ch_cluster && *ctx.cfg.ch_cluster ? ctx.cfg.ch_cluster : "(none)", ctx.cfg.os_backend);
+		hub_config_free(&ctx.cfg);
+		return 0;
 	}
 	/* Signals are handled by sigwait in this thread only. */
 	sigemptyset(&set);
