@@ -11,6 +11,7 @@ import { TimeSeries } from './timeseries.js';
 import { importTree, hideFrames, tableFromTree, sandwich, makeMatcher, matchedTotal, packageOf, pathOf } from './tree.js';
 import { renderCompare, renderExtra, EXTRA_VIEWS } from './extra.js';
 import { esc, fmtPct, fmtTime, fmtValue, parseTime, debounce, el } from './util.js';
+import { treeToPprof, treeToSvg, gzip, download } from './export.js';
 
 const $ = (id) => document.getElementById(id);
 const BASE_VIEWS = [
@@ -37,6 +38,28 @@ function readUrl() {
   if (!S.view) S.view = 'explore';
   if (!S.from) S.from = S.span_id || S.trace_id ? 'now-30d' : 'now-1h';
   if (!S.until) S.until = 'now';
+  // a shared link carries the hidden packages (hide=prefix, repeated, or
+  // hide= for none): they become this browser's list for the service, and
+  // leave the address bar (writeUrl does not write them back)
+  if (u.searchParams.has('hide')) {
+    localStorage.setItem(hideKey(), JSON.stringify([...new Set(u.searchParams.getAll('hide').filter(Boolean))]));
+  }
+}
+
+// The link that opens exactly this view: absolute times instead of "now-…",
+// every other key as it is, and the hidden packages; never the token.
+function shareUrl() {
+  const u = new URL(location.origin + location.pathname);
+  for (const k of KEYS) if (S[k]) u.searchParams.set(k, S[k]);
+  const f = parseTime(S.from), t = parseTime(S.until);
+  if (f !== null) u.searchParams.set('from', String(Math.floor(f)));
+  if (t !== null) u.searchParams.set('until', String(Math.ceil(t)));
+  for (const [k, v] of Object.entries(S.labels)) u.searchParams.set('label.' + k, v);
+  for (const [k, v] of Object.entries(S.baseLabels || {})) u.searchParams.set('base_label.' + k, v);
+  const h = hidden();
+  if (h.length) for (const p of h) u.searchParams.append('hide', p);
+  else u.searchParams.set('hide', '');
+  return u.href;
 }
 
 function writeUrl(push) {
@@ -318,7 +341,7 @@ function drawProfileView(host) {
     split.append(th);
     if (v === 'explore') {
       const fh = el('section', { class: 'pane flame-pane', 'aria-label': 'Flame graph' });
-      split.append(fh);
+      split.append(splitGutter(split), fh);
       host.append(split);
       flame = new FlameGraph(fh, flameOpts());
       widgets.push(flame);
@@ -341,6 +364,54 @@ function drawProfileView(host) {
   }
   if (flame) flame.setTree(c.tree, S.focus ? S.focus.split(';') : null);
   applySearch();
+}
+
+// The gutter between table and flame graph: drag (or arrow keys) to move
+// the split; the table's share is kept in this browser (wt.split).
+const SPLIT_MIN = 15, SPLIT_MAX = 75;
+function splitGutter(split) {
+  const g = el('div', { class: 'gutter', role: 'separator', 'aria-orientation': 'vertical', 'aria-label': 'Resize table and flame graph', tabindex: '0' });
+  const apply = (pct) => {
+    pct = Math.max(SPLIT_MIN, Math.min(SPLIT_MAX, pct));
+    split.style.setProperty('--split', pct.toFixed(1) + '%');
+    g.setAttribute('aria-valuenow', pct.toFixed(0));
+    split.dataset.split = pct.toFixed(1);
+    return pct;
+  };
+  let pct = apply(Number(localStorage.getItem('wt.split')) || 40);
+  const save = () => localStorage.setItem('wt.split', pct.toFixed(1));
+  g.addEventListener('pointerdown', (e) => {
+    e.preventDefault();
+    g.setPointerCapture(e.pointerId);
+    g.classList.add('dragging');
+    const move = (ev) => { const r = split.getBoundingClientRect(); pct = apply(100 * (ev.clientX - r.left) / r.width); };
+    const up = () => { g.classList.remove('dragging'); g.removeEventListener('pointermove', move); g.removeEventListener('pointerup', up); save(); };
+    g.addEventListener('pointermove', move);
+    g.addEventListener('pointerup', up);
+  });
+  g.addEventListener('keydown', (e) => {
+    if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return;
+    e.preventDefault();
+    pct = apply(pct + (e.key === 'ArrowLeft' ? -2 : 2));
+    save();
+  });
+  return g;
+}
+
+async function exportView(kind) {
+  if (!current || EXTRA_VIEWS.some((v) => v.id === S.view) || S.view === 'compare') {
+    $('status').textContent = 'Export works on the profile views (table, flame graph, call graph, sandwich).';
+    return;
+  }
+  const name = `${S.project}-${S.service || 'all'}-${current.type || S.type || 'profile'}`.replace(/[^A-Za-z0-9._-]+/g, '_');
+  if (kind === 'pprof') {
+    const from = parseTime(S.from), until = parseTime(S.until);
+    const pb = treeToPprof(current.tree, { type: current.type || S.type, unit: current.unit, from, until });
+    download(name + '.pb.gz', await gzip(pb), 'application/octet-stream');
+  } else {
+    const title = `${S.service || 'all services'} · ${current.type || S.type} · ${fmtTime(parseTime(S.from))} → ${fmtTime(parseTime(S.until))}`;
+    download(name + '.svg', treeToSvg(current.tree, { title, fmt: (v) => fmtValue(v, current.unit) }), 'image/svg+xml');
+  }
 }
 
 async function drawCallGraph(host) {
@@ -504,6 +575,19 @@ function wire() {
   $('reset-btn').onclick = reset;
   $('theme-btn').onclick = () => applyTheme(document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark');
   $('help-btn').onclick = () => { $('help-panel').hidden = !$('help-panel').hidden; };
+  $('share-btn').onclick = () => {
+    $('share-link').value = shareUrl();
+    $('share-copied').textContent = '';
+    $('share-panel').hidden = false;
+    $('share-link').select();
+  };
+  $('share-copy').onclick = async () => {
+    $('share-link').select();
+    try { await navigator.clipboard.writeText($('share-link').value); $('share-copied').textContent = 'copied'; } catch { $('share-copied').textContent = 'select the link and copy it'; }
+  };
+  $('share-close').onclick = () => { $('share-panel').hidden = true; };
+  $('export-pprof-btn').onclick = () => exportView('pprof');
+  $('export-svg-btn').onclick = () => exportView('svg');
   $('help-close').onclick = () => { $('help-panel').hidden = true; };
   $('hide-btn').onclick = () => { updateHideUi(); $('hide-panel').hidden = !$('hide-panel').hidden; if (!$('hide-panel').hidden) $('hide-input').focus(); };
   $('hide-close').onclick = () => { $('hide-panel').hidden = true; };
@@ -514,7 +598,7 @@ function wire() {
   document.addEventListener('keydown', (e) => {
     const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement && document.activeElement.tagName);
     if (e.key === 'Escape') {
-      $('ctxmenu').hidden = true; $('hide-panel').hidden = true; $('help-panel').hidden = true;
+      $('ctxmenu').hidden = true; $('hide-panel').hidden = true; $('help-panel').hidden = true; $('share-panel').hidden = true;
       if (typing) document.activeElement.blur();
       reset();
       return;

@@ -66,11 +66,26 @@ export class TimeSeries {
     const max = Math.max(1, ...d.points.map((p) => p[1]));
     const bw = Math.max(1, W * (d.step || span) / span);
     ctx.fillStyle = dark ? '#f59e0b' : '#ea580c';
+    // every bucket with a value stays visible: at least 3 px wide and
+    // high, and inside the canvas even at the range's edges; a sparse
+    // series (a few uploads in a long range) gets a marker on each point
+    const nz = d.points.filter((p) => p[1] > 0);
+    const sparse = nz.length > 0 && nz.length <= 24;
+    let drawn = 0;
     for (const [t, v] of d.points) {
-      const x = W * (t - d.from) / span;
-      const h = (H - 14) * v / max;
-      ctx.fillRect(x, H - h - 1, Math.max(1, bw - 1), h);
+      if (v <= 0) continue;
+      const w = Math.max(3, bw - 1);
+      const x = Math.min(Math.max(0, W * (t - d.from) / span), W - w);
+      const h = Math.max(3, (H - 14) * v / max);
+      ctx.fillRect(x, H - h - 1, w, h);
+      if (sparse) {
+        ctx.beginPath();
+        ctx.arc(x + w / 2, Math.max(4, H - h - 4), 3, 0, 2 * Math.PI);
+        ctx.fill();
+      }
+      drawn++;
     }
+    this.host.dataset.drawn = String(drawn);
     ctx.fillStyle = dark ? '#9ca3af' : '#6b7280';
     ctx.font = '10px sans-serif';
     ctx.fillText(fmtTime(d.from / 1e9), 2, 10);

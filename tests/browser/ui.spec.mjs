@@ -17,6 +17,7 @@
 //      the regression data of service regsvc)
 import { createRequire } from 'module';
 import fs from 'fs';
+import { spawnSync } from 'child_process';
 import os from 'os';
 import path from 'path';
 
@@ -421,6 +422,132 @@ async function main() {
         `${rows.length} events (api ${au.events.length}); ${pu ? pu.detail.slice(0, 100) : 'no policy.update'}`);
       await page.screenshot({ path: path.join(ART, 'ui-audit.png') });
     }
+
+    // --- the table beside the flame graph fits; the split is resizable ----------------------------
+    // bigsvc: long Go-style function names, the case that pushed the Total column out of view
+    await page.goto(pageUrl({ service: 'bigsvc', view: 'explore' }));
+    await waitLoaded(page);
+    const fit = await page.evaluate(() => {
+      const pane = document.querySelector('.table-pane'), last = document.querySelector('.table-pane thead th:last-child');
+      return { pane: pane.getBoundingClientRect().right, last: last.getBoundingClientRect().right, overflow: pane.scrollWidth - pane.clientWidth, width: innerWidth };
+    });
+    check('at 1500 px the table beside the flame graph shows its last column whole', fit.last <= fit.pane + 0.5 && fit.overflow <= 0, JSON.stringify(fit));
+    const gut = await page.$eval('.split .gutter', (e) => { const r = e.getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + 60 }; });
+    const paneW = () => page.evaluate(() => ({ table: document.querySelector('.table-pane').getBoundingClientRect().width, flame: document.querySelector('.flame-pane canvas').getBoundingClientRect().width }));
+    const w0 = await paneW();
+    await page.mouse.move(gut.x, gut.y);
+    await page.mouse.down();
+    await page.mouse.move(gut.x + 150, gut.y, { steps: 6 });
+    await page.mouse.up();
+    await page.waitForTimeout(150);
+    const w1 = await paneW();
+    check('dragging the gutter 150 px widens the table by 150 px and narrows the flame graph', Math.abs(w1.table - w0.table - 150) < 8 && w1.flame < w0.flame - 100, `${JSON.stringify(w0)} -> ${JSON.stringify(w1)}`);
+    await page.reload();
+    await waitLoaded(page);
+    const w2 = await paneW();
+    check('the split is kept across reloads', Math.abs(w2.table - w1.table) < 4, `${w1.table} vs ${w2.table}`);
+    await page.focus('.split .gutter');
+    await page.keyboard.press('ArrowLeft');
+    const w3 = await paneW();
+    check('arrow keys on the gutter move the split', w3.table < w2.table - 10, `${w2.table} -> ${w3.table}`);
+    await page.evaluate(() => localStorage.removeItem('wt.split'));
+
+    // --- a service with a single upload at the range's edge is visible in the series strip -------------
+    const oneAt = Number(process.env.WT_ONE_AT);
+    // a range of 3601 s: 240 steps of 15 s and a last 1 s bucket right at the edge
+    await page.goto(pageUrl({ service: 'onesvc', view: 'table', from: String(oneAt - 3600), until: String(oneAt + 1) }));
+    await waitLoaded(page, '.table-pane tr[data-function]');
+    await page.waitForFunction(() => Number(document.querySelector('#tseries').dataset.points) > 0, null, { timeout: 10000 });
+    const strip = await page.$eval('#tseries canvas', (c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      const cols = new Set();
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) {
+        if (Math.abs(d[i] - 234) < 30 && Math.abs(d[i + 1] - 88) < 30 && Math.abs(d[i + 2] - 12) < 30 && d[i + 3] > 200) { n++; cols.add((i / 4) % c.width); }
+      }
+      return { pixels: n, columns: cols.size, dpr: devicePixelRatio };
+    });
+    check('a single upload at the edge of the range is drawn in the series strip (at least 3 px wide)', strip.pixels >= 9 && strip.columns >= 3 * strip.dpr, JSON.stringify(strip));
+
+    // --- share link: the exact view, opened again --------------------------------------------------------
+    await page.goto(pageUrl({ service: 'gowork', type: 'cpu', view: 'explore', from: 'now-2h', until: 'now', 'label.stage': 'hash', q: 'main.' }));
+    await waitLoaded(page);
+    await page.click('#hide-btn');
+    await page.fill('#hide-input', 'runtime.');
+    await page.press('#hide-input', 'Enter');
+    await page.click('#hide-close');
+    await waitLoaded(page);
+    const fbox = await page.$eval('.flame-pane canvas', (c) => { const r = c.getBoundingClientRect(); return { x: r.left, y: r.top, h: r.height }; });
+    await page.mouse.click(fbox.x + 3, fbox.y + fbox.h - 18 - 9);
+    const before = {
+      rows: await tableRows(page),
+      root: await page.$eval('.flame-pane.flame', (e) => e.dataset.root),
+      share: await page.$eval('#search-info', (e) => e.dataset.share),
+    };
+    await page.click('#share-btn');
+    const link = await page.$eval('#share-link', (e) => e.value);
+    const lu = new URL(link);
+    check('share link carries absolute times, filters, search, zoom and hidden packages, and no token',
+      /^\d+$/.test(lu.searchParams.get('from')) && /^\d+$/.test(lu.searchParams.get('until')) && lu.searchParams.get('label.stage') === 'hash' &&
+      lu.searchParams.get('q') === 'main.' && lu.searchParams.get('focus') === before.root && lu.searchParams.getAll('hide').includes('runtime.') &&
+      !link.includes(TOKEN), link);
+    // another browser: nothing hidden there yet
+    await page.evaluate(() => { for (const k of Object.keys(localStorage)) if (k.startsWith('wt.hide.')) localStorage.removeItem(k); });
+    await page.waitForTimeout(1100); // "now" moves on; the link's range must not
+    await page.goto(link);
+    await waitLoaded(page);
+    const after = {
+      rows: await tableRows(page),
+      root: await page.$eval('.flame-pane.flame', (e) => e.dataset.root),
+      share: await page.$eval('#search-info', (e) => e.dataset.share),
+    };
+    check('the shared link opens the same view (table rows, zoom, search share)', JSON.stringify(before) === JSON.stringify(after) && before.rows.length > 0,
+      `${before.rows.length} vs ${after.rows.length} rows, root ${before.root} vs ${after.root}, share ${before.share} vs ${after.share}`);
+    check('the shared link hides the same packages', (await page.$$eval('#hide-list [data-prefix]', (l) => l.map((x) => x.dataset.prefix))).includes('runtime.'));
+    check('the shared link leaves the address bar without the hide list', !page.url().includes('hide='), page.url());
+
+    // --- export the view as SVG (runtime. still hidden) and as pprof (read back by go tool pprof) -------------
+    await page.keyboard.press('Escape'); // search and zoom off: the table lists every function of the view
+    const hiddenRows = await tableRows(page);
+    const [dl2] = await Promise.all([page.waitForEvent('download'), page.click('#export-svg-btn')]);
+    const svgFile = path.join(ART, 'ui-export.svg');
+    await dl2.saveAs(svgFile);
+    const svg = fs.readFileSync(svgFile, 'utf8');
+    const parsed = await page.evaluate((t) => {
+      const doc = new DOMParser().parseFromString(t, 'image/svg+xml');
+      if (doc.querySelector('parsererror')) return { error: doc.querySelector('parsererror').textContent };
+      const g = [...doc.querySelectorAll('g.frame')];
+      return { frames: g.length, total: Number(doc.documentElement.dataset.total), names: g.map((x) => x.dataset.name), titled: g.every((x) => x.querySelector('title')) };
+    }, svg);
+    const viewTotal = await page.$eval('.ftable-meta', (e) => Number(e.dataset.total));
+    const hottest = hiddenRows.slice().sort((a, b) => b.total - a.total)[0];
+    check('exported SVG is a well-formed flame graph of the view (total, frames with titles, the hottest function, hidden packages left out)',
+      !parsed.error && parsed.frames > 5 && parsed.total === viewTotal && parsed.titled && parsed.names.includes(hottest.f) && !parsed.names.some((n) => n.startsWith('runtime.')),
+      JSON.stringify({ error: parsed.error, frames: parsed.frames, total: parsed.total, viewTotal, hottest: hottest.f }));
+    await page.evaluate(() => { for (const k of Object.keys(localStorage)) if (k.startsWith('wt.hide.')) localStorage.removeItem(k); });
+    await page.goto(pageUrl({ service: 'gowork', type: 'cpu', view: 'table' }));
+    await waitLoaded(page, '.table-pane tr[data-function]');
+    const viewRows = await tableRows(page);
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-pprof-btn')]);
+    const pprofFile = path.join(ART, 'ui-export.pb.gz');
+    await dl.saveAs(pprofFile);
+    const raw = spawnSync('go', ['tool', 'pprof', '-raw', pprofFile], { encoding: 'utf8', env: Object.assign({}, process.env, { HOME: os.tmpdir(), GOCACHE: path.join(os.tmpdir(), 'wt-gocache'), GOFLAGS: '' }) });
+    const goSelf = new Map();
+    let goTotal = 0;
+    if (raw.status === 0) {
+      const locs = new Map();
+      const [ssec, lsec = ''] = raw.stdout.split('\nLocations\n');
+      for (const m of lsec.matchAll(/^\s+(\d+): 0x[0-9a-f]+ M=\d+ (.*?) :\d+ s=\d+$/gm)) locs.set(m[1], m[2]);
+      for (const m of ssec.matchAll(/^\s+(\d+): ((?:\d+ ?)+)$/gm)) {
+        const leaf = locs.get(m[2].trim().split(' ')[0]);
+        goSelf.set(leaf, (goSelf.get(leaf) || 0) + Number(m[1]));
+        goTotal += Number(m[1]);
+      }
+    }
+    const pageSelf = new Map(viewRows.filter((r) => r.self > 0).map((r) => [r.f, r.self]));
+    check('exported pprof, read by go tool pprof, has the view\'s self time per function and its total',
+      raw.status === 0 && pageSelf.size > 5 && goSelf.size === pageSelf.size && [...pageSelf].every(([f, v]) => goSelf.get(f) === v) && goTotal === tab.total,
+      raw.status !== 0 ? raw.stderr.slice(0, 300) : `${goSelf.size} functions from go vs ${pageSelf.size} on the page; total ${goTotal} vs ${tab.total}`);
 
     // --- theme, shortcuts, shareable URL round trip ---------------------------------------------
     const th0 = await page.evaluate(() => document.documentElement.dataset.theme);

@@ -9,7 +9,7 @@ playwright-core (installed into $BUILD/npm on first use). The spec compares
 what the page shows with the query API's own answers; its exit code
 decides. Screenshots go to $BUILD/test-artifacts/.
 
-Also (issue 10 follow-up): a synthetic folded profile of 100,000 unique
+Also: a synthetic folded profile of 100,000 unique
 stacks (a ~112k-node call tree, depth 8-20, Go-looking names) for the
 large-profile timings the spec prints; perf-script text with per-thread
 records for the timeline; folded profiles whose function shares shift
@@ -150,7 +150,9 @@ class BrowserUI(unittest.TestCase):
         for data, svc, fmt, extra in ((cpu, "gowork", "pprof", {"from": str(t0)}),
                                       (cpu, "gowork", "pprof", {"from": str(t0 + 600)}),
                                       (folded, "cwork", "folded", {"from": str(t0 + 300)}),
-                                      (folded, "cwork", "folded", {"from": str(t0 + 900), "label.span_id": "ui-span-1"})):
+                                      (folded, "cwork", "folded", {"from": str(t0 + 900), "label.span_id": "ui-span-1"}),
+                                      # one upload only: the series strip must still show it
+                                      (folded, "onesvc", "folded", {"from": str(t0 + 60)})):
             st, js = hub.upload(data, up, svc, format=fmt, **extra)
             self.assertEqual(st, 200, js)
         # timeline: threads of a perf capture
@@ -180,7 +182,8 @@ class BrowserUI(unittest.TestCase):
         os.makedirs(art, exist_ok=True)
         env = dict(os.environ, NODE_PATH=mods, WT_HUB_URL=hub.url, WT_READ_TOKEN=rd, WT_PROJECT="uitest",
                    WT_ADMIN_TOKEN=adm, WT_REG_FROM=str(T - 2 * 3600), WT_REG_UNTIL=str(T + 60),
-                   WT_FROM=str(t0 - 60), WT_UNTIL=str(now + 60), WT_ARTIFACTS=art, WT_CHROMIUM=CHROMIUM,
+                   WT_FROM=str(t0 - 60), WT_UNTIL=str(now + 60), WT_ONE_AT=str(t0 + 60), WT_ARTIFACTS=art,
+                   WT_CHROMIUM=CHROMIUM,
                    WT_PLAYWRIGHT=os.path.join(mods, "playwright-core", "index.js"))
         t = time.time()
         r = subprocess.run(["node", SPEC], env=env, capture_output=True, text=True, timeout=300)
