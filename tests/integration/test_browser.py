@@ -9,7 +9,7 @@ playwright-core (installed into $BUILD/npm on first use). The spec compares
 what the page shows with the query API's own answers; its exit code
 decides. Screenshots go to $BUILD/test-artifacts/.
 
-Also (issue 10 follow-up): a synthetic folded profile of 100,000 unique
+Also: a synthetic folded profile of 100,000 unique
 stacks (a ~112k-node call tree, depth 8-20, Go-looking names) for the
 large-profile timings the spec prints; perf-script text with per-thread
 records for the timeline; folded profiles whose function shares shift
