@@ -9,18 +9,19 @@ fails here is a test failure, never a skip. No daemons are started.
 """
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_runtimes import cpuprofile_reference, perf_report  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("BUILD", "build")
 WTCTL = os.path.join(os.environ.get("WT_BIN", os.path.join(ROOT, BUILD, "bin")), "wtctl")
 GEN_PERF = os.path.join(ROOT, "tests", "gen", "gen-perf-folded")
 WORK_JS = os.path.join(ROOT, "tests", "gen", "node", "work.js")
-REF_CPUPROFILE = os.path.join(ROOT, "tests", "unit", "common", "ref_cpuprofile.py")
 
 
 def run(*args, **kw):
@@ -41,29 +42,6 @@ def selfs(s):
     for r in s["top"]:
         out[r["function"]] = out.get(r["function"], 0) + r["self"]
     return out
-
-
-def perf_report(perf_data):
-    """(samples, event count, {symbol: samples}) by `perf report`; the exact
-    sample count is the sum of the -n rows (the header abbreviates "1K")."""
-    out = run("perf", "report", "-i", perf_data, "--stdio", "--no-children", "--sort", "sym", "-n",
-              "-g", "none")
-    events, header, rows = None, None, {}
-    row_re = re.compile(r"^\s*[\d.]+%\s+(\d+)\s+\[.\]\s+(.*?)\s*$")
-    for line in out.splitlines():
-        m = re.match(r"# Samples: (\d+)$", line.strip())
-        if m:
-            header = int(m.group(1))
-        m = re.match(r"# Event count \(approx.\): (\d+)", line)
-        if m:
-            events = int(m.group(1))
-        m = row_re.match(line)
-        if m:
-            rows[m.group(2)] = rows.get(m.group(2), 0) + int(m.group(1))
-    samples = sum(rows.values())
-    if header is not None:
-        assert samples == header, (samples, header)
-    return samples, events, rows
 
 
 class PerfRecordingTest(unittest.TestCase):
@@ -149,16 +127,7 @@ class NodeCpuprofileTest(unittest.TestCase):
             # node comes with appliance/install-deps: failing to run it is a failure
             self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace")[-2000:])
             prof = os.path.join(d, "work.cpuprofile")
-            ref_n = ref_cpu = None
-            ref = {}
-            for line in run(sys.executable, REF_CPUPROFILE, prof).splitlines():
-                if line.startswith("samples "):
-                    ref_n = int(line.split()[1])
-                elif line.startswith("cpu "):
-                    ref_cpu = int(line.split()[1])
-                elif line.startswith("self "):
-                    name, n, ns = line[5:].rsplit("\t", 2)
-                    ref[name] = (int(n), int(ns))
+            ref_n, ref_cpu, ref_cnt, ref_ns = cpuprofile_reference(prof)  # ref_cpuprofile.py
             self.assertGreater(ref_n, 50)
             cpu = summary(prof, "--type", "cpu")
             smp = summary(prof, "--type", "samples")
@@ -166,8 +135,9 @@ class NodeCpuprofileTest(unittest.TestCase):
             self.assertEqual(cpu["unit"], "nanoseconds")
             self.assertEqual((smp["total"], cpu["total"]), (ref_n, ref_cpu))
             got_n, got_ns = selfs(smp), selfs(cpu)
-            for name, (n, ns) in ref.items():
-                self.assertEqual((got_n.get(name, 0), got_ns.get(name, 0)), (n, ns), name)
+            self.assertEqual(set(ref_cnt), set(ref_ns))
+            for name in ref_cnt:
+                self.assertEqual((got_n.get(name, 0), got_ns.get(name, 0)), (ref_cnt[name], ref_ns[name]), name)
             # work.js's own functions are among them
             self.assertGreater(sum(got_n.get(f, 0) for f in ("sortNumbers", "hashStrings", "fib")), 0)
             # wtctl profile convert-cpuprofile: folded counts sum to the samples
