@@ -1,6 +1,7 @@
 # Watchtower — one plain Makefile. Objects under $(BUILD)/, quiet unless V=1.
 #   make            build/bin/wt-edge build/bin/wt-hub build/bin/wtctl
-#   make test       unit + integration tests (real ClickHouse, real daemons)
+#   make test       check-deps + unit + integration tests (real ClickHouse, real daemons)
+#   make check-deps no #include across module rules (docs/architecture.md "## Layout")
 #   make asan       the whole suite under ASan+UBSan (objects in build-asan/)
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 30)
 #   make bench      benchmarks (ratios against a baseline in the same run)
@@ -88,7 +89,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all test unit integration asan fuzz bench run soak deb clean help
+.PHONY: all test check-deps unit integration asan fuzz bench run soak deb clean help
 all: $(BINS)
 
 help:
@@ -199,8 +200,11 @@ $(BUILD)/bench/%: bench/%.c $(LIB_COMMON)
 
 # ---- test entry points ---------------------------------------------------------
 # tests/run drives everything and prints "N passed, N failed".
-test: $(BINS) $(UNIT_BINS) $(TOOL_BINS)
+test: check-deps $(BINS) $(UNIT_BINS) $(TOOL_BINS)
 	$(Q)BUILD=$(BUILD) tests/run all
+
+check-deps:
+	$(Q)tests/check-deps
 
 unit: $(BINS) $(UNIT_BINS)
 	$(Q)BUILD=$(BUILD) tests/run unit

@@ -326,7 +326,7 @@ int wt_format_decode(const uint8_t *body, size_t len, wt_format fmt,
 		}
 	} else if (fmt == WT_FMT_FOLDED && looks_perf(bytes, n < SNIFF_MAX ? n : SNIFF_MAX,
 						     n <= SNIFF_MAX)) {
-		fmt = WT_FMT_PERF; /* SPEC: format=folded given perf script text */
+		fmt = WT_FMT_PERF; /* format=folded given perf script text (docs/formats.md) */
 	}
 	if (detected)
 		*detected = fmt;

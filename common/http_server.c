@@ -1,6 +1,6 @@
 /*
  * http_server.c — helpers shared by the edge and hub evhttp servers: JSON
- * replies and errors in the SPEC's {"error","detail"} shape, bearer tokens,
+ * replies and errors in the {"error","detail"} shape of docs/api.md, bearer tokens,
  * query strings, bounded request bodies and time parameters.
  */
 #include "http_server.h"

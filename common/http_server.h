@@ -1,6 +1,6 @@
 /*
  * http_server.h — small helpers shared by the edge and hub HTTP servers
- * (libevent evhttp): JSON replies and JSON errors in the SPEC's shape,
+ * (libevent evhttp): JSON replies and JSON errors in docs/api.md's shape,
  * bearer tokens, query parameters, bounded request bodies, time parsing.
  */
 #ifndef WT_HTTP_SERVER_H

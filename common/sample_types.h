@@ -1,7 +1,7 @@
 /*
  * sample_types.h — Watchtower's canonical sample type names and the mapping
- * from each format's own (type, unit) pairs onto them (SPEC §3 "Sample
- * types"; the per-format table is in docs/formats.md).
+ * from each format's own (type, unit) pairs onto them (the per-format
+ * table is docs/formats.md "## Sample types").
  *
  * An unmapped type keeps its own name: nothing is ever dropped.
  */

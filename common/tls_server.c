@@ -336,7 +336,7 @@ static const char *reason(int status)
 	}
 }
 
-/* {"error":"<name>","detail":"<detail>"} — the SPEC's error shape. */
+/* {"error":"<name>","detail":"<detail>"} — the error shape of docs/api.md. */
 static void json_error(wt_buf *b, int code, const char *detail)
 {
 	wt_buf_printf(b, "{\"error\":\"%s\",\"detail\":\"", wt_err_name(code));
@@ -401,20 +401,12 @@ const char *wt_tls_request_header(const wt_tls_request *req, const char *name)
 	return NULL;
 }
 
-/* A parsed request head, pointing into the (modified in place) input. */
-typedef struct head {
-	char *method, *path, *query;
-	int http11;
-	wt_tls_header hdr[WT_TLS_MAX_HEADERS];
-	size_t nhdr;
-	size_t content_length;
-	int keep_alive, expect_continue;
-} head;
+typedef wt_tls_head head;
 
 /* Parse "METHOD SP target SP HTTP/1.x CRLF (name: value CRLF)* CRLF" in
  * buf[0..len) (len includes the final CRLFCRLF). Returns 0, or an HTTP
  * status with *why set. */
-static int parse_head(char *buf, size_t len, size_t max_body, head *h, const char **why)
+int wt_tls_parse_head(char *buf, size_t len, size_t max_body, head *h, const char **why)
 {
 	char *p = buf, *end = buf + len - 2; /* last line's CRLF is the terminator */
 	char *line_end, *sp1, *sp2, *q;
@@ -591,7 +583,7 @@ static void serve_http(worker *w, mbedtls_ssl_context *ssl, conn *c, const char 
 			send_error(ssl, 431, WT_ELIMIT, "request head larger than 16 KiB");
 			goto out;
 		}
-		st = parse_head((char *)in.data, hlen, s->max_body, h, &why);
+		st = wt_tls_parse_head((char *)in.data, hlen, s->max_body, h, &why);
 		if (st) {
 			send_error(ssl, st, st == 413 ? WT_ELIMIT : WT_EINVAL, why);
 			goto out;

@@ -3,7 +3,7 @@
  * default :8443), built on mbedtls in worker threads.
  *
  * Why threads and not libevent: Debian's libevent 2.1 ships bufferevents
- * for OpenSSL only, none for mbedtls (SPEC §2). Wrapping mbedtls in a
+ * for OpenSSL only, none for mbedtls. Wrapping mbedtls in a
  * bufferevent filter is possible but makes every handshake step, renegotiation
  * and partial record an event-loop state; the replication port serves a
  * handful of edges, each holding one keep-alive connection and sending
@@ -74,6 +74,23 @@ typedef struct wt_tls_request {
 
 /* First header named name (case-insensitive), or NULL. */
 const char *wt_tls_request_header(const wt_tls_request *req, const char *name);
+
+/* A parsed request head (request line and headers), pointing into the
+ * buffer wt_tls_parse_head parsed. */
+typedef struct wt_tls_head {
+	char *method, *path, *query;
+	int http11;
+	wt_tls_header hdr[WT_TLS_MAX_HEADERS];
+	size_t nhdr;
+	size_t content_length;
+	int keep_alive, expect_continue;
+} wt_tls_head;
+
+/* The server's request-head parser, callable alone (tests/fuzz/fuzz_tls_http.c):
+ * buf[0..len) is the input up to and including its first CRLFCRLF (len >= 4);
+ * it is modified in place (NULs, lower-cased header names). Returns 0, or the
+ * HTTP status to answer (400, 411, 413, 431) with *why set to a static text. */
+int wt_tls_parse_head(char *buf, size_t len, size_t max_body, wt_tls_head *h, const char **why);
 
 /* Filled in by the handler. Starts as status 200, content_type
  * "application/octet-stream", empty body. */

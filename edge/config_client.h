@@ -1,5 +1,6 @@
 /*
- * config_client.h — the edge's remote config client (PRF-004).
+ * config_client.h — the edge's remote config client (docs/operations.md
+ * "## Remote config").
  *
  * A thread pulls `GET {hub.url}/v1/edges/{id}/config?project=…&wait=S`
  * over the replication mTLS channel with If-None-Match (long-poll; 304 =

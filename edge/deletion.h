@@ -1,6 +1,7 @@
 /*
  * deletion.h — applying the hub's audited deletions to the edge's buffer
- * (issue 9: "edges also delete matching data still in their buffers").
+ * (docs/operations.md "## Retention, archive and deletion": edges also
+ * delete matching data still in their buffers).
  *
  * The hub's remote config lists each project's recent deletions
  * (deletion_id, before_ns, service or null = all); config_client.c calls

@@ -1,6 +1,6 @@
 /*
- * ebpf.h — the edge's whole-system eBPF sampler (SPEC §3 "eBPF sampler";
- * docs/operations.md "## eBPF sampler").
+ * ebpf.h — the edge's whole-system eBPF sampler (docs/operations.md
+ * "## eBPF sampler", docs/profilers.md "### The edge's own eBPF sampler").
  *
  * One sampler thread owns the probes (ebpf_probe.h); a discovery thread
  * captures the mappings of each new process image the moment the BPF

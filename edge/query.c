@@ -1,6 +1,7 @@
 /*
- * query.c — local queries from the edge's own buffer (SPEC §3 query API
- * subset): GET /v1/projects/{p}/profiles/table, /profiles/flamegraph and
+ * query.c — local queries from the edge's own buffer (a subset of the
+ * hub's query API, docs/api.md "### Local queries"):
+ * GET /v1/projects/{p}/profiles/table, /profiles/flamegraph and
  * /services. They run on a worker thread, scan the `stacks` column family
  * of the selected series and minutes, and render with common/flame.h.
  */
@@ -225,7 +226,7 @@ static void profile_view(edge_task *t, query *q)
 		return;
 	}
 	if (!type) {
-		/* SPEC: cpu when the selection has it, else the service's first type */
+		/* cpu when the selection has it, else the service's first type (docs/api.md) */
 		for (size_t i = 0; i < n; i++)
 			if ((!q->service || !strcmp(s[i].svc, q->service)) && !strcmp(s[i].type, "cpu"))
 				type = "cpu";

@@ -1,5 +1,5 @@
 /*
- * http_delete.c — audited deletion (PRF-012):
+ * http_delete.c — audited deletion (docs/api.md "### Deletion"):
  *   DELETE /v1/projects/{p}/profiles?before=<RFC 3339>[&service=S]
  *       role DeleteTelemetry (or the hub admin token) → 202 {"deletion_id"}
  *   GET /v1/projects/{p}/deletions/{id}   progress (DeleteTelemetry or admin)

@@ -49,7 +49,7 @@ int hub_project_retention(hub_ch *ch, const char *project, int *days, wt_err *er
 	return rc;
 }
 
-/* Place sample times (SPEC §3 Ingest): with `from`, the profile starts at
+/* Place sample times (docs/api.md "### Ingest", `from`/`until`): with `from`, the profile starts at
  * from and samples keep their offsets; without, the format's own clock, or
  * the upload time for formats without one. */
 static void place_times(wt_profile *p, const hub_params *hp, int64_t now_ns)

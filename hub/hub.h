@@ -62,7 +62,7 @@ void hub_handle_delete_profiles(hub_req *r, const char *project);
 void hub_handle_deletion(hub_req *r, const char *project, const char *id);
 void hub_handle_worker_run(hub_req *r);
 
-/* Analysis (issue 8): profiles/{diff,timeline,insights,leaks}, issues,
+/* Analysis (docs/api.md "### Analysis"): profiles/{diff,timeline,insights,leaks}, issues,
  * POST /v1/admin/analysis/run. hub_analysis_route (http_issues.c) returns
  * 1 when it handled the request. */
 int hub_analysis_route(hub_req *r);

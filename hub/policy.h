@@ -1,5 +1,5 @@
 /*
- * policy.h — per-project profiling policy (PRF-004): the JSON document,
+ * policy.h — per-project profiling policy (docs/api.md "### Policy"): the JSON document,
  * its validation, the effective rules one edge gets, and its versioned
  * storage in ClickHouse (policies_v1, one row per revision).
  *

@@ -1,5 +1,6 @@
 /*
- * regress.h — regression detection over the function rollup (PRF-003).
+ * regress.h — regression detection over the function rollup (docs/operations.md
+ * "## Regression detection").
  *
  * Every regress_interval_s a worker thread compares, for each (project,
  * service, sample type, function), the function's share of the total self

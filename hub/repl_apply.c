@@ -24,13 +24,12 @@
 #include <unistd.h>
 
 #include "ch_format.h"
-#include "compress.h"
 #include "format.h"
 #include "hub.h"
 #include "ingest.h"
 #include "log.h"
-#include "otlp.h"
 #include "proto/repl.pb-c.h"
+#include "repl_decode.h"
 
 typedef Watchtower__Repl__Batch pb_batch;
 typedef Watchtower__Repl__Upload pb_upload;
@@ -74,24 +73,6 @@ static const char *jstr(json_t *o, const char *k)
 {
 	json_t *v = json_object_get(o, k);
 	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static int64_t jint(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
-}
-
-/* Pyroscope `units` → the unit our decoders take (as the edge maps it). */
-static const char *pyro_unit(const char *u)
-{
-	if (!u)
-		return NULL;
-	if (!strcmp(u, "objects") || !strcmp(u, "goroutines") || !strcmp(u, "lock_samples"))
-		return "count";
-	if (!strcmp(u, "lock_nanoseconds"))
-		return "nanoseconds";
-	return u;
 }
 
 /* Crash injection for the recovery tests: WT_FAILPOINT=<name> makes the
@@ -469,45 +450,6 @@ static void raw_index_row(wt_buf *sql, size_t *nrows, const up_state *s, const c
 /* wt_format_decode, except that an OTLP request the edge split by service
  * (header "otlp_service") yields only that service's profile: the edge
  * stores the whole request once per service it contains. */
-static int decode_original(const pb_upload *u, json_t *hdr, wt_format fmt, const wt_decode_opts *o,
-			   wt_profile **p, wt_format *det, wt_err *err)
-{
-	const char *osvc = jstr(hdr, "otlp_service");
-	const uint8_t *data = u->original.data;
-	size_t len = u->original.len, i;
-	uint8_t *plain = NULL;
-	wt_otlp_result r;
-	int rc;
-
-	if (!osvc || fmt != WT_FMT_OTLP)
-		return wt_format_decode(data, len, fmt, o, p, det, err);
-	*det = WT_FMT_OTLP;
-	if (wt_is_gzip(data, len)) {
-		if ((rc = wt_gunzip(data, len, o->lim.max_decompressed, &plain, &len, err)))
-			return rc;
-		data = plain;
-	} else if (wt_is_zstd(data, len)) {
-		if ((rc = wt_zstd_decompress(data, len, o->lim.max_decompressed, &plain, &len, err)))
-			return rc;
-		data = plain;
-	}
-	memset(&r, 0, sizeof(r));
-	rc = wt_otlp_decode(data, len, &o->lim, &r, err);
-	free(plain);
-	if (rc)
-		return rc;
-	rc = wt_err_set(err, WT_EINVAL, "otlp: the request has no service \"%.64s\"", osvc);
-	for (i = 0; i < r.n; i++)
-		if (!strcmp(r.items[i].service, osvc)) {
-			*p = r.items[i].profile;
-			r.items[i].profile = NULL;
-			rc = 0;
-			break;
-		}
-	wt_otlp_result_free(&r);
-	return rc;
-}
-
 /* Decode an upload's original exactly as the edge did, store it, and
  * append its sample rows to sink. A decode failure marks the upload
  * rejected (its rollup is still stored) rather than failing the batch. */
@@ -515,43 +457,25 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, jso
 			  int recovery, hub_daysink *sink, putter *put, hub_repl_result *res, wt_err *err)
 {
 	const pb_upload *u = s->u;
-	wt_decode_opts o;
-	wt_format fmt = WT_FMT_AUTO, det = WT_FMT_AUTO;
+	wt_limits lim;
+	wt_format det = WT_FMT_AUTO;
 	wt_profile *p = NULL;
 	hub_ingest_req rq;
 	hub_ingest_stats st;
 	hub_label_param lp[64];
-	const char *fs = jstr(hdr, "format"), *units = jstr(hdr, "units");
-	int64_t from_ns = jint(hdr, "from_ns"), until_ns = jint(hdr, "until_ns");
 	json_t *labels = json_object_get(hdr, "labels"), *v;
 	const char *k;
 	size_t nlp = 0;
 	wt_err derr = {0, ""};
 	int rc = 0, exists = 0;
 
-	if (fs && wt_format_parse(fs, &fmt))
-		fmt = WT_FMT_AUTO;
-	wt_decode_opts_default(&o);
-	o.lim.max_body = ctx->cfg.max_body;
-	o.hint = jstr(hdr, "hint");
-	if (jstr(hdr, "type"))
-		o.type = jstr(hdr, "type");
-	if (units)
-		o.unit = pyro_unit(units);
-	o.sample_rate = jint(hdr, "sample_rate");
-	o.time_ns = from_ns ? from_ns : u->received_ns;
-	if (decode_original(u, hdr, fmt, &o, &p, &det, &derr)) {
+	wt_limits_default(&lim);
+	lim.max_body = ctx->cfg.max_body;
+	if (hub_repl_decode_upload(u, hdr, &lim, &p, &det, &derr)) {
 		s->rejected = 1;
 		snprintf(s->detail, sizeof(s->detail), "decode: %s", derr.msg);
 		wt_warn("msg=\"replicated upload rejected\" upload=%s error=\"%s\"", s->upload_id, derr.msg);
 		return 0;
-	}
-	if (from_ns) {
-		p->time_ns = from_ns;
-		if (until_ns > from_ns)
-			p->duration_ns = until_ns - from_ns;
-	} else if (!p->time_ns) {
-		p->time_ns = u->received_ns;
 	}
 	s->time_ns = p->time_ns;
 	if (json_is_object(labels)) {

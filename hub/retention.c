@@ -1,5 +1,6 @@
 /*
- * retention.c — the retention job (PRF-012).
+ * retention.c — the retention job (docs/operations.md "## Retention,
+ * archive and deletion").
  *
  * A row of day D (samples: `date`; rollups: toDate(minute)) expires once
  * D <= today - R, R = the project's retention_days (today = now_s in UTC

@@ -244,7 +244,7 @@ static int m_repl_ledger(wt_buf *b, const ddl_ctx *cx)
 		" ORDER BY (edge_id, seq, state)");
 }
 
-/* Control plane (issue 9; versions 30-39): policies, worker leases, object
+/* Control plane (versions 30-39): policies, worker leases, object
  * deletions left to retry. */
 static int m_policies(wt_buf *b, const ddl_ctx *cx)
 {
@@ -293,7 +293,7 @@ static int m_object_deletions(wt_buf *b, const ddl_ctx *cx)
 		" ORDER BY (object_key, deletion_id)");
 }
 
-/* Analysis (issue 8; versions 20-29): regression issues (regress.h) and
+/* Analysis (versions 20-29): regression issues (regress.h) and
  * the users' state of them (acknowledged/muted), kept apart so a detector
  * run never overwrites a user's change. */
 static int m_issues(wt_buf *b, const ddl_ctx *cx)
@@ -327,7 +327,7 @@ static int m_issue_states(wt_buf *b, const ddl_ctx *cx)
 		" ORDER BY (project, issue_id)");
 }
 
-/* Symbolization (issue 11; versions 40-49): the index of uploaded (and
+/* Symbolization (versions 40-49): the index of uploaded (and
  * debuginfod-fetched) debug files; the bytes are in the object store under
  * debuginfo/<project>/<build id>. A delete writes a row with deleted = 1:
  * readers take the newest row per (project, build_id) by version. */

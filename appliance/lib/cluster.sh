@@ -74,7 +74,7 @@ proc_names() { # all names, start order
 valid_name() { local n; for n in $(proc_names); do [[ $n == "$1" ]] && return 0; done; return 1; }
 upper() { echo "${1^^}"; }
 
-# Ports: SPEC §3 "Build and run".
+# Ports: the table in docs/operations.md "## Local cluster".
 ports_compute() { # uses ENV[WT_PORT_BASE] (empty = defaults) and ENV[WT_EDGES]
 	local b=${ENV[WT_PORT_BASE]:-} k n=${ENV[WT_EDGES]}
 	if [[ -z $b ]]; then
@@ -98,7 +98,7 @@ ports_compute() { # uses ENV[WT_PORT_BASE] (empty = defaults) and ENV[WT_EDGES]
 	fi
 	if [[ ${ENV[WT_CLUSTER]:-0} == 1 ]]; then
 		# --cluster: ZooKeeper N+5; clickhouse2..4 and hub2 from N+100
-		# (SPEC §3). Without a base: ZooKeeper 2181, ClickHouse 8124.., hub2 8081.
+		# (docs/operations.md). Without a base: ZooKeeper 2181, ClickHouse 8124.., hub2 8081.
 		local c x=${b:-}
 		if [[ -z $x ]]; then
 			env_set WT_PORT_ZOOKEEPER 2181
@@ -237,7 +237,7 @@ proc_start() {
 	mkdir -p "$WT_DIR/$name"
 	case $name in
 	zookeeper)
-		# Debian's zookeeper 3.8, started directly (SPEC §2)
+		# Debian's zookeeper 3.8, started directly (docs/operations.md "## Scale out")
 		local zd=$WT_DIR/zookeeper
 		mkdir -p "$zd/data"
 		printf '%s\n' "tickTime=1000" "initLimit=10" "syncLimit=5" "dataDir=$zd/data" \

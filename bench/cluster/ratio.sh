@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/cluster/ratio.sh — one ClickHouse server vs the 2-shard x 2-replica
-# cluster (issue 14) on this machine, same data, same hub code:
+# cluster (docs/operations.md "## Scale out") on this machine, same data, same hub code:
 #   ingest : samples/s of folded uploads through a hub (4 client threads,
 #            services spread over both shards)
 #   query  : flame-graph latency through a hub for one service (one shard)

@@ -2,14 +2,15 @@
  * fuzz_otlp.c — libFuzzer target: arbitrary bytes through wt_otlp_decode()
  * (layout detection, wire walk, protobuf-c unpack, normalisation, index
  * resolution, per-service grouping) and the merged wt_format_decode path,
- * with small limits. Run by tests/fuzz/run (make fuzz); seeds are the small
- * corpus files, among them the OTLP captures.
+ * with small limits. Run by tests/fuzz/run (make fuzz); seeds in
+ * tests/fuzz/seed/fuzz_otlp/ (small OTLP captures of the corpus).
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "format.h"
+#include "fuzz_limits.h"
 #include "otlp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -20,14 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	wt_err e;
 
 	wt_decode_opts_default(&o);
-	o.lim.max_body = 1 << 20;
-	o.lim.max_decompressed = 4 << 20;
-	o.lim.max_samples = 10000;
-	o.lim.max_stack_depth = 256;
-	o.lim.max_strings = 10000;
-	o.lim.max_string_len = 4096;
-	o.lim.max_labels = 16;
-	o.lim.max_types = 8;
+	fuzz_limits(&o.lim);
 	if (wt_otlp_decode(data, size, &o.lim, &r, &e) == 0)
 		wt_otlp_result_free(&r);
 	if (wt_format_decode(data, size, WT_FMT_OTLP, &o, &p, NULL, &e) == 0)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "format.h"
+#include "fuzz_limits.h"
 #include "pprof.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -18,14 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	wt_err e;
 
 	wt_decode_opts_default(&o);
-	o.lim.max_body = 1 << 20;
-	o.lim.max_decompressed = 4 << 20;
-	o.lim.max_samples = 10000;
-	o.lim.max_stack_depth = 256;
-	o.lim.max_strings = 10000;
-	o.lim.max_string_len = 4096;
-	o.lim.max_labels = 16;
-	o.lim.max_types = 8;
+	fuzz_limits(&o.lim);
 	if (wt_format_decode(data, size, WT_FMT_PPROF, &o, &p, NULL, &e) == 0) {
 		uint8_t *out = NULL;
 		size_t n = 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_analysis.py — the hub's analysis endpoints (issue 8) against a real
+"""test_analysis.py — the hub's analysis endpoints (docs/api.md "### Analysis") against a real
 private ClickHouse and a real wt-hub, with real profiles:
 
 - Go CPU profiles from tests/gen/regress (v1 hot in funcA, v2 hot in funcB,

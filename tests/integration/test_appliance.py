@@ -3,8 +3,8 @@
 
 Starts a real cluster (private ClickHouse, hub, two edges) on a free port
 range in a temporary directory, from a private copy of the binaries so the
-test can "rebuild" one of them, and checks what SPEC §3 "Build and run"
-promises: DIR/env holds every key and the SPEC's ports, every process
+test can "rebuild" one of them, and checks what docs/operations.md "## Local cluster"
+promises: DIR/env holds every key and the documented ports, every process
 answers its health check, `up` again is a no-op, `up` after a rebuild
 restarts exactly the processes whose binary changed, `ctl stop/start/kill`
 act on one process and keep DIR/env current, and `down` leaves no process

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_control.py — the hub's control plane (issue 9) end to end.
+"""test_control.py — the hub's control plane (policy, remote config, deletion, audit) end to end.
 
 Real processes on loopback: a private clickhouse-server, wt-hub (with its
 mTLS replication listener where edges are involved) and wt-edge with
@@ -486,7 +486,7 @@ class ControlTest(unittest.TestCase):
             ("POST", "/v1/admin/tokens", b'{"project": "m", "role": "read"}', {"admin"}),
             ("GET", "/v1/admin/projects", None, set()),
             ("POST", "/v1/admin/worker/run?job=archive", None, set()),
-            # debug files (issue 11): answers 404/400 when allowed (nothing stored, not ELF)
+            # debug files: answers 404/400 when allowed (nothing stored, not ELF)
             ("GET", "/v1/projects/m/debuginfo", None, {"read", "admin"}),
             ("GET", "/v1/projects/m/debuginfo/" + "ab" * 20, None, {"upload", "read", "admin"}),
             ("PUT", "/v1/projects/m/debuginfo/" + "ab" * 20 + "?name=x", b"not an ELF file", {"upload", "admin"}),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_go_profiler.py — the first-party Go profiler (clients/go, issue 12).
+"""test_go_profiler.py — the first-party Go profiler (clients/go, docs/profilers.md "## Go").
 
 1. `go test ./...` in clients/go: the package's unit tests (uploader retries,
    backoff, bounded queue, Stop flush against net/http/httptest servers;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test_policy_sampler.py — the control plane reaching a running edge
-(issue 9), with real processes on loopback: a private clickhouse-server,
+(docs/api.md "### Policy"), with real processes on loopback: a private clickhouse-server,
 wt-hub with its mTLS replication listener, wt-edge with certificates from
 `wtctl pki`.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_replication.py — edge → hub replication end to end (issue 5).
+"""test_replication.py — edge → hub replication end to end (docs/operations.md "## Replication").
 
 Real processes on loopback: a private clickhouse-server, wt-hub with its
 mutual-TLS replication listener, and wt-edge daemons with certificates

@@ -421,9 +421,9 @@ class RuntimesTest(unittest.TestCase):
     # -- JVM --
 
     def test_jvm_jfr_recording_matches_jfr_tool(self):
+        # the JDK comes with appliance/install-deps: a generator failure is a failure
         r = run([os.path.join(ROOT, "tests/gen/gen-jfr")], check=False, env=GEN_ENV, timeout=600)
-        if r.returncode != 0:
-            self.skipTest("gen-jfr (JDK 17) failed here: " + r.stderr[-500:])
+        self.assertEqual(r.returncode, 0, "tests/gen/gen-jfr failed: " + r.stderr[-2000:])
         d = os.path.join(TESTDATA, "jfr")
         ans = self.upload(os.path.join(d, "app.jfr"), "jvm-app")  # format auto
         self.assertEqual((ans["format"], ans["format_sent"], ans["detected"]), ("jfr", "jfr", True))
@@ -571,8 +571,8 @@ class RuntimesTest(unittest.TestCase):
 
     def test_node_cpuprofile_convert_and_direct(self):
         prof = gen_node()
-        if not prof:
-            self.skipTest("node is not installed")
+        # node comes with appliance/install-deps: missing is a failure
+        self.assertTrue(prof, "node is not installed (appliance/install-deps)")
         n, cpu, cnt, ns = cpuprofile_reference(prof)
         self.assertGreater(n, 50)
         # the seed's path: convert-cpuprofile, then upload the folded text
@@ -594,8 +594,8 @@ class RuntimesTest(unittest.TestCase):
 
     def test_native_perf_script(self):
         d = gen_perf()
-        if not d:
-            self.skipTest("perf cannot record here")
+        # perf comes with appliance/install-deps: not recording is a failure
+        self.assertTrue(d, "tests/gen/gen-perf-folded: perf cannot record here")
         samples, events, rows = perf_report(os.path.join(d, "perf.data"))
         self.assertGreater(samples, 50)
         # perf report names unresolved addresses 0x…; the edge names them [dso]
@@ -624,8 +624,8 @@ class RuntimesTest(unittest.TestCase):
 
     def test_go_profiles_all_types(self):
         r = run([os.path.join(ROOT, "tests/gen/gen-go-profiles")], check=False, env=GEN_ENV)
-        if r.returncode != 0:
-            self.skipTest("gen-go-profiles failed: " + r.stderr[-500:])
+        # Go comes with appliance/install-deps: a generator failure is a failure
+        self.assertEqual(r.returncode, 0, "tests/gen/gen-go-profiles failed: " + r.stderr[-2000:])
         d = os.path.join(TESTDATA, "go")
         cases = [  # (file, service, extra args, {pprof type: stored type})
             ("cpu", "go-cpu", [], {"cpu": "cpu", "samples": "samples"}),

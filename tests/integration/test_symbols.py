@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_symbols.py — hub-side symbolization of native frames (issue 11),
+"""test_symbols.py — hub-side symbolization of native frames (docs/operations.md "## Symbolization and debug files"),
 with real processes: a private clickhouse-server, wt-hub, wtctl, gcc,
 strip/objcopy, perf record + perf script, binutils addr2line / readelf as
 the independent references, and a python http.server speaking the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_cluster.py — `make soak`: Watchtower on a ClickHouse cluster (issue 14).
+"""test_cluster.py — `make soak`: Watchtower on a ClickHouse cluster (docs/operations.md "## Scale out").
 
 Real ZooKeeper and four real clickhouse-servers (2 shards x 2 replicas,
 harness/cluster.py), two wt-hubs with `clickhouse.cluster = "wt"` and two

@@ -1,6 +1,7 @@
 """pbwire.py — a protobuf wire-format walker for the tests' independent
 reference readers (tests/tools/otlp_ref.py, the pprof walk in
-tests/integration/test_runtimes.py, batch seqs in test_repl_edge.py).
+tests/integration/test_runtimes.py, batch seqs in test_repl_edge.py), and
+the two encoders tests/fuzz/make_seeds.py writes messages with.
 Written from the protobuf encoding spec; no generated code, no Watchtower
 code.
 """
@@ -40,3 +41,25 @@ def fields(b):
             raise ValueError("wire type %d" % wt)
         out.append((num, wt, v))
     return out
+
+
+def put_varint(n):
+    """n (negative: as int64 two's complement) as a base-128 varint."""
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        c = n & 0x7F
+        n >>= 7
+        if not n:
+            out.append(c)
+            return bytes(out)
+        out.append(c | 0x80)
+
+
+def put_field(num, v):
+    """Field num: an int as VARINT, bytes or str as LEN."""
+    if isinstance(v, int):
+        return put_varint(num << 3) + put_varint(v)
+    if isinstance(v, str):
+        v = v.encode()
+    return put_varint(num << 3 | 2) + put_varint(len(v)) + v

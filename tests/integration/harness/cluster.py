@@ -1,5 +1,5 @@
 """harness/cluster.py — ZooKeeper plus a 2-shard x 2-replica ClickHouse
-cluster on free loopback ports (cluster mode of the hub, issue 14).
+cluster on free loopback ports (cluster mode of the hub, docs/operations.md "## Scale out").
 
     from harness.cluster import Cluster
     cl = Cluster(self).start()      # ZooKeeper, then 4 clickhouse-servers
@@ -12,7 +12,7 @@ Server i is shard i // 2 + 1, replica i % 2 + 1. Every server gets the
 same <remote_servers> (internal_replication = true: a Distributed insert
 goes to one replica, ReplicatedMergeTree copies it), its own <macros> and
 the <zookeeper> node. ZooKeeper is Debian's zookeeper 3.8 started directly
-(SPEC §2). The helper for the appliance (appliance/clickhouse/cluster-config)
+(docs/operations.md "## Scale out"). The helper for the appliance (appliance/clickhouse/cluster-config)
 writes the same XML.
 """
 import os

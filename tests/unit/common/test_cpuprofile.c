@@ -5,10 +5,10 @@
  * References are independent of our code: tests/unit/common/ref_cpuprofile.py
  * reads the same file with python3's json module and prints the sample
  * count, the cpu total and per-leaf-function self counts (the documented
- * rules, re-implemented in a dozen lines). Inputs: a REAL profile written
- * at test time by `node --cpu-prof` running tests/gen/node/work.js, and
- * every .cpuprofile of the shared corpus (Chrome 65, Node 10 old layout,
- * Node 20 main and worker threads).
+ * rules, re-implemented in a dozen lines). Inputs: every .cpuprofile of
+ * the corpus (Chrome 65, Node 10 old layout, Node 20 main and worker
+ * threads). A profile `node --cpu-prof` writes at test time is checked in
+ * tests/integration/test_generated.py (unit tests do not run node).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,70 +117,6 @@ static size_t check_file(const char *path, int64_t base)
 	wt_profile_free(p);
 	free(buf);
 	return nfn;
-}
-
-static void test_generated_node(void **state)
-{
-	char dir[1024], cmd[4096], *out, *nl;
-	int st;
-	(void)state;
-
-	snprintf(dir, sizeof(dir), "%s/%s/tests/cpuprofile", wt_test_root(), wt_test_build());
-	snprintf(cmd, sizeof(cmd),
-		 "command -v node >/dev/null || exit 77; rm -rf '%s' && mkdir -p '%s' && "
-		 "node --cpu-prof --cpu-prof-dir='%s' '%s/tests/gen/node/work.js' 500 >/dev/null && "
-		 "ls '%s'/*.cpuprofile | head -1",
-		 dir, dir, dir, wt_test_root(), dir);
-	out = wt_test_cmd_output(cmd, &st);
-	if (st == 77) {
-		free(out);
-		print_message("node is not installed; skipping the generated profile\n");
-		skip();
-	}
-	assert_int_equal(st, 0);
-	if ((nl = strchr(out, '\n')))
-		*nl = 0;
-	assert_true(*out);
-	/* work.js's own functions must be among the compared ones */
-	assert_true(check_file(out, BASE_NS) >= 5);
-	{
-		char *buf;
-		size_t len;
-		wt_profile *p = NULL;
-		wt_err e;
-
-		buf = wt_test_read_file(out, &len);
-		assert_int_equal(decode(buf, len, WT_FMT_CPUPROFILE, 0, &p, NULL, &e), 0);
-		assert_true(self_of(p, wt_profile_find_type(p, "samples"), "sortNumbers") +
-				    self_of(p, wt_profile_find_type(p, "samples"), "hashStrings") +
-				    self_of(p, wt_profile_find_type(p, "samples"), "fib") >
-			    0);
-		wt_profile_free(p);
-		free(buf);
-	}
-
-	/* wtctl profile convert-cpuprofile: folded counts sum to the samples */
-	snprintf(cmd, sizeof(cmd),
-		 "test -x '%s/%s/bin/wtctl' || exit 77; '%s/%s/bin/wtctl' profile convert-cpuprofile '%s' |"
-		 " awk '{ s += $NF } END { print s + 0 }'",
-		 wt_test_root(), wt_test_build(), wt_test_root(), wt_test_build(), out);
-	{
-		char *o = wt_test_cmd_output(cmd, &st);
-		char ref[4096], *r;
-
-		if (st != 77) {
-			assert_int_equal(st, 0);
-			snprintf(ref, sizeof(ref),
-				 "python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))[\"samples\"]))' '%s'",
-				 out);
-			r = wt_test_cmd_output(ref, &st);
-			assert_int_equal(st, 0);
-			assert_int_equal(atoll(o), atoll(r));
-			free(r);
-		}
-		free(o);
-	}
-	free(out);
 }
 
 static void test_corpus(void **state)
@@ -301,7 +237,6 @@ static void test_malformed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_generated_node),
 		cmocka_unit_test(test_corpus),
 		cmocka_unit_test(test_not_cpuprofile),
 		cmocka_unit_test(test_malformed),

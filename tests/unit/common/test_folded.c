@@ -1,12 +1,10 @@
 /*
  * test_folded.c — the folded (collapsed stack) decoder and encoder.
  *
- * References are independent of our code:
- *   - a REAL profile made at test time by tests/gen/gen-perf-folded (perf
- *     record + perf script + an awk collapse), whose total and per-leaf
- *     counts come from a separate grep/awk count over the perf script text;
- *   - every folded file of the shared corpus, checked against an awk sum of
- *     its counts and an awk count of its distinct stacks.
+ * References are independent of our code: every folded file of the corpus
+ * (tests/corpus), checked against an awk sum of its counts and an awk count
+ * of its distinct stacks. A profile perf records at test time is checked in
+ * tests/integration/test_generated.py (unit tests do not run perf).
  * Plus the dialect tolerances, every malformed-input error and the limits.
  */
 #include <setjmp.h>
@@ -27,13 +25,6 @@ static const char *root_dir(void)
 	const char *r = getenv("WT_ROOT");
 
 	return r && *r ? r : ".";
-}
-
-static const char *build_dir(void)
-{
-	const char *b = getenv("BUILD");
-
-	return b && *b ? b : "build";
 }
 
 /* Read a whole file (gunzipped by gzip -dc when it ends in .gz). */
@@ -120,89 +111,6 @@ static int64_t self_of(const wt_profile *p, const char *name)
 			s += wt_profile_values(p, i)[0];
 	}
 	return s;
-}
-
-/* ---- real perf profile ------------------------------------------------------------ */
-
-static void test_perf_generated(void **state)
-{
-	char dir[1024], cmd[4096], path[1200], line[4096];
-	const char *out;
-	char *buf;
-	size_t len, nleaf = 0;
-	int64_t ref_total = -1, rollup_self = 0;
-	wt_profile *p = NULL;
-	wt_err e;
-	wt_rollup r;
-	wt_flame *f;
-	json_t *tab, *rows;
-	FILE *fp;
-	int rc;
-	(void)state;
-
-	snprintf(dir, sizeof(dir), "%s/%s/tests/perf-folded", root_dir(), build_dir());
-	snprintf(cmd, sizeof(cmd), "'%s/tests/gen/gen-perf-folded' '%s' 1 >/dev/null; echo $?",
-		 root_dir(), dir);
-	out = run1(cmd);
-	if (atoi(out) == 77) {
-		print_message("perf cannot record here; skipping the perf-generated profile\n");
-		skip();
-	}
-	assert_int_equal(atoi(out), 0);
-
-	snprintf(path, sizeof(path), "%s/cwork.folded", dir);
-	buf = slurp(path, &len);
-	rc = wt_folded_decode((const uint8_t *)buf, len, NULL, &p, &e);
-	assert_int_equal(rc, 0);
-	assert_int_equal(rollup_self, 0);
-	assert_int_equal(wt_rollup_build(p, 0, &r, &e), 0);
-
-	snprintf(path, sizeof(path), "%s/reference.tsv", dir);
-	fp = fopen(path, "r");
-	assert_non_null(fp);
-	while (fgets(line, sizeof(line), fp)) {
-		char *t1 = strtok(line, "\t\n"), *t2 = strtok(NULL, "\t\n"), *t3 = strtok(NULL, "\t\n");
-
-		if (!strcmp(t1, "total")) {
-			ref_total = atoll(t2);
-		} else if (!strcmp(t1, "leaf")) {
-			int64_t want = atoll(t3), got_roll = 0;
-			size_t i;
-
-			for (i = 0; i < r.n; i++)
-				if (!strcmp(r.rows[i].function, t2))
-					got_roll += r.rows[i].self;
-			if (self_of(p, t2) != want || got_roll != want)
-				fail_msg("leaf %s: reference %lld, decoded self %lld, rollup self %lld", t2,
-					 (long long)want, (long long)self_of(p, t2), (long long)got_roll);
-			nleaf++;
-		}
-	}
-	fclose(fp);
-	assert_true(ref_total > 50); /* ~1 s at 999 Hz; fewer when the machine is busy */
-	assert_true(nleaf >= 3);
-	assert_int_equal(total_of(p), ref_total);
-	for (size_t i = 0; i < r.n; i++)
-		rollup_self += r.rows[i].self;
-	assert_int_equal(rollup_self, ref_total);
-
-	/* the flame table agrees with the model */
-	f = wt_flame_new();
-	assert_int_equal(wt_flame_add_profile(f, p, 0, &e), 0);
-	assert_int_equal(wt_flame_total(f), ref_total);
-	tab = wt_flame_table_json(f, "samples", 0);
-	rows = json_object_get(tab, "rows");
-	for (size_t i = 0; i < json_array_size(rows); i++) {
-		json_t *row = json_array_get(rows, i);
-		const char *fn = json_string_value(json_object_get(row, "function"));
-
-		assert_int_equal(json_integer_value(json_object_get(row, "self")), self_of(p, fn));
-	}
-	json_decref(tab);
-	wt_flame_free(f);
-	wt_rollup_free(&r);
-	wt_profile_free(p);
-	free(buf);
 }
 
 /* ---- corpus ---------------------------------------------------------------------------- */
@@ -571,7 +479,6 @@ int main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_encode_roundtrip),
 		cmocka_unit_test(test_corpus),
-		cmocka_unit_test(test_perf_generated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -107,7 +107,7 @@ static void test_detect_corpus(void **state)
 		/* look-alikes that are none of our formats */
 		{"gen/node/node20-heap.heapprofile", WT_FMT_AUTO},
 		{"other/speedscope__chrome116-trace.json", WT_FMT_AUTO},
-		{"other/flamegraph__example-dtrace-stacks.txt", WT_FMT_AUTO},
+		{"other/flamegraph__example-dtrace-stacks.txt.gz", WT_FMT_AUTO},
 		{"other/google-pprof__cppbench.legacy-cpu", WT_FMT_AUTO},
 		{"gen/go/go-heap.debug1.txt", WT_FMT_AUTO},
 		{"gen/go/go-runtime-trace.out", WT_FMT_AUTO},
@@ -205,7 +205,7 @@ static void test_not_supported_yet(void **state)
 {
 	static const struct { const char *file; wt_format f; const char *name; } cases[] = {
 		{"perf-script/flamegraph__perf-iperf-pidtid-01.txt", WT_FMT_AUTO, "perf"},
-		/* format=folded given perf script text is parsed as perf (SPEC) */
+		/* format=folded given perf script text is parsed as perf (docs/formats.md) */
 		{"perf-script/flamegraph__perf-iperf-pidtid-01.txt", WT_FMT_FOLDED, "perf"},
 		{"jfr/jfr-parser__example.jfr", WT_FMT_AUTO, "jfr"},
 		{"cpuprofile/speedscope__chrome65-simple.cpuprofile", WT_FMT_AUTO, "cpuprofile"},

@@ -1,0 +1,52 @@
+/*
+ * fuzz_repl_batch.c — libFuzzer target: what the hub does with a
+ * replication batch's bytes before ClickHouse (hub/repl_apply.c): unpack
+ * the protobuf Batch, check its seq order, parse every upload's JSON header
+ * and decode its original with hub_repl_decode_upload (hub/repl_decode.c),
+ * the function hub_repl_apply calls, with small limits.
+ * Seeds: tests/fuzz/seed/fuzz_repl_batch/ (made by tests/fuzz/make_repl_seeds.py).
+ * Links with: hub/repl_decode.c (tests/fuzz/run reads this line)
+ */
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "format.h"
+#include "fuzz_limits.h"
+#include "hub/repl_decode.h"
+#include "proto/repl.pb-c.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	Watchtower__Repl__Batch *b = watchtower__repl__batch__unpack(NULL, size, data);
+	wt_limits lim;
+
+	if (!b)
+		return 0;
+	fuzz_limits(&lim);
+	for (size_t i = 0; i < b->n_uploads; i++) {
+		const Watchtower__Repl__Upload *u = b->uploads[i];
+		uint64_t seq = u->seq;
+		json_error_t je;
+		json_t *hdr;
+		wt_profile *p = NULL;
+		wt_format det;
+		wt_err e = {0, ""};
+
+		if (seq < b->first_seq || seq > b->last_seq || (i && seq <= b->uploads[i - 1]->seq))
+			break; /* hub_repl_apply refuses the batch */
+		hdr = json_loadb((const char *)u->header_json.data, u->header_json.len, 0, &je);
+		if (!hdr)
+			break;
+		(void)json_string_value(json_object_get(hdr, "project"));
+		if (u->original.len && hub_repl_decode_upload(u, hdr, &lim, &p, &det, &e) == 0) {
+			if (!p)
+				abort();
+			wt_profile_free(p);
+		}
+		json_decref(hdr);
+	}
+	watchtower__repl__batch__free_unpacked(b, NULL);
+	return 0;
+}
