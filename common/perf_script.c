@@ -30,9 +30,9 @@
  * for user-space DSOs is the address relative to the file (what perf's
  * map_ip gives: runtime ip - map start + page offset) — views name it
  * "x+0x<addr>" and the hub symbolizes it from an uploaded debug file
- * (symref.h); in a bracketed pseudo-DSO it becomes "[DSO]" ("[vdso]",
- * "[kernel.kallsyms]"), and "[unknown]" when the DSO is unknown too, as
- * FlameGraph's stackcollapse-perf.pl names them.
+ * (symref.h); in a bracketed pseudo-DSO it becomes "[DSO]" ("[[vdso]]",
+ * "[[kernel.kallsyms]]"), and "[unknown]" when the DSO is unknown too,
+ * exactly as FlameGraph's stackcollapse-perf.pl names them.
  */
 #include "perf_script.h"
 #include "hex.h"
@@ -695,10 +695,7 @@ static int intern_frame(dec *d, const pframe *f, uint32_t *out)
 		}
 		if (!bl || (bl == 9 && !memcmp(b, "[unknown]", 9)))
 			name_len = (size_t)snprintf(ubuf, sizeof(ubuf), "[unknown]");
-		else if (b[0] == '[' && b[bl - 1] == ']')
-			name_len = (size_t)snprintf(ubuf, sizeof(ubuf), "%.*s",
-						    (int)(bl > 256 ? 256 : bl), b);
-		else
+		else /* brackets are added to bracketed DSOs too: "[[vdso]]" */
 			name_len = (size_t)snprintf(ubuf, sizeof(ubuf), "[%.*s]",
 						    (int)(bl > 256 ? 256 : bl), b);
 		name = ubuf;

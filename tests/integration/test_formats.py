@@ -28,6 +28,7 @@ JFR_JDK_PROFILE = os.path.join(CORPUS, "gen", "java", "java17-app-profile.jfr")
 PYSPY = os.path.join(CORPUS, "speedscope", "py-spy-0.4.1__linux-jax.speedscope.json")
 NODE_WALL = os.path.join(CORPUS, "gen", "node", "node20-datadog-pprof-wall.pb.gz")
 AUSTIN3 = os.path.join(CORPUS, "folded", "austin-python__austin-3.0.0-wall.out")
+PERF_FORKS = os.path.join(CORPUS, "perf-script", "speedscope__forks.perf.txt")
 
 
 def run(*args, check=True, stdin=None):
@@ -165,6 +166,28 @@ class CountsTest(unittest.TestCase):
         self.assertIn("samples", t)
         self.assertNotIn("sample", t)
         self.assertEqual(s["samples"], t["samples"]["total"])
+
+
+@unittest.skipUnless(os.access(WTCTL, os.X_OK), "wtctl not built")
+class PerfScriptTest(unittest.TestCase):
+    def test_unknown_kernel_frames_named_like_stackcollapse_perf(self):
+        # stackcollapse-perf.pl names an "[unknown]" frame "[" + basename(DSO)
+        # + "]", brackets or not: "[unknown] ([kernel.kallsyms])" becomes
+        # "[[kernel.kallsyms]]", "[unknown] ([unknown])" "[unknown]".
+        with open(PERF_FORKS) as f:
+            text = f.read()
+        n_kernel = text.count("[unknown] ([kernel.kallsyms])")
+        self.assertGreater(n_kernel, 1000)
+        out = run(WTCTL, "profile", "convert", PERF_FORKS, "--to", "folded", "--type", "samples").stdout.decode()
+        kernel = unknown = 0
+        for line in out.splitlines():
+            stack, count = line.rsplit(" ", 1)
+            frames = stack.split(";")
+            kernel += frames.count("[[kernel.kallsyms]]") * int(count)
+            unknown += frames.count("[unknown]") * int(count)
+            self.assertNotIn("[kernel.kallsyms]", frames)
+        self.assertEqual(kernel, n_kernel)
+        self.assertEqual(unknown, text.count("[unknown] ([unknown])"))
 
 
 def varint(b, off):

@@ -340,7 +340,8 @@ static void test_naming(void **state)
 	assert_non_null(buf);
 	assert_int_equal(decode(buf, len, WT_FMT_PERF, 0, &p, NULL, &e), 0);
 	assert_true(has_function(p, "[unknown]"));          /* [unknown] ([unknown]) */
-	assert_true(has_function(p, "[kernel.kallsyms]"));  /* [unknown] ([kernel.kallsyms]) */
+	assert_true(has_function(p, "[[kernel.kallsyms]]"));  /* [unknown] ([kernel.kallsyms]) */
+	assert_false(has_function(p, "[kernel.kallsyms]"));
 	assert_true(has_function(p, "_Z5gammav"));
 	wt_profile_free(p);
 	free(buf);
