@@ -190,6 +190,51 @@ class PerfScriptTest(unittest.TestCase):
         self.assertEqual(unknown, text.count("[unknown] ([unknown])"))
 
 
+@unittest.skipUnless(os.access(WTCTL, os.X_OK), "wtctl not built")
+class DamagedInputTest(unittest.TestCase):
+    """A recognisable format cut short gets that format's precise error from
+    auto-detection, as with --format, not "could not recognise"."""
+
+    CASES = (  # corpus file, pattern of the error
+        ("pprof/pyroscope__dotnet-labels.pb", rb"pprof: sample \(field 2\) at byte \d+: length \d+ runs past"),
+        ("pprof/pyroscope__go-heap.pb", rb"pprof: \w+ \(field \d\) at byte \d+: length \d+ runs past"),
+        ("otlp/pyroscope__otel-ebpf-profiler_otlp-1.8.0.pb",
+         rb"otlp: request cut short: resource_profiles \(field 1\) at byte \d+: length \d+ runs past"),
+        ("otlp/pyroscope__otel-ebpf-profiler_otlp-1.7.0-unsymbolized.pb",
+         rb"otlp: request cut short: dictionary \(field 2\) at byte 2497: length 23859 runs past"),
+        ("otlp/pyroscope__otel-ebpf-profiler_otlp-1.5.0-symbolized.pb",
+         rb"otlp: request cut short: resource_profiles \(field 1\) at byte 0: length 95522 runs past"),
+        ("gen/node/node20-cpu.cpuprofile", rb"cpuprofile: JSON error at line 1, column \d+ \(byte \d+\)"),
+    )
+
+    def test_cut_inputs(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        for rel, pattern in self.CASES:
+            with open(os.path.join(CORPUS, rel), "rb") as f:
+                data = f.read()
+            for k in (2, 3, 10):
+                with self.subTest(file=rel, cut="1/%d" % k):
+                    path = os.path.join(tmp.name, "cut")
+                    with open(path, "wb") as f:
+                        f.write(data[:len(data) // k])
+                    r = run(WTCTL, "profile", "summary", path, check=False)
+                    self.assertEqual(r.returncode, 1, r.stderr)
+                    self.assertNotIn(b"could not recognise", r.stderr)
+                    self.assertRegex(r.stderr, pattern)
+
+    def test_garbage_still_unrecognised(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        path = os.path.join(tmp.name, "g")
+        for data in (b"garbage\x00\x01", bytes(range(256)) * 4, b"\x0a\xff\xff\xff\x0f" + b"x" * 50):
+            with open(path, "wb") as f:
+                f.write(data)
+            r = run(WTCTL, "profile", "summary", path, check=False)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(b"could not recognise", r.stderr)
+
+
 def varint(b, off):
     v, shift = 0, 0
     while True:
