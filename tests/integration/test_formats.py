@@ -12,8 +12,12 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness.edge import Edge  # noqa: E402
 
 ROOT = os.environ.get("WT_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("BUILD", "build")
@@ -29,6 +33,9 @@ PYSPY = os.path.join(CORPUS, "speedscope", "py-spy-0.4.1__linux-jax.speedscope.j
 NODE_WALL = os.path.join(CORPUS, "gen", "node", "node20-datadog-pprof-wall.pb.gz")
 AUSTIN3 = os.path.join(CORPUS, "folded", "austin-python__austin-3.0.0-wall.out")
 PERF_FORKS = os.path.join(CORPUS, "perf-script", "speedscope__forks.perf.txt")
+PERF_FP = os.path.join(CORPUS, "gen", "perf-gzip", "perf-script-fp.txt")
+PERF_IPERF = os.path.join(CORPUS, "perf-script", "flamegraph__perf-iperf-pidtid-01.txt")
+IPERF_COLLAPSED = os.path.join(CORPUS, "folded", "flamegraph__perf-iperf-collapsed-addrs.txt")
 
 
 def run(*args, check=True, stdin=None):
@@ -189,6 +196,59 @@ class PerfScriptTest(unittest.TestCase):
         self.assertEqual(kernel, n_kernel)
         self.assertEqual(unknown, text.count("[unknown] ([unknown])"))
 
+    def complete_records(self, text):
+        """Records a blank line ends (how perf script ends each sample with a
+        call graph, and what stackcollapse-perf.pl counts)."""
+        n, open_ = 0, False
+        for line in text.splitlines():
+            if line.startswith("#"):
+                continue
+            if line == "":
+                n += open_
+                open_ = False
+            elif not line[0].isspace():
+                open_ = True
+        return n
+
+    def test_cut_in_a_record_drops_it_with_a_warning(self):
+        with open(PERF_FP) as f:
+            text = f.read()
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        path = os.path.join(tmp.name, "cut.txt")
+        nl = text.index("\n", len(text) // 3) + 1  # at a line end inside a record
+        for cut in (text[:len(text) // 2], text[:len(text) // 3], text[:nl], text[:len(text) // 2 + 7]):
+            with self.subTest(cut=len(cut)):
+                self.assertFalse(cut.endswith("\n\n"))
+                with open(path, "w") as f:
+                    f.write(cut)
+                want = self.complete_records(cut)
+                all_headers = sum(1 for ln in cut.split("\n") if ln and not ln[0].isspace())
+                self.assertEqual(all_headers, want + 1)
+                r = run(WTCTL, "--json", "profile", "summary", path)
+                s = json.loads(r.stdout)
+                self.assertEqual(s["samples"], want)
+                self.assertEqual(types_of(s)["samples"]["total"], want)
+                self.assertEqual(len(s["warnings"]), 1)
+                self.assertRegex(s["warnings"][0], r"^perf: line \d+: the last sample is cut short")
+                self.assertIn(b"warning: perf: line", r.stderr)
+                out = run(WTCTL, "profile", "summary", path).stdout.decode()
+                self.assertIn("Warning: perf: line", out)
+        # the whole file: no warning
+        s = summary(PERF_FP)
+        self.assertEqual(s["warnings"], [])
+        self.assertEqual(s["samples"], self.complete_records(text))
+
+    def test_last_record_without_blank_line_as_stackcollapse_perf(self):
+        # FlameGraph's test input ends without the blank line after its last
+        # sample; its own expected output (collapsed with --addrs) counts the
+        # records before it.
+        with open(IPERF_COLLAPSED) as f:
+            ref = sum(int(ln.rsplit(" ", 1)[1]) for ln in f if ln.strip())
+        s = summary(PERF_IPERF)
+        self.assertEqual(s["samples"], ref)
+        self.assertEqual(len(s["warnings"]), 1)
+
 
 @unittest.skipUnless(os.access(WTCTL, os.X_OK), "wtctl not built")
 class DamagedInputTest(unittest.TestCase):
@@ -233,6 +293,32 @@ class DamagedInputTest(unittest.TestCase):
             r = run(WTCTL, "profile", "summary", path, check=False)
             self.assertEqual(r.returncode, 1)
             self.assertIn(b"could not recognise", r.stderr)
+
+
+@unittest.skipUnless(os.access(os.path.join(BIN, "wt-edge"), os.X_OK), "wt-edge not built")
+class EdgeUploadTest(unittest.TestCase):
+    """What the edge's upload answer says about the same inputs."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.edge = Edge()
+        cls.edge.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.edge.cleanup()
+
+    def test_perf_cut_short_answer_has_the_warning(self):
+        with open(PERF_FP, "rb") as f:
+            data = f.read()
+        st, body = self.edge.upload(data[:len(data) // 2], format="perf", service="perfcut")
+        self.assertEqual(st, 200, body)
+        js = json.loads(body)
+        self.assertEqual(len(js["warnings"]), 1, js)
+        self.assertIn("the last sample is cut short", js["warnings"][0])
+        st, body = self.edge.upload(data, format="perf", service="perfwhole")
+        self.assertEqual(st, 200, body)
+        self.assertNotIn("warnings", json.loads(body))
 
 
 def varint(b, off):

@@ -261,7 +261,11 @@ static void test_corpus_counts(void **state)
 			fail_msg("%s: %s", corpus_files[f], e.msg);
 		if (det != WT_FMT_PERF)
 			fail_msg("%s: detected as %s", corpus_files[f], wt_format_name(det));
-		snprintf(cmd, sizeof(cmd), "%s '%s' | awk '/^[^#[:space:]]/ { n++ } END { print n + 0 }'",
+		/* records; a last one that no blank line ends is cut short and
+		 * dropped (docs/formats.md), as stackcollapse-perf.pl drops it */
+		snprintf(cmd, sizeof(cmd),
+			 "%s '%s' | awk '/^[^#[:space:]]/ { n++; open = 1 } /^$/ { if (open) c++; open = 0 }"
+			 " END { print (c && open) ? n - 1 : n + 0 }'",
 			 cat, path);
 		records = awk_num(cmd);
 		/* period = the all-digits field between "time:" and the trailing "event:" */
