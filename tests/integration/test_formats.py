@@ -321,6 +321,80 @@ class EdgeUploadTest(unittest.TestCase):
         self.assertNotIn("warnings", json.loads(body))
 
 
+@unittest.skipUnless(os.access(WTCTL, os.X_OK), "wtctl not built")
+class OtlpJsonTest(unittest.TestCase):
+    J18 = os.path.join(CORPUS, "otlp", "pyroscope__otel-ebpf-profiler_otlp-1.8.0.json")
+    P18 = os.path.join(CORPUS, "otlp", "pyroscope__otel-ebpf-profiler_otlp-1.8.0.pb")
+    J110 = os.path.join(CORPUS, "otlp", "pyroscope__otel-ebpf-profiler_otlp-1.10.0.json")
+
+    def folded(self, path, typ):
+        out = run(WTCTL, "profile", "convert", path, "--to", "folded", "--type", typ).stdout.decode()
+        return sorted(out.splitlines())
+
+    def test_json_equals_protobuf_of_the_same_request(self):
+        # the 1.8.0 capture exists in both encodings: every stack and value equal
+        sj, sp = summary(self.J18), summary(self.P18)
+        self.assertEqual(sj["format"], "otlp")
+        self.assertEqual(sj["types"], sp["types"])
+        for t in ("cpu", "offcpu"):
+            with self.subTest(type=t):
+                a, b = self.folded(self.J18, t), self.folded(self.P18, t)
+                self.assertGreater(len(a), 10)
+                self.assertEqual(a, b)
+
+    def reference(self, path):
+        """Totals computed from the JSON with python: cpu = samples x period
+        for samples/count profiles with a cpu period, offcpu = the sum of the
+        events/nanoseconds values (a sample without values counts one per
+        timestamp)."""
+        with open(path) as f:
+            doc = json.load(f)
+        strings = doc["dictionary"]["stringTable"]
+        cpu = offcpu = nsamples = 0
+        for rp in doc["resourceProfiles"]:
+            for sp in rp["scopeProfiles"]:
+                for p in sp["profiles"]:
+                    st = strings[p["sampleType"].get("typeStrindex", 0)]
+                    samples = p.get("samples", p.get("sample", []))
+                    raw = sum(sum(int(v) for v in s["values"]) if s.get("values")
+                              else len(s.get("timestampsUnixNano", [])) for s in samples)
+                    nsamples += len(samples)
+                    if st == "samples":
+                        cpu += raw * int(p.get("period", 0))
+                    elif st in ("events", "off_cpu"):
+                        offcpu += raw
+        return cpu, offcpu
+
+    def test_json_1_10_totals_match_a_python_reading(self):
+        for path in (self.J110, self.J18):
+            with self.subTest(file=os.path.basename(path)):
+                cpu, offcpu = self.reference(path)
+                self.assertGreater(cpu, 0)
+                self.assertGreater(offcpu, 0)
+                t = types_of(summary(path))
+                self.assertEqual((t["cpu"]["total"], t["offcpu"]["total"]), (cpu, offcpu))
+
+    def test_json_errors_name_the_path(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        with open(self.J110) as f:
+            doc = json.load(f)
+        doc["resourceProfiles"][0]["scopeProfiles"][0]["profiles"][0]["period"] = "ten"
+        path = os.path.join(tmp.name, "bad.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        r = run(WTCTL, "profile", "summary", path, check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"resourceProfiles[0].scopeProfiles[0].profiles[0].period", r.stderr)
+        with open(self.J110, "rb") as f:
+            data = f.read()
+        with open(path, "wb") as f:
+            f.write(data[:1000])
+        r = run(WTCTL, "profile", "summary", path, check=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(r.stderr, rb"otlp json: JSON error at line \d+, column \d+")
+
+
 def varint(b, off):
     v, shift = 0, 0
     while True:
