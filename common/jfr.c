@@ -124,7 +124,8 @@ enum { TU_NONE = 0, TU_TICKS, TU_NS, TU_US, TU_MS, TU_S };
 /* Event kinds we map (EK_NONE: skipped). */
 enum {
 	EK_NONE = 0, EK_CPU, EK_WALL, EK_ALLOC_SAMPLE, EK_ALLOC_TLAB, EK_ALLOC_OUT, EK_LOCK,
-	EK_EXC, EK_EXC_STATS, EK_GC, EK_GC_PHASE, EK_MALLOC, EK_LIVE, EK_SETTING, EK_N
+	EK_EXC, EK_EXC_STATS, EK_GC, EK_GC_PHASE, EK_MALLOC, EK_LIVE, EK_SETTING, EK_DD_ALLOC,
+	EK_DD_LIVE, EK_N
 };
 
 static const struct {
@@ -146,6 +147,12 @@ static const struct {
 	{"profiler.Malloc", EK_MALLOC},
 	{"profiler.LiveObject", EK_LIVE},
 	{"jdk.ActiveSetting", EK_SETTING},
+	/* the Datadog Java profiler (ddprof-lib jfrMetadata.cpp, dd-trace-java) */
+	{"datadog.ExecutionSample", EK_CPU},
+	{"datadog.MethodSample", EK_WALL},
+	{"datadog.ObjectSample", EK_DD_ALLOC},
+	{"datadog.HeapLiveObject", EK_DD_LIVE},
+	{"datadog.ExceptionSample", EK_EXC},
 };
 
 /* Sample types, in declaration order. */
@@ -223,6 +230,7 @@ typedef struct dec {
 	uint64_t kind_count[EK_N];
 	int use_exc_stats, use_gc_phase;
 	int skip_alloc_sample;  /* the TLAB pair is present: ObjectAllocationSample is a 2nd estimate */
+	int skip_jdk_alloc;     /* datadog.ObjectSample is present: the JDK's are other estimates */
 	uint8_t *wall_chunk;    /* per chunk: async-profiler ran in wall-clock mode (pass 1) */
 	size_t wall_cap;
 	int any_wall_chunk;
@@ -1013,7 +1021,12 @@ static void set_slots(dec *d, uint32_t ci)
 	if (c->ev == EK_CPU || c->ev == EK_WALL)
 		c->slot[F_STATE] = field_index(d, ci, "state");
 	switch (c->ev) {
-	case EK_WALL: a = "samples"; break;
+	case EK_CPU: a = "weight"; break; /* datadog.ExecutionSample */
+	case EK_WALL:
+		a = field_index(d, ci, "samples") >= 0 ? "samples" : "weight";
+		break;
+	case EK_DD_ALLOC:
+	case EK_DD_LIVE: a = "size"; b = "weight"; break;
 	case EK_ALLOC_SAMPLE: a = "weight"; break;
 	case EK_ALLOC_TLAB: a = "tlabSize"; b = "allocationSize"; break;
 	case EK_ALLOC_OUT: a = "allocationSize"; break;
@@ -1418,6 +1431,20 @@ static int on_setting(dec *d, const jclass *k, const fval *vals)
 	return 0;
 }
 
+/* The float weight of a Datadog allocation or live-object sample (1 when
+ * absent, not positive or not finite). */
+static double dd_weight(const jclass *k, const fval *vals)
+{
+	uint32_t bits;
+	float f;
+
+	if (k->slot[F_B] < 0)
+		return 1.0;
+	bits = (uint32_t)vals[k->slot[F_B]].v;
+	memcpy(&f, &bits, sizeof(f));
+	return f > 0 && f < 1e12f ? (double)f : 1.0;
+}
+
 static int in_wall_chunk(const dec *d)
 {
 	return d->chunk_no < d->wall_cap && d->wall_chunk[d->chunk_no];
@@ -1496,16 +1523,21 @@ static int on_event(dec *d, uint32_t ci, size_t pos, size_t evend)
 #define VAL(s_) (k->slot[s_] >= 0 ? vals[k->slot[s_]].v : 0)
 #define HAS(s_) (k->slot[s_] >= 0)
 	switch (ek) {
-	case EK_CPU:
+	case EK_CPU: {
+		/* datadog.ExecutionSample carries a weight (samples it stands for) */
+		int64_t w = HAS(F_A) && VAL(F_A) > 0 ? u2i(VAL(F_A)) : 1;
 		/* async-profiler event=wall samples every thread: wall time,
 		 * and CPU time for the threads that were running */
 		if (in_wall_chunk(d)) {
-			values[T_WALL] = 1;
-			TRY(runnable(d, k, vals, &values[T_CPU]));
+			int64_t r;
+			values[T_WALL] = w;
+			TRY(runnable(d, k, vals, &r));
+			values[T_CPU] = r ? w : 0;
 		} else {
-			values[T_CPU] = 1;
+			values[T_CPU] = w;
 		}
 		break;
+	}
 	case EK_WALL:
 		values[T_WALL] = HAS(F_A) && VAL(F_A) > 0 ? u2i(VAL(F_A)) : 1;
 		if (in_wall_chunk(d)) {
@@ -1520,6 +1552,8 @@ static int on_event(dec *d, uint32_t ci, size_t pos, size_t evend)
 		/* fall through */
 	case EK_ALLOC_OUT:
 	case EK_ALLOC_TLAB:
+		if (d->skip_jdk_alloc)
+			return 0;
 		values[T_AOBJ] = 1;
 		values[T_ASPACE] = u2i(HAS(F_A) ? VAL(F_A) : VAL(F_B));
 		break;
@@ -1556,6 +1590,18 @@ static int on_event(dec *d, uint32_t ci, size_t pos, size_t evend)
 		values[T_IOBJ] = 1;
 		values[T_ISPACE] = u2i(VAL(F_A));
 		break;
+	case EK_DD_ALLOC:
+	case EK_DD_LIVE: {
+		/* one sampled object of `size` bytes standing for `weight`
+		 * objects (a float): the estimate is weight objects and
+		 * size × weight bytes, as the Datadog profiler scales them */
+		double w = dd_weight(k, vals);
+		int64_t n = clamp128((__int128)(w + 0.5)), sz = u2i(VAL(F_A));
+		int64_t bytes = clamp128((__int128)((double)sz * w + 0.5));
+		values[ek == EK_DD_ALLOC ? T_AOBJ : T_IOBJ] = n;
+		values[ek == EK_DD_ALLOC ? T_ASPACE : T_ISPACE] = bytes;
+		break;
+	}
 	default:
 		return 0;
 	}
@@ -1735,18 +1781,20 @@ static int declare_types(dec *d)
 	want[T_CPU] = d->kind_count[EK_CPU] > 0 || (d->any_wall_chunk && d->kind_count[EK_WALL] > 0);
 	want[T_WALL] = d->kind_count[EK_WALL] > 0 || (d->any_wall_chunk && d->kind_count[EK_CPU] > 0);
 	want[T_AOBJ] = want[T_ASPACE] = d->kind_count[EK_ALLOC_SAMPLE] + d->kind_count[EK_ALLOC_TLAB] +
-					d->kind_count[EK_ALLOC_OUT] > 0;
+					d->kind_count[EK_ALLOC_OUT] + d->kind_count[EK_DD_ALLOC] > 0;
 	/* Two estimates of the same allocations are never added: the TLAB
 	 * pair wins over jdk.ObjectAllocationSample (as async-profiler's
 	 * converters read a recording that has both). */
 	d->skip_alloc_sample = d->kind_count[EK_ALLOC_TLAB] + d->kind_count[EK_ALLOC_OUT] > 0;
+	/* the Datadog profiler's own allocation samples win over the JDK's */
+	d->skip_jdk_alloc = d->kind_count[EK_DD_ALLOC] > 0;
 	want[T_LOCK] = d->kind_count[EK_LOCK] > 0;
 	d->use_exc_stats = d->kind_count[EK_EXC] == 0 && d->kind_count[EK_EXC_STATS] > 0;
 	want[T_EXC] = d->kind_count[EK_EXC] > 0 || d->use_exc_stats;
 	d->use_gc_phase = d->kind_count[EK_GC] == 0 && d->kind_count[EK_GC_PHASE] > 0;
 	want[T_GC] = d->kind_count[EK_GC] > 0 || d->use_gc_phase;
 	want[T_NATIVE] = d->kind_count[EK_MALLOC] > 0;
-	want[T_IOBJ] = want[T_ISPACE] = d->kind_count[EK_LIVE] > 0;
+	want[T_IOBJ] = want[T_ISPACE] = d->kind_count[EK_LIVE] + d->kind_count[EK_DD_LIVE] > 0;
 	for (i = 0; i < T_N; i++)
 		any |= want[i];
 	if (!any)

@@ -29,6 +29,7 @@ JFR_AP_WALL4 = os.path.join(CORPUS, "jfr", "jfr-parser__wall.jfr")
 JFR_EXAMPLE = os.path.join(CORPUS, "jfr", "jfr-parser__example.jfr")
 JFR_BOTH_ALLOC = os.path.join(CORPUS, "jfr", "jfr-parser__cpool-uint64-constant-index.jfr")
 JFR_JDK_PROFILE = os.path.join(CORPUS, "gen", "java", "java17-app-profile.jfr")
+JFR_DATADOG = os.path.join(CORPUS, "jfr", "jfr-parser__event-with-type-zero-datadog.jfr.gz")
 PYSPY = os.path.join(CORPUS, "speedscope", "py-spy-0.4.1__linux-jax.speedscope.json")
 NODE_WALL = os.path.join(CORPUS, "gen", "node", "node20-datadog-pprof-wall.pb.gz")
 AUSTIN3 = os.path.join(CORPUS, "folded", "austin-python__austin-3.0.0-wall.out")
@@ -127,6 +128,76 @@ class JfrTest(unittest.TestCase):
                 self.assertEqual(s["type"], "cpu")
                 out = run(WTCTL, "profile", "summary", path, "--top", "1").stdout.decode()
                 self.assertRegex(out, r"\* cpu ")
+
+
+@unittest.skipUnless(os.access(WTCTL, os.X_OK), "wtctl not built")
+@unittest.skipUnless(shutil.which("jfr"), "jfr (JDK) not installed")
+class DatadogJfrTest(unittest.TestCase):
+    """A dd-trace-java recording: two JDK chunks and one chunk of the Datadog
+    profiler (datadog.ExecutionSample, datadog.ObjectSample) plus
+    datadog.ExceptionSample events. JDK 17's `jfr print` cannot read the
+    Datadog chunk (an empty String pool), so the figures come per chunk
+    from `jfr summary` / `jfr print` on `jfr disassemble`'s pieces."""
+
+    @classmethod
+    def setUpClass(cls):
+        import gzip
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.path = os.path.join(cls.tmp.name, "dd.jfr")
+        with gzip.open(JFR_DATADOG) as f, open(cls.path, "wb") as o:
+            o.write(f.read())
+        run("jfr", "disassemble", "--output", cls.tmp.name, "--max-chunks", "1", cls.path)
+        cls.chunks = sorted(os.path.join(cls.tmp.name, n) for n in os.listdir(cls.tmp.name)
+                            if n.startswith("dd_") and n.endswith(".jfr"))
+        cls.counts = []
+        for c in cls.chunks:
+            out = run("jfr", "summary", c).stdout.decode()
+            cls.counts.append({m.group(1): int(m.group(2)) for m in
+                               re.finditer(r"^\s*(\S+)\s+(\d+)\s+\d+\s*$", out, re.M)})
+        cls.s = summary(JFR_DATADOG, "--type", "exceptions")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def total(self, event):
+        return sum(c.get(event, 0) for c in self.counts)
+
+    def test_execution_samples_are_cpu(self):
+        self.assertEqual(len(self.chunks), 3)
+        self.assertGreater(self.total("datadog.ExecutionSample"), 1000)
+        self.assertEqual(types_of(self.s)["cpu"]["total"],
+                         self.total("jdk.ExecutionSample") + self.total("datadog.ExecutionSample"))
+
+    def test_exception_samples(self):
+        ev = []
+        for c in self.chunks:
+            r = run("jfr", "print", "--json", "--events", "datadog.ExceptionSample", c, check=False)
+            if r.returncode == 0:
+                ev += json.loads(r.stdout)["recording"]["events"]
+        self.assertEqual(len(ev), self.total("datadog.ExceptionSample"))
+        self.assertEqual(len(ev), 2)
+        t = types_of(self.s)
+        self.assertEqual(t["exceptions"]["total"], len(ev))  # not jdk.ExceptionStatistics' deltas
+        leaf = {}
+        for e in ev:
+            fr = e["values"]["stackTrace"]["frames"][0]["method"]
+            name = fr["type"]["name"].replace("/", ".") + "." + fr["name"]
+            leaf[name] = leaf.get(name, 0) + 1
+        got = {r["function"]: r["self"] for r in self.s["top"] if r["self"]}
+        self.assertEqual(got, leaf)
+
+    def test_allocations_from_the_datadog_profiler_only(self):
+        # datadog.ObjectSample (one sampled object standing for `weight`
+        # objects) wins over the JDK's TLAB and ObjectAllocationSample events
+        # of the same period: never a sum of estimates
+        n = self.total("datadog.ObjectSample")
+        self.assertGreater(n, 30000)
+        self.assertGreater(self.total("jdk.ObjectAllocationInNewTLAB"), 0)
+        t = types_of(self.s)
+        jdk = self.total("jdk.ObjectAllocationInNewTLAB") + self.total("jdk.ObjectAllocationOutsideTLAB")
+        self.assertGreaterEqual(t["alloc_objects"]["total"], n)  # every weight is >= 1
+        self.assertNotIn(t["alloc_objects"]["total"], (jdk, jdk + n, n + jdk + self.total("jdk.ObjectAllocationSample")))
 
 
 @unittest.skipUnless(os.access(WTCTL, os.X_OK), "wtctl not built")
