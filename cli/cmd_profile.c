@@ -64,6 +64,10 @@ static int decode_file(const char *path, const char *format, wt_profile **p, wt_
 		fprintf(stderr, "wtctl: %s: %s\n", path, e.msg[0] ? e.msg : wt_err_name(rc));
 		return -1;
 	}
+	for (size_t i = 0; i < (*p)->nwarnings; i++)
+		fprintf(stderr, "wtctl: %s: warning: %s\n", path, (*p)->warnings[i]);
+	if ((*p)->nwarnings_dropped)
+		fprintf(stderr, "wtctl: %s: warning: %zu more warnings\n", path, (*p)->nwarnings_dropped);
 	return 0;
 }
 
@@ -196,6 +200,12 @@ static int summary_json(const char *path, const wt_profile *p, wt_format fmt, in
 	json_object_set_new(root, "rows", json_integer((json_int_t)p->nsamples));
 	json_object_set_new(root, "stacks", json_integer((json_int_t)p->nstacks));
 	json_object_set_new(root, "functions", json_integer((json_int_t)s->n));
+	{
+		json_t *w = json_array();
+		for (size_t i = 0; i < p->nwarnings; i++)
+			json_array_append_new(w, json_string(p->warnings[i]));
+		json_object_set_new(root, "warnings", w);
+	}
 	cli_summary_time_range(p, &t0, &t1);
 	if (t0) {
 		fmt_time(tbuf, sizeof(tbuf), t0);
@@ -242,6 +252,8 @@ static void summary_text(const char *path, const wt_profile *p, wt_format fmt, i
 	}
 	printf("\nSamples: %" PRId64 " (%zu rows, %zu unique stacks, %zu functions)\n",
 	       cli_summary_sample_count(p), p->nsamples, p->nstacks, s->n);
+	for (size_t i = 0; i < p->nwarnings; i++)
+		printf("Warning: %s\n", p->warnings[i]);
 	printf("Types:\n");
 	for (size_t i = 0; i < p->ntypes; i++) {
 		const char *u = wt_profile_str(p, p->types[i].unit);

@@ -104,6 +104,13 @@ static void print_stored(const cli_global *g, const upload_info *u, const cli_ht
 			putchar('\n');
 		return;
 	}
+	{ /* what the server's parser worked around, on stderr in both modes */
+		json_t *w = json_object_get(j, "warnings");
+		for (size_t i = 0; json_is_array(w) && i < json_array_size(w); i++)
+			if (json_is_string(json_array_get(w, i)))
+				fprintf(stderr, "wtctl: %s: warning: %s\n", u->file,
+					json_string_value(json_array_get(w, i)));
+	}
 	if (g->json) {
 		json_object_set_new(j, "file", json_string(u->file));
 		json_object_set_new(j, "format_sent", json_string(u->format));

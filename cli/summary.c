@@ -202,6 +202,8 @@ int64_t cli_summary_sample_count(const wt_profile *p)
 	for (size_t i = 0; i < p->ntypes; i++)
 		if (!strcmp(wt_profile_str(p, p->types[i].canonical), "samples"))
 			return wt_profile_total(p, i);
+	if (p->source_samples >= 0)
+		return p->source_samples;
 	for (size_t i = 0; i < p->ntypes; i++)
 		if (!strcmp(wt_profile_str(p, p->types[i].unit), "samples"))
 			return wt_profile_total(p, i);

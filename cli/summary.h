@@ -45,11 +45,12 @@ void cli_summary_sort_by_total(cli_summary *s);
 int cli_summary_pick_type(const wt_profile *p, const char *name);
 
 /* The number of samples as the producing tool counts them: the total of the
- * profile's sample-count type — the first type whose canonical name is
- * "samples" (pprof samples/count, perf and cpuprofile record counts), else
- * the first whose unit is "samples" (folded, perf without periods, JFR
- * execution samples) — or, when there is none (heap profiles), the number
- * of distinct sample rows. */
+ * profile's sample-count type (canonical name "samples": pprof samples/count,
+ * perf and cpuprofile record counts); else the count the parser took from
+ * the input (wt_profile.source_samples: pprof Sample records, speedscope
+ * samples entries, folded counts or Austin lines, JFR execution samples);
+ * else the total of the first type whose unit is "samples"; and only when
+ * nothing says, the number of distinct sample rows (the summary's "rows"). */
 int64_t cli_summary_sample_count(const wt_profile *p);
 
 /* Time range of the profile in unix ns (0 = unknown): start is the

@@ -142,6 +142,8 @@ typedef struct dec {
 	const char *austin_mode;
 	int64_t mult_num, mult_den; /* every count is scaled by num/den */
 	int64_t sum;
+	int64_t raw_sum;     /* unscaled counts (saturating), the producer's samples */
+	int64_t nsample_lines;
 	/* last labelset, reused while consecutive lines name the same thread */
 	const char *lab_p, *lab_t;
 	size_t lab_plen, lab_tlen;
@@ -493,6 +495,9 @@ static int decode_line(dec *d, const char *s, size_t n)
 	if (__builtin_add_overflow(d->sum, v, &d->sum))
 		return wt_err_set(d->err, WT_EINVAL,
 				  "folded: line %zu: sum of sample counts overflows int64", d->line);
+	if (__builtin_add_overflow(d->raw_sum, count, &d->raw_sum))
+		d->raw_sum = INT64_MAX;
+	d->nsample_lines++;
 
 	st = s;
 	end = sep;
@@ -642,6 +647,9 @@ int wt_folded_decode(const uint8_t *buf, size_t len, const wt_folded_opts *opts,
 	}
 	if (!d.typed && (rc = declare_type(&d)))
 		goto cleanup;
+	/* Austin's time modes write one line per sample with its duration as
+	 * the count; everyone else writes how many samples had the stack. */
+	d.p->source_samples = d.austin_mode ? d.nsample_lines : d.raw_sum;
 	*out = d.p;
 	d.p = NULL;
 cleanup:

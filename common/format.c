@@ -248,6 +248,94 @@ static int looks_otlp_pb(const uint8_t *buf, size_t len)
 	return n > 0;
 }
 
+/* ---- damaged but recognisable inputs ----------------------------------------- */
+
+/* Where a protobuf message was cut: the top-level field that runs past
+ * the end. */
+typedef struct pb_cut {
+	unsigned field;
+	size_t at;       /* byte offset of the field's tag */
+	uint64_t length; /* its declared length (0 for a cut varint) */
+	size_t left;     /* bytes left after its length */
+} pb_cut;
+
+/* A protobuf message cut short: the top-level fields walk cleanly (known
+ * pprof Profile field numbers, valid wire types) until a length or a varint
+ * runs past the end. Which message it is: an OTLP request has only fields
+ * 1 and 2 (resource_profiles, dictionary), length-delimited messages whose
+ * own first field is length-delimited too (tag 0x0a or 0x12); pprof starts
+ * with a ValueType (sample_type 1 or period_type 11) whose first field is a
+ * varint (tag 0x08), or has any other Profile field. */
+static wt_format looks_cut_protobuf(const uint8_t *buf, size_t len, pb_cut *cut)
+{
+	const ProtobufCMessageDescriptor *pd = &perftools__profiles__profile__descriptor;
+	size_t off = 0;
+	int only12 = 1, is_cut = 0, n = 0;
+	uint8_t first_payload = 0;
+
+	while (off < len && !is_cut) {
+		uint64_t tag, l, fn;
+		size_t at = off;
+
+		if (wt_pb_varint(buf, len, &off, &tag))
+			return WT_FMT_AUTO; /* a cut tag: too little to tell */
+		fn = tag >> 3;
+		if (fn < 1 || fn > 15 || !protobuf_c_message_descriptor_get_field(pd, (unsigned)fn))
+			return WT_FMT_AUTO;
+		only12 &= (fn == 1 || fn == 2) && (tag & 7) == 2;
+		cut->field = (unsigned)fn;
+		cut->at = at;
+		cut->length = 0;
+		switch (tag & 7) {
+		case 0:
+			if (wt_pb_varint(buf, len, &off, &l)) {
+				if (len - at > 11) /* malformed, not cut */
+					return WT_FMT_AUTO;
+				is_cut = 1;
+				cut->left = len - at;
+			}
+			break;
+		case 2:
+			if (wt_pb_varint(buf, len, &off, &l))
+				return WT_FMT_AUTO;
+			if (n == 0)
+				first_payload = off < len ? buf[off] : 0;
+			if (l > len - off) {
+				is_cut = 1;
+				cut->length = l;
+				cut->left = len - off;
+			} else {
+				off += (size_t)l;
+			}
+			break;
+		default:
+			return WT_FMT_AUTO;
+		}
+		n++;
+	}
+	if (!is_cut)
+		return WT_FMT_AUTO;
+	if (!only12 || first_payload == 0x08)
+		return WT_FMT_PPROF;
+	if (first_payload == 0x0a || first_payload == 0x12)
+		return WT_FMT_OTLP;
+	return WT_FMT_AUTO;
+}
+
+/* The format a body that detection rejected was meant to be, when its
+ * shape says so, so that the caller gets a precise error (byte offset,
+ * field) instead of "could not recognise". */
+static wt_format detect_damaged(const uint8_t *buf, size_t len, pb_cut *cut)
+{
+	size_t n = len < SNIFF_MAX ? len : SNIFF_MAX, js;
+
+	if (is_json(buf, n, &js))
+		/* a .cpuprofile cut before its "samples" */
+		return buf[js] == '{' && !has(buf, n, "\"traceEvents\"") && has(buf, n, "\"nodes\"") &&
+		       has(buf, n, "\"callFrame\"") ? WT_FMT_CPUPROFILE : WT_FMT_AUTO;
+	return looks_cut_protobuf(buf, len, cut);
+}
+
 wt_format wt_format_detect(const uint8_t *buf, size_t len)
 {
 	size_t n = len < SNIFF_MAX ? len : SNIFF_MAX, js;
@@ -316,7 +404,19 @@ int wt_format_decode(const uint8_t *body, size_t len, wt_format fmt,
 		bytes = raw;
 	}
 	if (fmt == WT_FMT_AUTO) {
+		pb_cut cut;
+
 		fmt = wt_format_detect(bytes, n);
+		if (fmt == WT_FMT_AUTO && (fmt = detect_damaged(bytes, n, &cut)) == WT_FMT_OTLP) {
+			/* the OTLP decoder would first guess a layout from what is
+			 * left; where the request ends is the useful part */
+			rc = wt_err_set(err, WT_EINVAL,
+					"otlp: request cut short: %s (field %u) at byte %zu: length %llu "
+					"runs past the end (%zu bytes left)",
+					cut.field == 1 ? "resource_profiles" : "dictionary", cut.field,
+					cut.at, (unsigned long long)cut.length, cut.left);
+			goto cleanup;
+		}
 		if (fmt == WT_FMT_AUTO) {
 			rc = wt_err_set(err, WT_EFORMAT,
 					"auto: could not recognise the format of %zu bytes "

@@ -124,7 +124,8 @@ enum { TU_NONE = 0, TU_TICKS, TU_NS, TU_US, TU_MS, TU_S };
 /* Event kinds we map (EK_NONE: skipped). */
 enum {
 	EK_NONE = 0, EK_CPU, EK_WALL, EK_ALLOC_SAMPLE, EK_ALLOC_TLAB, EK_ALLOC_OUT, EK_LOCK,
-	EK_EXC, EK_EXC_STATS, EK_GC, EK_GC_PHASE, EK_MALLOC, EK_LIVE, EK_SETTING, EK_N
+	EK_EXC, EK_EXC_STATS, EK_GC, EK_GC_PHASE, EK_MALLOC, EK_LIVE, EK_SETTING, EK_DD_ALLOC,
+	EK_DD_LIVE, EK_N
 };
 
 static const struct {
@@ -146,6 +147,12 @@ static const struct {
 	{"profiler.Malloc", EK_MALLOC},
 	{"profiler.LiveObject", EK_LIVE},
 	{"jdk.ActiveSetting", EK_SETTING},
+	/* the Datadog Java profiler (ddprof-lib jfrMetadata.cpp, dd-trace-java) */
+	{"datadog.ExecutionSample", EK_CPU},
+	{"datadog.MethodSample", EK_WALL},
+	{"datadog.ObjectSample", EK_DD_ALLOC},
+	{"datadog.HeapLiveObject", EK_DD_LIVE},
+	{"datadog.ExceptionSample", EK_EXC},
 };
 
 /* Sample types, in declaration order. */
@@ -158,7 +165,7 @@ static const char *const tnames[T_N][2] = {
 };
 
 /* Event field slots looked up once per event class. */
-enum { F_START, F_DUR, F_THREAD, F_STACK, F_SPAN, F_A, F_B, F_C, F_NSLOT };
+enum { F_START, F_DUR, F_THREAD, F_STACK, F_SPAN, F_STATE, F_A, F_B, F_C, F_NSLOT };
 
 typedef struct jfield {
 	uint32_t name;    /* metadata string index */
@@ -222,6 +229,11 @@ typedef struct dec {
 	int64_t tidx[T_N];
 	uint64_t kind_count[EK_N];
 	int use_exc_stats, use_gc_phase;
+	int skip_alloc_sample;  /* the TLAB pair is present: ObjectAllocationSample is a 2nd estimate */
+	int skip_jdk_alloc;     /* datadog.ObjectSample is present: the JDK's are other estimates */
+	uint8_t *wall_chunk;    /* per chunk: async-profiler ran in wall-clock mode (pass 1) */
+	size_t wall_cap;
+	int any_wall_chunk;
 	int have_exc_prev;
 	uint64_t exc_prev;
 
@@ -1006,8 +1018,15 @@ static void set_slots(dec *d, uint32_t ci)
 		c->slot[F_THREAD] = field_index(d, ci, "eventThread");
 	c->slot[F_STACK] = field_index(d, ci, "stackTrace");
 	c->slot[F_SPAN] = field_index(d, ci, "spanId");
+	if (c->ev == EK_CPU || c->ev == EK_WALL)
+		c->slot[F_STATE] = field_index(d, ci, "state");
 	switch (c->ev) {
-	case EK_WALL: a = "samples"; break;
+	case EK_CPU: a = "weight"; break; /* datadog.ExecutionSample */
+	case EK_WALL:
+		a = field_index(d, ci, "samples") >= 0 ? "samples" : "weight";
+		break;
+	case EK_DD_ALLOC:
+	case EK_DD_LIVE: a = "size"; b = "weight"; break;
 	case EK_ALLOC_SAMPLE: a = "weight"; break;
 	case EK_ALLOC_TLAB: a = "tlabSize"; b = "allocationSize"; break;
 	case EK_ALLOC_OUT: a = "allocationSize"; break;
@@ -1412,6 +1431,76 @@ static int on_setting(dec *d, const jclass *k, const fval *vals)
 	return 0;
 }
 
+/* The float weight of a Datadog allocation or live-object sample (1 when
+ * absent, not positive or not finite). */
+static double dd_weight(const jclass *k, const fval *vals)
+{
+	uint32_t bits;
+	float f;
+
+	if (k->slot[F_B] < 0)
+		return 1.0;
+	bits = (uint32_t)vals[k->slot[F_B]].v;
+	memcpy(&f, &bits, sizeof(f));
+	return f > 0 && f < 1e12f ? (double)f : 1.0;
+}
+
+static int in_wall_chunk(const dec *d)
+{
+	return d->chunk_no < d->wall_cap && d->wall_chunk[d->chunk_no];
+}
+
+/* *yes = 1 when the sample's thread state is STATE_RUNNABLE (async-profiler's
+ * jdk.types.ThreadState names; a sample without a state counts as running). */
+static int runnable(dec *d, const jclass *k, const fval *vals, int64_t *yes)
+{
+	size_t n;
+	int isnull;
+
+	*yes = 1;
+	if (k->slot[F_STATE] < 0)
+		return 0;
+	TRY(field_string(d, &d->ch.fld[k->field0 + k->slot[F_STATE]], &vals[k->slot[F_STATE]], 5, &n,
+			 &isnull));
+	*yes = isnull || !strcmp(d->sbuf, "STATE_RUNNABLE");
+	return 0;
+}
+
+/* Pass 1: async-profiler's jdk.ActiveSetting "event" = "wall" marks a chunk
+ * recorded in wall-clock mode. Its strings are inline, so no constant pool
+ * is needed yet; a pooled string reads as null here and marks nothing. */
+static int scan_setting(dec *d, uint32_t ci, size_t pos, size_t evend)
+{
+	chunk *c = &d->ch;
+	const jclass *k = &c->cls[ci];
+	const jfield *f0 = &c->fld[k->field0];
+	fval *vals = c->scr[0];
+	size_t n;
+	int isnull;
+
+	if (k->slot[F_B] < 0 || k->slot[F_C] < 0)
+		return 0;
+	TRY(read_obj(d, ci, pos, evend, vals));
+	TRY(field_string(d, &f0[k->slot[F_B]], &vals[k->slot[F_B]], 5, &n, &isnull));
+	if (isnull || strcmp(d->sbuf, "event"))
+		return 0;
+	TRY(field_string(d, &f0[k->slot[F_C]], &vals[k->slot[F_C]], 5, &n, &isnull));
+	if (isnull || strcmp(d->sbuf, "wall"))
+		return 0;
+	if (d->chunk_no >= d->wall_cap) {
+		size_t cap = d->chunk_no + 16;
+		uint8_t *w = realloc(d->wall_chunk, cap);
+		if (!w)
+			return oom(d);
+		memset(w + d->wall_cap, 0, cap - d->wall_cap);
+		d->wall_chunk = w;
+		d->wall_cap = cap;
+	}
+	d->wall_chunk[d->chunk_no] = 1;
+	d->any_wall_chunk = 1;
+	return 0;
+}
+
 static int on_event(dec *d, uint32_t ci, size_t pos, size_t evend)
 {
 	chunk *c = &d->ch;
@@ -1434,15 +1523,37 @@ static int on_event(dec *d, uint32_t ci, size_t pos, size_t evend)
 #define VAL(s_) (k->slot[s_] >= 0 ? vals[k->slot[s_]].v : 0)
 #define HAS(s_) (k->slot[s_] >= 0)
 	switch (ek) {
-	case EK_CPU:
-		values[T_CPU] = 1;
+	case EK_CPU: {
+		/* datadog.ExecutionSample carries a weight (samples it stands for) */
+		int64_t w = HAS(F_A) && VAL(F_A) > 0 ? u2i(VAL(F_A)) : 1;
+		/* async-profiler event=wall samples every thread: wall time,
+		 * and CPU time for the threads that were running */
+		if (in_wall_chunk(d)) {
+			int64_t r;
+			values[T_WALL] = w;
+			TRY(runnable(d, k, vals, &r));
+			values[T_CPU] = r ? w : 0;
+		} else {
+			values[T_CPU] = w;
+		}
 		break;
+	}
 	case EK_WALL:
 		values[T_WALL] = HAS(F_A) && VAL(F_A) > 0 ? u2i(VAL(F_A)) : 1;
+		if (in_wall_chunk(d)) {
+			int64_t r;
+			TRY(runnable(d, k, vals, &r));
+			values[T_CPU] = r ? values[T_WALL] : 0;
+		}
 		break;
 	case EK_ALLOC_SAMPLE:
+		if (d->skip_alloc_sample)
+			return 0;
+		/* fall through */
 	case EK_ALLOC_OUT:
 	case EK_ALLOC_TLAB:
+		if (d->skip_jdk_alloc)
+			return 0;
 		values[T_AOBJ] = 1;
 		values[T_ASPACE] = u2i(HAS(F_A) ? VAL(F_A) : VAL(F_B));
 		break;
@@ -1479,6 +1590,18 @@ static int on_event(dec *d, uint32_t ci, size_t pos, size_t evend)
 		values[T_IOBJ] = 1;
 		values[T_ISPACE] = u2i(VAL(F_A));
 		break;
+	case EK_DD_ALLOC:
+	case EK_DD_LIVE: {
+		/* one sampled object of `size` bytes standing for `weight`
+		 * objects (a float): the estimate is weight objects and
+		 * size × weight bytes, as the Datadog profiler scales them */
+		double w = dd_weight(k, vals);
+		int64_t n = clamp128((__int128)(w + 0.5)), sz = u2i(VAL(F_A));
+		int64_t bytes = clamp128((__int128)((double)sz * w + 0.5));
+		values[ek == EK_DD_ALLOC ? T_AOBJ : T_IOBJ] = n;
+		values[ek == EK_DD_ALLOC ? T_ASPACE : T_ISPACE] = bytes;
+		break;
+	}
 	default:
 		return 0;
 	}
@@ -1589,6 +1712,8 @@ static int do_chunk(dec *d, int pass)
 		} else if (pass == 1) {
 			c->cls[ci].count++;
 			d->kind_count[c->cls[ci].ev]++;
+			if (c->cls[ci].ev == EK_SETTING)
+				TRY(scan_setting(d, (uint32_t)ci, r.pos, evend));
 		} else if (c->cls[ci].ev) {
 			TRY(on_event(d, (uint32_t)ci, r.pos, evend));
 		}
@@ -1653,17 +1778,23 @@ static int declare_types(dec *d)
 	size_t i, idx;
 	int any = 0, rc;
 
-	want[T_CPU] = d->kind_count[EK_CPU] > 0;
-	want[T_WALL] = d->kind_count[EK_WALL] > 0;
+	want[T_CPU] = d->kind_count[EK_CPU] > 0 || (d->any_wall_chunk && d->kind_count[EK_WALL] > 0);
+	want[T_WALL] = d->kind_count[EK_WALL] > 0 || (d->any_wall_chunk && d->kind_count[EK_CPU] > 0);
 	want[T_AOBJ] = want[T_ASPACE] = d->kind_count[EK_ALLOC_SAMPLE] + d->kind_count[EK_ALLOC_TLAB] +
-					d->kind_count[EK_ALLOC_OUT] > 0;
+					d->kind_count[EK_ALLOC_OUT] + d->kind_count[EK_DD_ALLOC] > 0;
+	/* Two estimates of the same allocations are never added: the TLAB
+	 * pair wins over jdk.ObjectAllocationSample (as async-profiler's
+	 * converters read a recording that has both). */
+	d->skip_alloc_sample = d->kind_count[EK_ALLOC_TLAB] + d->kind_count[EK_ALLOC_OUT] > 0;
+	/* the Datadog profiler's own allocation samples win over the JDK's */
+	d->skip_jdk_alloc = d->kind_count[EK_DD_ALLOC] > 0;
 	want[T_LOCK] = d->kind_count[EK_LOCK] > 0;
 	d->use_exc_stats = d->kind_count[EK_EXC] == 0 && d->kind_count[EK_EXC_STATS] > 0;
 	want[T_EXC] = d->kind_count[EK_EXC] > 0 || d->use_exc_stats;
 	d->use_gc_phase = d->kind_count[EK_GC] == 0 && d->kind_count[EK_GC_PHASE] > 0;
 	want[T_GC] = d->kind_count[EK_GC] > 0 || d->use_gc_phase;
 	want[T_NATIVE] = d->kind_count[EK_MALLOC] > 0;
-	want[T_IOBJ] = want[T_ISPACE] = d->kind_count[EK_LIVE] > 0;
+	want[T_IOBJ] = want[T_ISPACE] = d->kind_count[EK_LIVE] + d->kind_count[EK_DD_LIVE] > 0;
 	for (i = 0; i < T_N; i++)
 		any |= want[i];
 	if (!any)
@@ -1675,6 +1806,10 @@ static int declare_types(dec *d)
 		if ((rc = wt_profile_add_type(d->p, tnames[i][0], tnames[i][1], d->hint, &idx, d->err)))
 			return rc == WT_ENOMEM ? oom(d) : wt_err_prefix(d->err, "jfr");
 		d->tidx[i] = (int64_t)idx;
+		/* the default type: cpu when present, else the first declared */
+		if (!d->p->default_type &&
+		    (rc = wt_profile_intern_cstr(d->p, tnames[i][0], &d->p->default_type, d->err)))
+			return rc == WT_ENOMEM ? oom(d) : wt_err_prefix(d->err, "jfr");
 	}
 	return 0;
 }
@@ -1725,6 +1860,11 @@ int wt_jfr_decode_stats(const uint8_t *buf, size_t len, const wt_limits *lim, co
 			d.p->duration_ns = s + du - d.p->time_ns;
 		pos += (size_t)be(buf + pos + 8, 8);
 	}
+	/* samples as the profiler counts them: execution (cpu or wall) samples,
+	 * else every event that became a sample */
+	d.p->source_samples = (int64_t)(d.kind_count[EK_CPU] + d.kind_count[EK_WALL]);
+	if (!d.p->source_samples)
+		d.p->source_samples = (int64_t)d.st.used;
 	d.st.chunks = d.chunk_no;
 	d.st.skipped = d.st.events - d.st.used;
 	if (st) {
@@ -1752,6 +1892,7 @@ cleanup:
 	free(d.sbuf);
 	free(d.nbuf);
 	free(d.frames);
+	free(d.wall_chunk);
 	return rc;
 }
 

@@ -52,6 +52,7 @@
 #include <string.h>
 
 #include "pbwalk.h"
+#include "protojson.h"
 #include "proto/otlp_common.pb-c.h"
 #include "proto/otlp_profiles.pb-c.h"
 #include "proto/otlp_profiles_service.pb-c.h"
@@ -1314,15 +1315,112 @@ static void target_free_cache(target *t)
 	t->cd = NULL;
 }
 
+/* OTLP/JSON: parse the document once, encode it as protobuf with each
+ * layout's descriptor (newest first) and keep the one whose field names
+ * the document uses — the JSON names changed between releases too ("sample"
+ * and "line" in 1.8, "samples" and "lines" in 1.10); unknown names are
+ * ignored, as OTLP/JSON receivers must, so the layout with the fewest wins.
+ * *pb is the caller's (free()). */
+static int from_json(const uint8_t *buf, size_t len, const wt_limits *lim, uint8_t **pb, size_t *pblen,
+		     wt_err *err)
+{
+	static const int order[] = {V110, V19, V18, V17, V15};
+	/* 1.8's Location.line (field 3) became lines in 1.10; our 1.8 layout
+	 * shares the 1.10 dictionary messages */
+	static const char *const aliases[] = {
+		"opentelemetry.proto.profiles.v1development.Location", "line", "lines", NULL};
+	json_error_t jerr;
+	json_t *root;
+	wt_buf best = WT_BUF_INIT;
+	size_t best_unknown = SIZE_MAX, i;
+	int rc = 0;
+
+	if (len > lim->max_body)
+		return wt_err_set(err, WT_ELIMIT,
+				  "otlp json: document of %zu bytes exceeds max_body %zu (JSON is parsed in memory)",
+				  len, lim->max_body);
+	root = json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return wt_err_set(err, WT_EINVAL, "otlp json: JSON error at line %d, column %d (byte %d): %s",
+				  jerr.line, jerr.column, jerr.position, jerr.text);
+	for (i = 0; i < sizeof(order) / sizeof(order[0]) && best_unknown; i++) {
+		wt_buf b = WT_BUF_INIT;
+		size_t unknown;
+		char what[32];
+		wt_err e = {0};
+
+		snprintf(what, sizeof(what), "otlp json %s", vname[order[i]]);
+		rc = wt_protojson_encode(top_desc[order[i]], root, lim->max_decompressed, what,
+					 order[i] == V18 || order[i] == V19 ? aliases : NULL, &b, &unknown, &e);
+		if (rc == WT_ENOMEM || rc == WT_ELIMIT) {
+			*err = e;
+			wt_buf_free(&b);
+			goto done;
+		}
+		if (rc && i == 0)
+			*err = e; /* reported when no layout can hold the document */
+		if (!rc && unknown < best_unknown) {
+			wt_buf_free(&best);
+			best = b;
+			best_unknown = unknown;
+		} else {
+			wt_buf_free(&b);
+		}
+	}
+	if (best_unknown == SIZE_MAX) {
+		rc = err->code ? err->code : WT_EINVAL;
+		goto done;
+	}
+	rc = 0;
+	*pblen = best.len;
+	*pb = wt_buf_steal(&best, pblen);
+	if (!*pb) /* an empty request: nothing to steal */
+		*pb = malloc(1);
+	if (!*pb)
+		rc = wt_err_set(err, WT_ENOMEM, "otlp json: out of memory");
+done:
+	wt_buf_free(&best);
+	json_decref(root);
+	return rc;
+}
+
+static int decode_pb(const uint8_t *buf, size_t len, const wt_limits *lim_in, int merged,
+		     wt_otlp_result *out, wt_err *err);
+
 static int decode(const uint8_t *buf, size_t len, const wt_limits *lim_in, int merged,
 		  wt_otlp_result *out, wt_err *err)
+{
+	wt_limits lim;
+	size_t off = 0, pblen = 0;
+	uint8_t *pb = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (lim_in)
+		lim = *lim_in;
+	else
+		wt_limits_default(&lim);
+	while (off < len && (buf[off] == ' ' || buf[off] == '\n' || buf[off] == '\r' || buf[off] == '\t'))
+		off++;
+	if (off < len && (buf[off] == '{' || buf[off] == '[')) {
+		if ((rc = from_json(buf, len, &lim, &pb, &pblen, err)))
+			return rc;
+		rc = decode_pb(pb, pblen, &lim, merged, out, err);
+		free(pb);
+		return rc;
+	}
+	return decode_pb(buf, len, &lim, merged, out, err);
+}
+
+static int decode_pb(const uint8_t *buf, size_t len, const wt_limits *lim_in, int merged,
+		     wt_otlp_result *out, wt_err *err)
 {
 	wt_limits lim;
 	ProtobufCMessage *msg = NULL;
 	ndict shared;
 	conv c;
 	walk_ud wu;
-	size_t i, j, off = 0;
+	size_t i, j;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -1335,12 +1433,6 @@ static int decode(const uint8_t *buf, size_t len, const wt_limits *lim_in, int m
 	c.lim = &lim;
 	c.err = err;
 	c.merged = merged;
-	while (off < len && (buf[off] == ' ' || buf[off] == '\n' || buf[off] == '\r' || buf[off] == '\t'))
-		off++;
-	if (off < len && (buf[off] == '{' || buf[off] == '['))
-		return wt_err_set(err, WT_EFORMAT,
-				  "otlp: this is OTLP/JSON (protojson), which is not supported: send "
-				  "the binary protobuf encoding (Content-Type: application/x-protobuf)");
 	if (len > lim.max_decompressed)
 		return wt_err_set(err, WT_ELIMIT, "otlp: request of %zu bytes exceeds the limit of %zu",
 				  len, lim.max_decompressed);

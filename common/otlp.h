@@ -12,8 +12,9 @@
  * Schema layouts read (detected from the wire structure, see otlp.c and
  * docs/formats.md "## OTLP profiles"): opentelemetry-proto v1.10.0 (the
  * target), v1.9.0, v1.8.0, v1.7.0, and v1.3–v1.5 (per-profile tables).
- * v1.6.0 requests carry no tables and are not readable. protojson is
- * answered WT_EFORMAT.
+ * v1.6.0 requests carry no tables and are not readable. OTLP/JSON
+ * (protojson, a body starting with '{') of any of these layouts is read
+ * through common/protojson.c.
  */
 #ifndef WT_OTLP_H
 #define WT_OTLP_H
@@ -45,7 +46,8 @@ typedef struct wt_otlp_result {
  * caller frees with wt_otlp_result_free(). Errors: WT_EINVAL naming the
  * field path and index ("otlp 1.8: resource_profiles[0]...samples[3].
  * stack_index 1000000000 out of range (stack_table has 54 entries)"),
- * WT_ELIMIT, WT_EFORMAT (protojson), WT_ENOMEM. On error *out is empty. */
+ * WT_ELIMIT, WT_ENOMEM; OTLP/JSON errors name the JSON position or path.
+ * On error *out is empty. */
 int wt_otlp_decode(const uint8_t *buf, size_t len, const wt_limits *lim, wt_otlp_result *out,
 		   wt_err *err);
 void wt_otlp_result_free(wt_otlp_result *r);

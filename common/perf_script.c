@@ -30,9 +30,9 @@
  * for user-space DSOs is the address relative to the file (what perf's
  * map_ip gives: runtime ip - map start + page offset) — views name it
  * "x+0x<addr>" and the hub symbolizes it from an uploaded debug file
- * (symref.h); in a bracketed pseudo-DSO it becomes "[DSO]" ("[vdso]",
- * "[kernel.kallsyms]"), and "[unknown]" when the DSO is unknown too, as
- * FlameGraph's stackcollapse-perf.pl names them.
+ * (symref.h); in a bracketed pseudo-DSO it becomes "[DSO]" ("[[vdso]]",
+ * "[[kernel.kallsyms]]"), and "[unknown]" when the DSO is unknown too,
+ * exactly as FlameGraph's stackcollapse-perf.pl names them.
  */
 #include "perf_script.h"
 #include "hex.h"
@@ -419,6 +419,8 @@ typedef struct dec {
 	hdr h;
 	bool in_rec;
 	size_t rec_line;
+	bool cut_end;          /* the input does not end with a newline */
+	size_t nblank_ended;   /* records closed by a blank line (pass 2) */
 	pframe *fr;
 	size_t nfr, fr_cap;
 	uint32_t *ids;
@@ -535,8 +537,11 @@ static int scan_headers(dec *d, const char *s, const char *end)
 			}
 			continue;
 		}
-		if ((why = parse_header(ls, (size_t)(le - ls), &h)))
+		if ((why = parse_header(ls, (size_t)(le - ls), &h))) {
+			if (d->cut_end && s == end)
+				break; /* a header cut short: pass 2 drops it with a warning */
 			return header_error(d, ls, (size_t)(le - ls), why);
+		}
 		if (h.skip) {
 			in_rec = false;
 			continue;
@@ -695,10 +700,7 @@ static int intern_frame(dec *d, const pframe *f, uint32_t *out)
 		}
 		if (!bl || (bl == 9 && !memcmp(b, "[unknown]", 9)))
 			name_len = (size_t)snprintf(ubuf, sizeof(ubuf), "[unknown]");
-		else if (b[0] == '[' && b[bl - 1] == ']')
-			name_len = (size_t)snprintf(ubuf, sizeof(ubuf), "%.*s",
-						    (int)(bl > 256 ? 256 : bl), b);
-		else
+		else /* brackets are added to bracketed DSOs too: "[[vdso]]" */
 			name_len = (size_t)snprintf(ubuf, sizeof(ubuf), "[%.*s]",
 						    (int)(bl > 256 ? 256 : bl), b);
 		name = ubuf;
@@ -835,6 +837,17 @@ static int add_frame(dec *d, const pframe *f)
 	return 0;
 }
 
+/* The last record of the input is incomplete: leave it out, and say so. */
+static int drop_partial(dec *d)
+{
+	d->in_rec = false;
+	wt_profile_warn(d->p,
+			"perf: line %zu: the last sample is cut short (%s): dropped", d->rec_line,
+			d->cut_end ? "the input ends inside a line"
+				   : "no blank line ends it, as perf script ends every sample");
+	return 0;
+}
+
 /* Pass 2. */
 static int decode_records(dec *d, const char *s, const char *end)
 {
@@ -848,6 +861,7 @@ static int decode_records(dec *d, const char *s, const char *end)
 
 		d->line++;
 		if (ls == le) {
+			d->nblank_ended += d->in_rec;
 			if ((rc = flush_record(d)))
 				return rc;
 			continue;
@@ -857,8 +871,13 @@ static int decode_records(dec *d, const char *s, const char *end)
 		if (!is_blank(*ls)) {
 			if ((rc = flush_record(d)))
 				return rc;
-			if (parse_header(ls, (size_t)(le - ls), &d->h)) /* pass 1 checked it */
+			if (parse_header(ls, (size_t)(le - ls), &d->h)) { /* pass 1 checked it */
+				if (d->cut_end && s == end) {
+					d->rec_line = d->line;
+					return drop_partial(d);
+				}
 				return header_error(d, ls, (size_t)(le - ls), "changed");
+			}
 			if (d->h.skip)
 				continue;
 			d->in_rec = true;
@@ -891,6 +910,11 @@ static int decode_records(dec *d, const char *s, const char *end)
 		}
 		/* other indented lines (e.g. -F +insn, brstack) are ignored */
 	}
+	/* perf script ends every record that has a call graph with a blank
+	 * line: a last record without one (or without its final newline) was
+	 * cut short, and its stack is partial */
+	if (d->in_rec && (d->cut_end || d->nblank_ended))
+		return drop_partial(d);
 	return flush_record(d);
 }
 
@@ -911,6 +935,7 @@ int wt_perf_script_decode(const uint8_t *buf, size_t len, const wt_limits *lim,
 	if ((rc = wt_text_input_check("perf", s, len, &d.p->lim, &skip, err)))
 		goto cleanup;
 	s += skip;
+	d.cut_end = end > s && end[-1] != '\n';
 	if ((rc = scan_headers(&d, s, end)))
 		goto cleanup;
 	if (!d.nev) {

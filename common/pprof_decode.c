@@ -624,6 +624,7 @@ int wt_pprof_decode(const uint8_t *buf, size_t len, const wt_limits *lim_in,
 	    (rc = conv_functions(&c)) || (rc = conv_locations(&c)) || (rc = conv_samples(&c)) ||
 	    (rc = conv_meta(&c)))
 		goto cleanup;
+	p->source_samples = (int64_t)pb->n_sample;
 	*out = p;
 	p = NULL;
 cleanup:

@@ -10,6 +10,7 @@
 #include "sample_types.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,7 @@ wt_profile *wt_profile_new(const wt_limits *lim)
 		goto fail;
 	p->labelsets[0].off = p->labelsets[0].len = 0;
 	p->nlabelsets = 1;
+	p->source_samples = -1;
 	return p;
 fail:
 	wt_profile_free(p);
@@ -197,6 +199,8 @@ void wt_profile_free(wt_profile *p)
 	free(p->labels);
 	free(p->samples);
 	free(p->values);
+	for (size_t i = 0; i < p->nwarnings; i++)
+		free(p->warnings[i]);
 	free(p);
 }
 
@@ -665,6 +669,21 @@ const char *wt_profile_label_str(const wt_profile *p, uint32_t ls, const char *k
 		if (l[i].str && !strcmp(wt_profile_str(p, l[i].key), key))
 			return wt_profile_str(p, l[i].str);
 	return NULL;
+}
+
+void wt_profile_warn(wt_profile *p, const char *fmt, ...)
+{
+	va_list ap;
+	char *w;
+
+	if (p->nwarnings == WT_PROFILE_MAX_WARNINGS || !(w = malloc(WT_PROFILE_WARNING_MAX))) {
+		p->nwarnings_dropped++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(w, WT_PROFILE_WARNING_MAX, fmt, ap);
+	va_end(ap);
+	p->warnings[p->nwarnings++] = w;
 }
 
 int64_t wt_profile_total(const wt_profile *p, size_t type_idx)

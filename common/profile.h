@@ -95,6 +95,9 @@ typedef struct wt_sample {
 
 typedef struct wt_span { uint32_t off, len; } wt_span;
 
+#define WT_PROFILE_MAX_WARNINGS 4
+#define WT_PROFILE_WARNING_MAX 256 /* bytes of one warning, longer ones are cut */
+
 typedef struct wt_profile {
 	wt_limits lim;
 
@@ -139,6 +142,15 @@ typedef struct wt_profile {
 	uint32_t period_type, period_unit; /* string ids */
 	int64_t period;      /* e.g. 10000000 ns for 100 Hz CPU, 0 = unknown */
 	uint32_t default_type; /* string id of the default sample type name, 0 = first */
+	/* Samples as the producer counted them before any merging (pprof Sample
+	 * records, speedscope samples entries, folded counts, JFR events used),
+	 * -1 when the parser does not know. Distinct from nsamples (rows). */
+	int64_t source_samples;
+	/* Non-fatal problems the parser worked around ("perf: line 301: record
+	 * cut short at the end of the input: dropped"), oldest first; at most
+	 * WT_PROFILE_MAX_WARNINGS are kept, then nwarnings_dropped counts. */
+	char *warnings[WT_PROFILE_MAX_WARNINGS];
+	size_t nwarnings, nwarnings_dropped;
 
 	void *priv; /* interning hash tables (profile.c) */
 } wt_profile;
@@ -211,6 +223,11 @@ const char *wt_profile_frame_name(const wt_profile *p, uint32_t frame, char *buf
 
 /* Value of label `key` on labelset ls, or NULL. */
 const char *wt_profile_label_str(const wt_profile *p, uint32_t ls, const char *key);
+
+/* Record a warning (printf format) on the profile. Never fails: on
+ * out-of-memory or past WT_PROFILE_MAX_WARNINGS the warning is only
+ * counted in nwarnings_dropped. */
+void wt_profile_warn(wt_profile *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Sum of values of type idx over all samples. */
 int64_t wt_profile_total(const wt_profile *p, size_t type_idx);

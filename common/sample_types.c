@@ -59,6 +59,7 @@ static const struct {
 	{"alloc", "count", "alloc_objects"},
 	{"alloc_in_new_tlab_bytes", NULL, "alloc_space"},
 	{"alloc_in_new_tlab_objects", NULL, "alloc_objects"},
+	{"sample", "count", "samples"},       /* Pyroscope Node.js SDK, @datadog/pprof */
 };
 
 const char *wt_sample_type_canonical(const char *type, const char *unit, const char *hint)

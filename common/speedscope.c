@@ -274,6 +274,9 @@ static int decode_sampled(dec *d, json_t *prof, size_t pi, int type, double mult
 		return wt_err_set(d->err, WT_EINVAL,
 				  "speedscope: profiles[%zu]: %zu weights for %zu samples", pi,
 				  json_array_size(weights), json_array_size(samples));
+	if (d->p->source_samples < 0)
+		d->p->source_samples = 0;
+	d->p->source_samples += (int64_t)json_array_size(samples);
 	for (i = 0; i < json_array_size(samples); i++) {
 		json_t *s = json_array_get(samples, i), *w = json_array_get(weights, i);
 		int64_t v;

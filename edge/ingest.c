@@ -532,6 +532,12 @@ static void ingest_work(edge_task *t)
 	t->reply = json_pack("{s:s,s:s,s:s,s:I,s:o,s:I,s:I}", "project", in->project, "service", in->service,
 			     "format", wt_format_name(det), "samples", (json_int_t)p->nsamples, "types", types,
 			     "from_ns", (json_int_t)p->time_ns, "until_ns", (json_int_t)(p->time_ns + p->duration_ns));
+	if (t->reply && p->nwarnings) { /* what the parser worked around (a cut last record, ...) */
+		json_t *w = json_array();
+		for (size_t i = 0; i < p->nwarnings; i++)
+			json_array_append_new(w, json_string(p->warnings[i]));
+		json_object_set_new(t->reply, "warnings", w);
+	}
 	wt_profile_free(p);
 	p = NULL;
 	/* the body is in the raw record now; free it before waiting for the commit */

@@ -79,6 +79,7 @@ struct job {
 	wt_err err;
 	size_t samples, nprofiles;
 	struct evhttp_request *req; /* HTTP reply target */
+	int json;                   /* OTLP/JSON request: answer in JSON */
 	gstream *gs;                /* gRPC reply target; NULL once the stream is gone */
 };
 
@@ -163,8 +164,11 @@ static void job_done_cb(evutil_socket_t fd, short what, void *arg)
 		if (j->err.code) {
 			wt_http_send_error(j->req, j->err.code, j->err.msg);
 		} else {
-			/* an empty ExportProfilesServiceResponse: zero bytes */
-			wt_http_send_bytes(j->req, 200, "application/x-protobuf", "", 0);
+			/* an empty ExportProfilesServiceResponse, in the request's encoding */
+			if (j->json)
+				wt_http_send_bytes(j->req, 200, "application/json", "{}", 2);
+			else
+				wt_http_send_bytes(j->req, 200, "application/x-protobuf", "", 0);
 		}
 	} else if (j->gs) {
 		grpc_reply(j);
@@ -319,18 +323,14 @@ static void http_cb(struct evhttp_request *req, void *arg)
 		edge_reject(srv, req, WT_EAUTH, "the token is not an upload token of any project on this edge");
 		return;
 	}
-	if (ctype && !strncasecmp(ctype, "application/json", 16)) {
-		edge_reject(srv, req, WT_EFORMAT,
-			    "OTLP/JSON (Content-Type: application/json) is not supported yet; export "
-			    "profiles as binary protobuf (Content-Type: application/x-protobuf)");
-		return;
-	}
+	/* OTLP/JSON bodies are told apart by content (common/otlp.c) */
 	if (ctype && *ctype && strncasecmp(ctype, "application/x-protobuf", 22) &&
+	    strncasecmp(ctype, "application/json", 16) &&
 	    strncasecmp(ctype, "application/protobuf", 20) &&
 	    strncasecmp(ctype, "application/octet-stream", 24)) {
 		char msg[256];
-		snprintf(msg, sizeof(msg), "Content-Type \"%.80s\" is not OTLP protobuf "
-			 "(use application/x-protobuf)", ctype);
+		snprintf(msg, sizeof(msg), "Content-Type \"%.80s\" is not OTLP "
+			 "(use application/x-protobuf or application/json)", ctype);
 		edge_reject(srv, req, WT_EFORMAT, msg);
 		return;
 	}
@@ -354,6 +354,7 @@ static void http_cb(struct evhttp_request *req, void *arg)
 		return;
 	}
 	j->req = req;
+	j->json = ctype && !strncasecmp(ctype, "application/json", 16);
 	if (wt_http_body(req, srv->cfg->max_body, &j->body, &j->len, &err) != 0) {
 		srv->pending--;
 		job_free(j);

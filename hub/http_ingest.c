@@ -114,7 +114,7 @@ void hub_handle_upload(hub_req *r)
 	uint8_t rnd[16];
 	hub_ingest_req rq;
 	hub_ingest_stats st;
-	json_t *types;
+	json_t *types, *reply;
 	int days;
 
 	q.tqh_first = NULL; /* evhttp_clear_headers-safe before wt_http_query */
@@ -196,12 +196,18 @@ void hub_handle_upload(hub_req *r)
 	types = json_array();
 	for (t = 0; t < p->ntypes; t++)
 		json_array_append_new(types, json_string(wt_profile_str(p, p->types[t].canonical)));
-	hub_req_json(r, 200, json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s}",
-				       "upload_id", upload_id, "project", project, "service", hp.service,
-				       "format", wt_format_name(detected), "types", types,
-				       "samples", (json_int_t)p->nsamples,
-				       "rows", (json_int_t)st.sample_rows,
-				       "stacks", (json_int_t)p->nstacks, "object_key", key));
+	reply = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s}", "upload_id", upload_id,
+			  "project", project, "service", hp.service, "format", wt_format_name(detected),
+			  "types", types, "samples", (json_int_t)p->nsamples,
+			  "rows", (json_int_t)st.sample_rows, "stacks", (json_int_t)p->nstacks,
+			  "object_key", key);
+	if (reply && p->nwarnings) { /* what the parser worked around (a cut last record, ...) */
+		json_t *w = json_array();
+		for (t = 0; t < p->nwarnings; t++)
+			json_array_append_new(w, json_string(p->warnings[t]));
+		json_object_set_new(reply, "warnings", w);
+	}
+	hub_req_json(r, 200, reply);
 	goto done;
 fail:
 	hub_req_fail(r, &err);

@@ -54,7 +54,8 @@ void hub_handle_query(hub_req *r, const char *project, const char *view)
 			   ? NULL : ctx->syms;
 	if (hub_params_parse(&q, &sel.hp, &err) ||
 	    hub_param_uint(&q, "max_nodes", (long)ctx->cfg.max_nodes, 1, 1000000, &max_nodes, &err) ||
-	    hub_param_uint(&q, "limit", DEFAULT_TABLE_LIMIT, 1, 1000000, &limit, &err))
+	    /* limit 0 = all rows (docs/api.md), as on the edge */
+	    hub_param_uint(&q, "limit", DEFAULT_TABLE_LIMIT, 0, 1000000, &limit, &err))
 		goto fail;
 	if (hub_store_check(&ctx->store, &err) ||
 	    hub_sel_resolve(r->ch, &sel, t0, ctx->cfg.default_range_s, &err))

@@ -221,6 +221,26 @@ class HubQueries(unittest.TestCase):
                 self.assertIn(name, js["detail"])
                 self.assertEqual(js["error"], "invalid_input")
 
+    def test_documented_special_values(self):
+        # docs/api.md: table `limit` 0 = all rows, else 1-1000000; `max_nodes`
+        # 1-1000000; `symbolize=0` shows frames as stored
+        every = self.table("gowork")["rows"]
+        self.assertGreater(len(every), 10)
+        self.assertEqual(self.table("gowork", limit="0")["rows"], every)
+        self.assertEqual(self.table("gowork", limit="1")["rows"], every[:1])
+        self.assertEqual(self.table("gowork", limit="1000000")["rows"], every)
+        self.assertEqual(self.table("gowork", symbolize="0")["total"], self.table("gowork")["total"])
+        st, js = self.hub.query("alpha", "flamegraph", self.rd_a, service="gowork", max_nodes="1",
+                                **ALL_TIME)
+        self.assertEqual(st, 200, js)
+        self.assertTrue(js["truncated"])
+        for params, name in (({"limit": "-1"}, "limit"), ({"limit": "1000001"}, "limit"),
+                             ({"max_nodes": "1000001"}, "max_nodes")):
+            with self.subTest(params=params):
+                st, js = self.hub.query("alpha", "table", self.rd_a, service="gowork", **params)
+                self.assertEqual(st, 400, js)
+                self.assertIn(name, js["detail"])
+
     def test_project_isolation(self):
         # beta's token never reads alpha and vice versa
         for token, project in ((self.rd_b, "alpha"), (self.rd_a, "beta")):

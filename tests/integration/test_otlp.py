@@ -9,7 +9,8 @@ python3-grpcio, run by /usr/bin/python3, an independent HTTP/2 + gRPC
 implementation) through a generic unary-unary stub with raw-bytes
 serializers, plain and gzip-compressed → OK and the same totals; a bad token
 → UNAUTHENTICATED (16); the corrupted capture → INVALID_ARGUMENT (3) over
-gRPC and 400 naming the field over HTTP; protojson over HTTP → 415.
+gRPC and 400 naming the field over HTTP; protojson (application/json) over
+HTTP gives the same figures as the protobuf encoding of the same request.
 """
 import http.client
 import json
@@ -111,11 +112,24 @@ class OtlpIngest(unittest.TestCase):
         m = self.edge.metrics()
         self.assertEqual(m['wt_edge_uploads_total{format="otlp"}'], 1)
 
-    def test_http_rejects(self):
+    def test_http_json(self):
+        # OTLP/JSON (protojson) of the same request: the same figures; the
+        # answer is a JSON ExportProfilesServiceResponse
         with open(JSONF, "rb") as f:
-            st, body = self.post("/v1development/profiles", f.read(), ctype="application/json")
-        self.assertEqual(st, 415, body)
-        self.assertIn("application/x-protobuf", json.loads(body)["detail"])
+            body = f.read()
+        st, resp = self.post("/v1development/profiles", body, ctype="application/json",
+                             qs="?service=otlp-json")
+        self.assertEqual(st, 200, resp)
+        self.assertEqual(json.loads(resp), {})
+        self.assertEqual(self.totals("otlp-json"), {"cpu": self.cpu, "offcpu": self.offcpu})
+        # damaged JSON: 400 naming the position, nothing stored
+        st, resp = self.post("/v1development/profiles", body[:len(body) // 2], ctype="application/json",
+                             qs="?service=otlp-json-cut")
+        self.assertEqual(st, 400, resp)
+        self.assertIn("JSON error at line", json.loads(resp)["detail"])
+        self.assertEqual(self.totals("otlp-json-cut"), {"cpu": 0, "offcpu": 0})
+
+    def test_http_rejects(self):
         with open(BAD, "rb") as f:
             st, body = self.post("/v1development/profiles", f.read())
         self.assertEqual(st, 400, body)

@@ -127,7 +127,7 @@ def pprof_raw(path):
 
 def parse_folded_lines(text, strip_root=False):
     """folded text → {stack: count}, frames that are only a [bracketed] name
-    (perf's `[unknown]`, our `[dso]`) and unsymbolized `file+0xADDR` frames
+    (perf's `[unknown]`, our `[dso]` and `[[kernel.kallsyms]]`) and unsymbolized `file+0xADDR` frames
     (see docs/formats.md) normalised."""
     out = collections.Counter()
     for line in text.splitlines():
@@ -138,7 +138,7 @@ def parse_folded_lines(text, strip_root=False):
         frames = stack.split(";")
         if strip_root:
             frames = frames[1:]
-        frames = ["[unknown]" if re.fullmatch(r"\[[^\]]*\]|[^;]+\+0x[0-9a-f]+", f) else f
+        frames = ["[unknown]" if re.fullmatch(r"\[\[?[^\]]*\]\]?|[^;]+\+0x[0-9a-f]+", f) else f
                   for f in frames]
         out[";".join(frames)] += int(n)
     return out

@@ -11,7 +11,9 @@
  * every (service, type) total. The 1.10.0 capture, published only as
  * protojson, is re-encoded with Google's protobuf library first. The deliberately corrupted 1.7.0 and 1.8.0
  * captures must be rejected with WT_EINVAL naming the bad field; protojson
- * is WT_EFORMAT; truncations and byte flips must never crash.
+ * (OTLP/JSON) decodes to exactly what the binary encoding of the same
+ * request gives (Google's re-encoding for 1.10.0, the published .pb for
+ * 1.8.0); truncations and byte flips must never crash.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -219,6 +221,77 @@ static void test_1_10_from_json(void **state)
 	unlink(out);
 }
 
+/* Two decodings give the same services, types, totals, rows and stacks. */
+static void assert_same_result(const wt_otlp_result *a, const wt_otlp_result *b)
+{
+	assert_int_equal(a->n, b->n);
+	assert_string_equal(a->version, b->version);
+	assert_int_equal(a->nprofiles, b->nprofiles);
+	for (size_t i = 0; i < a->n; i++) {
+		const wt_profile *x = a->items[i].profile, *y = b->items[i].profile;
+		assert_string_equal(a->items[i].service, b->items[i].service);
+		assert_int_equal(x->ntypes, y->ntypes);
+		assert_int_equal(x->nsamples, y->nsamples);
+		assert_int_equal(x->nstacks, y->nstacks);
+		assert_int_equal(x->nframes, y->nframes);
+		for (size_t t = 0; t < x->ntypes; t++) {
+			assert_string_equal(wt_profile_str(x, x->types[t].canonical),
+					    wt_profile_str(y, y->types[t].canonical));
+			assert_int_equal(wt_profile_total(x, t), wt_profile_total(y, t));
+		}
+	}
+}
+
+/* OTLP/JSON read directly (common/protojson.c) against the binary of the
+ * same request: the 1.10.0 capture re-encoded by Google's protobuf library
+ * (tests/tools/otlp_json2pb.py), the 1.8.0 capture published as both. */
+static void test_json_equals_binary(void **state)
+{
+	char out[] = "/tmp/wt-otlp-json-XXXXXX", cmd[2048];
+	int fd = mkstemp(out), st;
+	size_t lj, lb;
+	uint8_t *j, *b;
+	wt_otlp_result rj, rb;
+	wt_err err = {0};
+	char *o;
+
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tests/tools/otlp_json2pb.py "
+		 "%s/otlp/pyroscope__otel-ebpf-profiler_otlp-1.10.0.json %s 2>&1", wt_test_root(),
+		 g_corpus, out);
+	o = wt_test_cmd_output(cmd, &st);
+	if (st != 0) {
+		unlink(out);
+		fail_msg("otlp_json2pb.py failed: %s", o);
+	}
+	free(o);
+	b = (uint8_t *)wt_test_read_file(out, &lb);
+	unlink(out);
+	j = load("pyroscope__otel-ebpf-profiler_otlp-1.10.0.json", &lj);
+	assert_non_null(b);
+	if (wt_otlp_decode(j, lj, NULL, &rj, &err))
+		fail_msg("1.10.0 json: %s", err.msg);
+	assert_int_equal(wt_otlp_decode(b, lb, NULL, &rb, &err), 0);
+	assert_string_equal(rj.version, "1.10");
+	assert_same_result(&rj, &rb);
+	wt_otlp_result_free(&rj);
+	wt_otlp_result_free(&rb);
+	free(j);
+	free(b);
+
+	j = load("pyroscope__otel-ebpf-profiler_otlp-1.8.0.json", &lj);
+	b = load("pyroscope__otel-ebpf-profiler_otlp-1.8.0.pb", &lb);
+	if (wt_otlp_decode(j, lj, NULL, &rj, &err))
+		fail_msg("1.8.0 json: %s", err.msg);
+	assert_int_equal(wt_otlp_decode(b, lb, NULL, &rb, &err), 0);
+	assert_same_result(&rj, &rb);
+	wt_otlp_result_free(&rj);
+	wt_otlp_result_free(&rb);
+	free(j);
+	free(b);
+}
+
 /* Mapping details on the 1.8.0 capture: per-sample times, labels from
  * attributes, unsymbolized native frames with build ids. */
 static void test_mapping_1_8(void **state)
@@ -288,8 +361,10 @@ static void test_json_and_format(void **state)
 	int64_t cpu = 0;
 	size_t i;
 
-	assert_int_equal(wt_otlp_decode(b, len, NULL, &r, &err), WT_EFORMAT);
-	assert_non_null(strstr(err.msg, "JSON"));
+	assert_int_equal(wt_otlp_decode(b, len, NULL, &r, &err), 0);
+	assert_string_equal(r.version, "1.8");
+	assert_int_equal(r.nprofiles, 5);
+	wt_otlp_result_free(&r);
 	free(b);
 	/* through wt_format_decode (auto-detected): the merged profile */
 	b = load("pyroscope__otel-ebpf-profiler_otlp-1.8.0.pb", &len);
@@ -350,6 +425,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_corpus_totals),
 		cmocka_unit_test(test_1_10_from_json),
+		cmocka_unit_test(test_json_equals_binary),
 		cmocka_unit_test(test_mapping_1_8),
 		cmocka_unit_test(test_corrupted),
 		cmocka_unit_test(test_json_and_format),

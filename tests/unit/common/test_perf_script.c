@@ -116,7 +116,11 @@ static void test_corpus_counts(void **state)
 			fail_msg("%s: %s", corpus_files[f], e.msg);
 		if (det != WT_FMT_PERF)
 			fail_msg("%s: detected as %s", corpus_files[f], wt_format_name(det));
-		snprintf(cmd, sizeof(cmd), "%s '%s' | awk '/^[^#[:space:]]/ { n++ } END { print n + 0 }'",
+		/* records; a last one that no blank line ends is cut short and
+		 * dropped (docs/formats.md), as stackcollapse-perf.pl drops it */
+		snprintf(cmd, sizeof(cmd),
+			 "%s '%s' | awk '/^[^#[:space:]]/ { n++; open = 1 } /^$/ { if (open) c++; open = 0 }"
+			 " END { print (c && open) ? n - 1 : n + 0 }'",
 			 cat, path);
 		records = awk_num(cmd);
 		/* period = the all-digits field between "time:" and the trailing "event:" */
@@ -195,7 +199,8 @@ static void test_naming(void **state)
 	assert_non_null(buf);
 	assert_int_equal(decode(buf, len, WT_FMT_PERF, 0, &p, NULL, &e), 0);
 	assert_true(has_function(p, "[unknown]"));          /* [unknown] ([unknown]) */
-	assert_true(has_function(p, "[kernel.kallsyms]"));  /* [unknown] ([kernel.kallsyms]) */
+	assert_true(has_function(p, "[[kernel.kallsyms]]"));  /* [unknown] ([kernel.kallsyms]) */
+	assert_false(has_function(p, "[kernel.kallsyms]"));
 	assert_true(has_function(p, "_Z5gammav"));
 	/* comm and pid became labels */
 	assert_non_null(wt_profile_label_str(p, p->samples[0].labelset, "thread"));
