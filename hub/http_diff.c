@@ -309,6 +309,8 @@ void hub_handle_diff(hub_req *r, const char *project)
 		wt_err_set(&err, WT_ENOMEM, "out of memory");
 		goto fail;
 	}
+	wt_flame_skip_edges(base.f); /* tree and table only */
+	wt_flame_skip_edges(target.f);
 	if (hub_sel_load_flame(r->ch, &base.sel, base.f, &base.unit, &err) ||
 	    hub_sel_load_flame(r->ch, &target.sel, target.f, &target.unit, &err))
 		goto fail;

@@ -65,6 +65,8 @@ void hub_handle_query(hub_req *r, const char *project, const char *view)
 		wt_err_set(&err, WT_ENOMEM, "out of memory");
 		goto fail;
 	}
+	if (strcmp(view, "callgraph"))
+		wt_flame_skip_edges(f);
 	if (hub_sel_load_flame(r->ch, &sel, f, &unit, &err))
 		goto fail;
 	if (!strcmp(view, "flamegraph"))

@@ -248,7 +248,7 @@ static int64_t agg_cover_ns(const hub_sel *s, hub_ch *ch)
 typedef struct agg_row {
 	uint64_t sid;
 	int64_t v;
-	size_t off, nframes;
+	size_t off, nframes, blob_len;
 	int have;
 } agg_row;
 
@@ -266,6 +266,7 @@ static void arena_put(wt_buf *arena, agg_row *r, const char *names, size_t len, 
 		len = cut;
 		r->nframes = MAX_FRAMES;
 	}
+	r->blob_len = len;
 	wt_buf_append(arena, names, len);
 }
 
@@ -331,6 +332,25 @@ out:
 	wt_buf_free(&res);
 	wt_buf_free(&names);
 	return rc;
+}
+
+/* Order rows by their frames (root first, byte-wise): neighbours share
+ * call-path prefixes, which the flame builder then walks without lookups. */
+static int row_frames_cmp(const void *a, const void *b, void *ctx)
+{
+	const agg_row *x = a, *y = b;
+	const wt_buf *arena = ctx;
+	size_t lx, ly;
+	int c;
+
+	if (!x->have || !y->have)
+		return x->have - y->have;
+	/* blob lengths: from the offset to the next row's data is not known;
+	 * compare NUL-separated names up to the shorter blob */
+	lx = x->blob_len;
+	ly = y->blob_len;
+	c = memcmp(arena->data + x->off, arena->data + y->off, lx < ly ? lx : ly);
+	return c ? c : (lx > ly) - (lx < ly);
 }
 
 /* The aggregate path of hub_sel_load_flame: (stack_id, value) pairs from
@@ -408,6 +428,7 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		    hub_stacklru_get(s->ctx->frames, hub_stacklru_key(s->project, sid), &arena, &nf)) {
 			r->nframes = nf < MAX_FRAMES ? nf : MAX_FRAMES;
 			r->have = 1;
+			r->blob_len = arena.len - r->off;
 		}
 		if (arena.oom) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
@@ -422,6 +443,8 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
 		goto out;
 	}
+	if (nrows > 1)
+		qsort_r(rows, nrows, sizeof(*rows), row_frames_cmp, &arena);
 	for (i = 0; i < nrows; i++) {
 		agg_row *r = &rows[i];
 		uint64_t n = r->have ? r->nframes : 0, j;
