@@ -289,7 +289,7 @@ static int fetch_missing(hub_ch *ch, const hub_sel *s, agg_row *rows, size_t nro
 				wt_buf_printf(&sql, "%s%llu", k++ ? "," : "", (unsigned long long)rows[i].sid);
 		wt_buf_puts(&sql, ")");
 	} else {
-		wt_buf_printf(&sql, " AND stack_id IN (SELECT stack_id FROM (%s))", union_q);
+		wt_buf_printf(&sql, " AND stack_id GLOBAL IN (SELECT stack_id FROM (%s))", union_q);
 	}
 	wt_buf_puts(&sql, " FORMAT RowBinary");
 	if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))

@@ -141,10 +141,25 @@ class AggregatesTest(unittest.TestCase):
         self.compare(hub, "agg", rd, random.Random(2), t0, queries=60)
         # a second pass answers from the frames cache: still equal
         self.compare(hub, "agg", rd, random.Random(2), t0, queries=9)
-        # aggregates off: every view from the raw rows
+        # many stacks and no frames cache: the misses are read by a subquery
+        up = hub.create_token("agg", "upload")
+        big = "".join(f"m{i % 7};n{i % 101};o{i} {1 + i % 5}\n" for i in range(6000)).encode()
+        st, js = hub.upload(big, up, "a", format="folded", **{"from": str(t0 + 7200)})
+        self.assertEqual(st, 200, js)
         hub.stop()
-        hub2 = self.make_hub(extra="worker_interval_s = 0; query_aggregates = 0;")
-        st, js = hub2.query("agg", "flamegraph", rd, **{"from": str(t0), "until": str(t0 + DAY)})
+        hub2 = self.make_hub(extra="worker_interval_s = 0; stack_cache_bytes = 0;")
+        for view in ("flamegraph", "table"):
+            params = {"from": str(t0), "until": str(t0 + DAY + 17), "service": "a", "type": "cpu", "limit": "100000",
+                      "max_nodes": "100000"}
+            st, got = hub2.query("agg", view, rd, **params)
+            self.assertEqual((st, got["path"]), (200, "aggregates"), got)
+            st, raw = hub2.query("agg", view, rd, path="raw", **params)
+            self.assertEqual(st, 200, raw)
+            self.assertEqual(norm(got), norm(raw), view)
+        hub2.stop()
+        # aggregates off: every view from the raw rows
+        hub3 = self.make_hub(extra="worker_interval_s = 0; query_aggregates = 0;")
+        st, js = hub3.query("agg", "flamegraph", rd, **{"from": str(t0), "until": str(t0 + DAY)})
         self.assertEqual(st, 200, js)
         self.assertEqual(js["path"], "raw")
 
