@@ -1,28 +1,38 @@
 #!/usr/bin/env bash
-# bench/hub_query.sh — wt-hub flame-graph query latency over 10 M stored
-# samples / 100 k unique stacks, and ingest rows/s through the hub, each
+# bench/hub_query.sh — wt-hub query latency (flamegraph, table, diff,
+# timeline) over 10 M stored samples / 100 k unique stacks, bytes on disk, and ingest rows/s through the hub, each
 # printed with a ratio against a baseline measured in the same run:
 #   query  : the raw ClickHouse GROUP BY stack_id over the same selection (curl)
 #   ingest : the same number of rows POSTed straight to ClickHouse as RowBinary
 # Starts its own private ClickHouse and hub on free loopback ports (the test
-# harness classes) and stops them at the end. BENCH_SAMPLES / BENCH_STACKS /
-# BENCH_RUNS override the sizes. Runs in about 1-2 minutes on 2 cores.
+# harness classes) and stops them at the end. Every hub figure is printed
+# beside the raw ClickHouse GROUP BY stack_id over the same selection and
+# beside the hub's own raw path (path=raw) in the same run. BENCH_SCALE=large:
+# 100 M samples / 1 M stacks over 7 days instead of 10 M / 100 k over 1 h
+# (the default took 35 min on the shared 2-core VM, mostly generating the
+# rows through the aggregate views; large, hours).
+# BENCH_SAMPLES / BENCH_STACKS / BENCH_SPAN_S / BENCH_RUNS override sizes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WT_ROOT=$PWD BUILD=${BUILD:-build}
 export WT_BIN=${WT_BIN:-$PWD/$BUILD/bin}
 exec python3 - "$@" <<'PY'
-import concurrent.futures, os, statistics, subprocess, sys, tempfile, time, urllib.request
+import concurrent.futures, os, statistics, subprocess, sys, tempfile, time, urllib.parse, urllib.request
 sys.path.insert(0, os.path.join(os.environ["WT_ROOT"], "tests", "integration"))
 from harness.clickhouse import ClickHouse
 from harness.hub import Hub
 
-N = int(os.environ.get("BENCH_SAMPLES", 10_000_000))
-S = int(os.environ.get("BENCH_STACKS", 100_000))
-RUNS = int(os.environ.get("BENCH_RUNS", 10))
-BASE_S = 1_700_000_000
+SCALE = os.environ.get("BENCH_SCALE", "default")
+if SCALE == "large":
+    N0, S0, SPAN0 = 100_000_000, 1_000_000, 7 * 86400
+else:
+    N0, S0, SPAN0 = 10_000_000, 100_000, 3600
+N = int(os.environ.get("BENCH_SAMPLES", N0))
+S = int(os.environ.get("BENCH_STACKS", S0))
+SPAN = int(os.environ.get("BENCH_SPAN_S", SPAN0))
+RUNS = int(os.environ.get("BENCH_RUNS", 5))
+BASE_S = 1_699_999_200  # an hour boundary (not a day boundary)
 DB = "watchtower"
-
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
@@ -44,47 +54,95 @@ try:
     # --- synthetic data, generated inside ClickHouse ------------------------
     # stack s (root first) has 11 frames; frame i is fn<i>_<s mod 3^(i+1)>, so
     # prefixes are shared like a real call tree (~290 k tree nodes, S leaves).
+    # N samples evenly over SPAN seconds from BASE_S, 16 threads of one host;
+    # the materialized views fill the stack aggregates during the INSERT.
     t = time.perf_counter()
     ch.query(f"""INSERT INTO profile_stacks_v1 (project, stack_id, frames)
         SELECT 'bench', number, arrayMap(i -> concat('fn', toString(i), '_',
             toString(number % toUInt64(pow(3, i + 1)))), range(11)) FROM numbers({S})""", database=DB)
     ch.query(f"""INSERT INTO profile_samples_v1 (date, time_ns, project, service, sample_type, unit,
             stack_id, value, host, thread, upload_id, retention_days)
-        SELECT toDate(toDateTime({BASE_S} + intDiv(number, 1000))), ({BASE_S} * 1000000000) + number * 1000000,
+        SELECT toDate(toDateTime(intDiv(t, 1000000000))), t,
             'bench', 'svc', 'cpu', 'nanoseconds', intHash64(number) % {S}, 10000000,
             'host1', toString(number % 16), 'bench', 30
-        FROM numbers({N})""", database=DB)
+        FROM (SELECT number, toUInt64({BASE_S} * 1000000000 + intDiv(number * {SPAN * 1000}, {N}) * 1000000) AS t
+              FROM numbers({N}))""", database=DB, timeout=7200)
     gen_s = time.perf_counter() - t
-    print(f"generated {N} samples / {S} stacks in ClickHouse in {gen_s:.1f} s")
+    print(f"scale {SCALE}: generated {N} samples / {S} stacks over {SPAN} s in ClickHouse in {gen_s:.1f} s"
+          " (raw rows + aggregates by the materialized views)")
+    t = time.perf_counter()
+    for tbl in ("profile_samples_v1", "stack_agg_v1", "label_sets_v1"):
+        ch.query(f"OPTIMIZE TABLE {tbl} FINAL", database=DB, timeout=7200)
+    print(f"OPTIMIZE FINAL (steady state after background merges) in {time.perf_counter() - t:.1f} s")
+    for line in ch.query("SELECT table, sum(rows), sum(data_compressed_bytes) FROM system.parts WHERE active"
+                         f" AND database = '{DB}' AND table IN ('profile_samples_v1', 'stack_agg_v1',"
+                         " 'label_sets_v1', 'profile_stacks_v1') GROUP BY table ORDER BY table FORMAT TabSeparated"
+                         ).strip().splitlines():
+        tbl, rows, cb = line.split("\t")
+        print(f"on disk {tbl:20s} {int(rows):>12,} rows  {int(cb):>13,} compressed bytes"
+              f"  {int(cb) / N:6.2f} bytes/sample")
 
-    frm, until = BASE_S, BASE_S + N // 1000 + 1
-    raw_sql = (f"SELECT stack_id, sum(value) AS v FROM profile_samples_v1 WHERE project = 'bench'"
-               f" AND service = 'svc' AND sample_type = 'cpu' AND time_ns >= {frm * 10**9}"
-               f" AND time_ns < {until * 10**9} GROUP BY stack_id FORMAT RowBinary")
-    def raw_query():
-        subprocess.run(["curl", "-sS", "-o", "/dev/null", "--data-binary", raw_sql,
-                        f"{ch.url}/?database={DB}"], check=True)
-    def hub_query(view="flamegraph"):
+    def raw_sql(frm, until, label):
+        cond = " AND thread = '3'" if label else ""
+        return (f"SELECT stack_id, sum(value) AS v FROM profile_samples_v1 WHERE project = 'bench'"
+                f" AND service = 'svc' AND sample_type = 'cpu' AND time_ns >= {frm * 10**9}"
+                f" AND time_ns < {until * 10**9}{cond} GROUP BY stack_id FORMAT RowBinary")
+
+    def raw_query(frm, until, label):
+        sql = raw_sql(frm, until, label)
         def f():
-            st, js = hub.query("bench", view, rd, service="svc", type="cpu",
-                               **{"from": str(frm), "until": str(until)})
-            assert st == 200 and js["total"] == N * 10000000, (st, str(js)[:300])
+            subprocess.run(["curl", "-sS", "-o", "/dev/null", "--data-binary", sql,
+                            f"{ch.url}/?database={DB}"], check=True)
         return f
-    hub_query()(); raw_query()  # warm caches
-    base = timed(raw_query, RUNS)
-    flame = timed(hub_query("flamegraph"), RUNS)
-    table = timed(hub_query("table"), RUNS)
-    bm, fm, tm = statistics.median(base), statistics.median(flame), statistics.median(table)
-    print(f"baseline clickhouse GROUP BY stack_id (curl): median {bm*1000:.0f} ms  p99 {pct(base,99)*1000:.0f} ms")
-    print(f"hub flamegraph query:  median {fm*1000:.0f} ms  p99 {pct(flame,99)*1000:.0f} ms"
-          f"  ratio vs baseline {fm/bm:.2f}x")
-    print(f"hub table query:       median {tm*1000:.0f} ms  p99 {pct(table,99)*1000:.0f} ms"
-          f"  ratio vs baseline {tm/bm:.2f}x")
 
+    def hub_query(view, frm, until, label, path="auto"):
+        params = {"service": "svc", "type": "cpu", "from": str(frm), "until": str(until), "path": path}
+        if label:
+            params["label.thread"] = "3"
+        if view == "diff":
+            params.update(base_from=str(frm), base_until=str(frm + (until - frm) // 2))
+        def f():
+            if view in ("diff", "timeline"):
+                st, js = hub.request("GET", f"/v1/projects/bench/profiles/{view}?" + urllib.parse.urlencode(params),
+                                     token=rd)
+                assert st == 200, (st, str(js)[:300])
+                return js
+            st, js = hub.query("bench", view, rd, **params)
+            assert st == 200, (st, str(js)[:300])
+            return js
+        return f
+
+    # ranges: the whole data; one day (large scale); one hour on the hour
+    # and one unaligned hour (a "last hour" that starts 17 s past a minute)
+    ranges = [("whole", BASE_S, BASE_S + SPAN)]
+    if SPAN > 86400:
+        ranges.append(("1 day", BASE_S + 86400, BASE_S + 2 * 86400))
+    mid = BASE_S + (SPAN // 2) // 3600 * 3600
+    ranges.append(("1 h aligned", mid, mid + 3600) if SPAN > 3600 else ("1 h aligned", BASE_S, BASE_S + 3600))
+    ranges.append(("1 h unaligned", BASE_S + 917, min(BASE_S + 917 + 3600, BASE_S + SPAN)))
+    js = hub_query("flamegraph", BASE_S, BASE_S + SPAN, False)()
+    assert js["path"] == "aggregates" and js["total"] == N * 10000000, str(js)[:300]
+    fm_whole = None
+    print(f"{'range':14s} {'filter':7s} {'view':10s} {'new median':>10s} {'p99':>7s} | {'raw GROUP BY':>12s}"
+          f" {'ratio':>7s} | {'hub raw path':>12s}")
+    for rname, frm, until in ranges:
+        for label in (False, True):
+            hub_query("flamegraph", frm, until, label)(); raw_query(frm, until, label)()  # warm
+            base = timed(raw_query(frm, until, label), RUNS)
+            bm = statistics.median(base)
+            old = statistics.median(timed(hub_query("flamegraph", frm, until, label, "raw"), max(1, RUNS // 2)))
+            for view in ("flamegraph", "table", "diff", "timeline"):
+                xs = timed(hub_query(view, frm, until, label), RUNS)
+                m = statistics.median(xs)
+                if view == "flamegraph" and rname == "whole" and not label:
+                    fm_whole = m
+                print(f"{rname:14s} {'thread' if label else '-':7s} {view:10s} {m*1000:8.0f}ms {pct(xs,99)*1000:5.0f}ms"
+                      f" | {bm*1000:10.0f}ms {bm/m:6.1f}x | {old*1000 if view == 'flamegraph' else float('nan'):10.0f}ms")
+    fm = fm_whole
     # 4 concurrent clients (4 workers): throughput vs sequential
     t = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(4) as ex:
-        list(ex.map(lambda _: hub_query("flamegraph")(), range(4)))
+        list(ex.map(lambda _: hub_query("flamegraph", BASE_S, BASE_S + SPAN, False)(), range(4)))
     par = time.perf_counter() - t
     print(f"hub flamegraph, 4 concurrent clients: {4/par:.2f} queries/s vs sequential {1/fm:.2f} queries/s"
           f"  ratio {(4/par)/(1/fm):.2f}x")
@@ -111,7 +169,10 @@ try:
             f" intHash64(number), toInt64(1), '', '', '', '', '', emptyArrayString(), emptyArrayString(),"
             f" 'raw', toUInt16(30) FROM numbers({rows}) FORMAT RowBinary").encode())).read()
         f.write(data); f.flush()
-        ins = ("INSERT INTO profile_samples_v1 (date, time_ns, project, service, sample_type, unit, stack_id,"
+        # the same table without the aggregate views attached: what a raw
+        # insert of these rows costs
+        ch.query("CREATE TABLE IF NOT EXISTS bench_samples_noviews AS profile_samples_v1", database=DB)
+        ins = ("INSERT INTO bench_samples_noviews (date, time_ns, project, service, sample_type, unit, stack_id,"
                " value, host, thread, container, span_id, trace_id, labels.key, labels.value, upload_id,"
                " retention_days) FORMAT RowBinary")
         t = time.perf_counter()
@@ -119,7 +180,7 @@ try:
                         f"{ch.url}/?database={DB}&query=" + urllib.parse.quote(ins)], check=True)
         raw_s = time.perf_counter() - t
     raw_rate = rows / raw_s
-    print(f"baseline clickhouse RowBinary insert (curl): {raw_rate:,.0f} rows/s")
+    print(f"baseline clickhouse RowBinary insert, table without the aggregate views (curl): {raw_rate:,.0f} rows/s")
     print(f"hub ingest (folded upload -> parse -> object store -> ClickHouse): {hub_rate:,.0f} rows/s"
           f"  ratio vs baseline {hub_rate/raw_rate:.2f}x  ({uploads} uploads of {len(folded)} bytes)")
 finally:

@@ -87,6 +87,12 @@ struct wt_flame {
 	size_t nedges, edges_cap;
 	wt_u64map edge_idx; /* from << 32 | to → edge */
 
+	int skip_edges;
+	/* the previous stack added: its name ids, tree nodes and edges by
+	 * depth, so a stack sharing a prefix with it skips the lookups of
+	 * the shared part */
+	uint32_t *prev_ids, *prev_nodes, *prev_edges;
+	size_t prev_n, prev_cap;
 	uint64_t epoch;
 	uint32_t *ids; /* scratch: name ids of the stack being added */
 	size_t ids_cap;
@@ -154,6 +160,11 @@ static int name_intern(wt_flame *f, const char *s, uint32_t *id)
 	return 0;
 }
 
+void wt_flame_skip_edges(wt_flame *f)
+{
+	f->skip_edges = 1;
+}
+
 wt_flame *wt_flame_new(void)
 {
 	wt_flame *f = calloc(1, sizeof(*f));
@@ -189,6 +200,9 @@ void wt_flame_free(wt_flame *f)
 	free(f->edges);
 	wt_u64map_free(&f->edge_idx);
 	free(f->ids);
+	free(f->prev_ids);
+	free(f->prev_nodes);
+	free(f->prev_edges);
 	free(f);
 }
 
@@ -221,7 +235,17 @@ static int child_of(wt_flame *f, uint32_t parent, uint32_t name, uint32_t *out)
 	return 0;
 }
 
-static int edge_add(wt_flame *f, uint32_t from, uint32_t to, int64_t value)
+static void edge_value(wt_flame *f, uint32_t idx, int64_t value)
+{
+	fedge *e = &f->edges[idx];
+
+	if (e->mark != f->epoch) {
+		e->mark = f->epoch;
+		e->value = sat_add(e->value, value);
+	}
+}
+
+static int edge_add(wt_flame *f, uint32_t from, uint32_t to, int64_t value, uint32_t *idx)
 {
 	uint64_t key = (uint64_t)from << 32 | to;
 	size_t slot;
@@ -241,11 +265,8 @@ static int edge_add(wt_flame *f, uint32_t from, uint32_t to, int64_t value)
 		f->edge_idx.vals[slot] = (uint32_t)f->nedges++;
 		f->edge_idx.n++;
 	}
-	e = &f->edges[f->edge_idx.vals[slot]];
-	if (e->mark != f->epoch) {
-		e->mark = f->epoch;
-		e->value = sat_add(e->value, value);
-	}
+	*idx = f->edge_idx.vals[slot];
+	edge_value(f, *idx, value);
 	return 0;
 }
 
@@ -253,23 +274,56 @@ static int edge_add(wt_flame *f, uint32_t from, uint32_t to, int64_t value)
 static int add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value)
 {
 	uint32_t node = 0;
-	size_t i;
+	size_t i, shared = 0;
 
+	if (n > f->prev_cap) {
+		size_t c = n * 2;
+		uint32_t *a = realloc(f->prev_ids, c * sizeof(*a)), *b, *e;
+		if (a)
+			f->prev_ids = a;
+		b = a ? realloc(f->prev_nodes, c * sizeof(*b)) : NULL;
+		if (b)
+			f->prev_nodes = b;
+		e = b ? realloc(f->prev_edges, c * sizeof(*e)) : NULL;
+		if (!e) {
+			f->prev_n = 0;
+			return WT_ENOMEM;
+		}
+		f->prev_edges = e;
+		f->prev_cap = c;
+	}
+	while (shared < n && shared < f->prev_n && f->prev_ids[shared] == ids[shared])
+		shared++;
 	f->epoch++;
 	f->nodes[0].total = sat_add(f->nodes[0].total, value);
 	for (i = 0; i < n; i++) {
 		uint32_t id = ids[i];
 
-		if (child_of(f, node, id, &node))
-			return WT_ENOMEM;
+		if (i < shared) {
+			node = f->prev_nodes[i];
+		} else {
+			if (child_of(f, node, id, &node)) {
+				f->prev_n = 0;
+				return WT_ENOMEM;
+			}
+			f->prev_ids[i] = id;
+			f->prev_nodes[i] = node;
+		}
 		f->nodes[node].total = sat_add(f->nodes[node].total, value);
 		if (f->fmark[id] != f->epoch) {
 			f->fmark[id] = f->epoch;
 			f->ftotal[id] = sat_add(f->ftotal[id], value);
 		}
-		if (i && edge_add(f, ids[i - 1], id, value))
+		if (!i || f->skip_edges)
+			continue;
+		if (i < shared) {
+			edge_value(f, f->prev_edges[i], value);
+		} else if (edge_add(f, ids[i - 1], id, value, &f->prev_edges[i])) {
+			f->prev_n = 0;
 			return WT_ENOMEM;
+		}
 	}
+	f->prev_n = n;
 	f->nodes[node].self = sat_add(f->nodes[node].self, value);
 	if (n)
 		f->fself[ids[n - 1]] = sat_add(f->fself[ids[n - 1]], value);

@@ -28,6 +28,11 @@
 typedef struct wt_flame wt_flame;
 
 wt_flame *wt_flame_new(void);
+/* Do not keep the call-graph edges (a third of the work of an add): for
+ * builders whose callgraph view is never asked for (flamegraph, table,
+ * diff). Call before the first add; wt_flame_callgraph_json then has no
+ * edges. */
+void wt_flame_skip_edges(wt_flame *f);
 void wt_flame_free(wt_flame *f);
 
 /* Add value for the stack frames[0..n) given ROOT FIRST. 0 or WT_ENOMEM. */

@@ -99,6 +99,8 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	    (rc = get_int(&cf, "hub.default_range_s", 3600, 1, 366 * 86400, &c->default_range_s, err)) ||
 	    (rc = get_int(&cf, "hub.worker_interval_s", 86400, 0, 366 * 86400, &c->worker_interval_s, err)) ||
 	    (rc = get_int(&cf, "hub.worker_lease_ttl_s", 120, 3, 86400, &c->worker_lease_ttl_s, err)) ||
+	    (rc = get_int(&cf, "hub.query_aggregates", 1, 0, 1, &c->query_aggregates, err)) ||
+	    (rc = get_size(&cf, "hub.stack_cache_bytes", 256ll << 20, 0, 64ll << 30, &c->stack_cache_bytes, err)) ||
 	    (rc = get_int(&cf, "clickhouse.timeout_ms", 30000, 100, 3600000, &c->ch_timeout_ms, err)) ||
 	    (rc = get_int(&cf, "clickhouse.connect_timeout_ms", 2000, 10, 600000,
 			  &c->ch_connect_timeout_ms, err)) ||

@@ -29,6 +29,8 @@ typedef struct hub_config {
 	int default_range_s;     /* query range when `from` is absent; 3600 */
 	int worker_interval_s;   /* retention/archive jobs run this often; 86400; 0 = off */
 	int worker_lease_ttl_s;  /* job lease expiry, renewed every third of it while a job runs; 120 */
+	int query_aggregates;    /* 1: views read the stack aggregates where they can (stackagg.h); 1 */
+	size_t stack_cache_bytes; /* frames cache of the aggregate query path (stacklru.h); 256 MiB */
 
 	/* clickhouse = { ... } */
 	char *ch_url;            /* "http://127.0.0.1:8123" */

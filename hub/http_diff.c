@@ -273,7 +273,8 @@ void hub_handle_diff(hub_req *r, const char *project)
 		goto fail;
 	base.sel.project = target.sel.project = project;
 	base.sel.syms = target.sel.syms = r->ctx->syms;
-	if (hub_params_parse(&q, &target.sel.hp, &err) ||
+	if (hub_params_parse(&q, &target.sel.hp, &err) || hub_sel_path_param(&q, ctx, &target.sel, &err) ||
+	    hub_sel_path_param(&q, ctx, &base.sel, &err) ||
 	    hub_sel_params_prefixed(&q, "base_", &bq, &base.sel.hp, &err) ||
 	    hub_param_uint(&q, "max_nodes", (long)ctx->cfg.max_nodes, 1, 1000000, &max_nodes, &err) ||
 	    hub_param_uint(&q, "limit", DEFAULT_DIFF_LIMIT, 1, 1000000, &limit, &err) ||
@@ -308,6 +309,8 @@ void hub_handle_diff(hub_req *r, const char *project)
 		wt_err_set(&err, WT_ENOMEM, "out of memory");
 		goto fail;
 	}
+	wt_flame_skip_edges(base.f); /* tree and table only */
+	wt_flame_skip_edges(target.f);
 	if (hub_sel_load_flame(r->ch, &base.sel, base.f, &base.unit, &err) ||
 	    hub_sel_load_flame(r->ch, &target.sel, target.f, &target.unit, &err))
 		goto fail;
@@ -360,6 +363,8 @@ void hub_handle_diff(hub_req *r, const char *project)
 	json_object_set_new(out, "unit", json_string(target.unit ? target.unit : base.unit ? base.unit : ""));
 	json_object_set_new(out, "type", json_string(target.sel.type[0] ? target.sel.type : base.sel.type));
 	json_object_set_new(out, "normalize", json_boolean(normalize));
+	json_object_set_new(out, "path", json_string(base.sel.agg_used && target.sel.agg_used ? "aggregates"
+						      : base.sel.agg_used || target.sel.agg_used ? "mixed" : "raw"));
 	json_object_set_new(out, "base_total", json_integer(base.total));
 	json_object_set_new(out, "target_total", json_integer(target.total));
 	json_object_set_new(out, "base", sel_json(&base));

@@ -52,7 +52,7 @@ void hub_handle_query(hub_req *r, const char *project, const char *view)
 	/* symbolize=0: frames as stored (for measuring the symbolizer's cost) */
 	sel.syms = (wt_http_param(&q, "symbolize") && !strcmp(wt_http_param(&q, "symbolize"), "0"))
 			   ? NULL : ctx->syms;
-	if (hub_params_parse(&q, &sel.hp, &err) ||
+	if (hub_params_parse(&q, &sel.hp, &err) || hub_sel_path_param(&q, ctx, &sel, &err) ||
 	    hub_param_uint(&q, "max_nodes", (long)ctx->cfg.max_nodes, 1, 1000000, &max_nodes, &err) ||
 	    /* limit 0 = all rows (docs/api.md), as on the edge */
 	    hub_param_uint(&q, "limit", DEFAULT_TABLE_LIMIT, 0, 1000000, &limit, &err))
@@ -66,6 +66,8 @@ void hub_handle_query(hub_req *r, const char *project, const char *view)
 		wt_err_set(&err, WT_ENOMEM, "out of memory");
 		goto fail;
 	}
+	if (strcmp(view, "callgraph"))
+		wt_flame_skip_edges(f);
 	if (hub_sel_load_flame(r->ch, &sel, f, &unit, &err))
 		goto fail;
 	if (!strcmp(view, "flamegraph"))
@@ -83,6 +85,7 @@ void hub_handle_query(hub_req *r, const char *project, const char *view)
 		json_object_set_new(out, "service", json_string(sel.hp.service));
 	json_object_set_new(out, "from", json_integer(sel.from));
 	json_object_set_new(out, "until", json_integer(sel.until));
+	json_object_set_new(out, "path", json_string(sel.agg_used ? "aggregates" : "raw"));
 	atomic_fetch_add(&ctx->metrics.queries_total, 1);
 	atomic_fetch_add(&ctx->metrics.query_ns_total, (long)(hub_now_ns() - t0));
 	hub_req_json(r, 200, out);

@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "objstore.h"
 #include "stackcache.h"
+#include "stacklru.h"
 #include "store.h"
 #include "symbols.h"
 
@@ -27,6 +28,7 @@ typedef struct hub_ctx {
 	hub_objstore *os;
 	hub_auth *auth;
 	hub_stackcache *stacks;
+	hub_stacklru *frames;        /* stack frames for the aggregate query path */
 	hub_metrics metrics;
 	struct hub_regress *regress; /* regression detector (regress.h); NULL when not started */
 	hub_symbols *syms;           /* debug files and the query-time symbolizer */

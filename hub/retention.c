@@ -35,11 +35,12 @@
 #define MAX_PROJECTS 10000
 #define MAX_TYPE_RULES 10000
 #define MAX_PARTS 100000
+#define NTABS 3
 
 typedef struct proj {
 	char name[HUB_PROJECT_MAX + 1];
 	long days;
-	int expired_somewhere[2]; /* per table: has expired rows in a kept partition */
+	int expired_somewhere[NTABS]; /* per table: has expired rows in a kept partition */
 } proj;
 
 typedef struct tret {
@@ -60,9 +61,12 @@ static const struct {
 	const char *table;
 	const char *day; /* expression giving the row's day */
 	const char *part; /* partition expression */
-} tabs[2] = {
+} tabs[NTABS] = {
 	{"profile_samples_v1", "date", "toYYYYMMDD(date)"},
 	{"function_rollup_v1", "toDate(minute)", "toYYYYMMDD(minute)"},
+	/* every resolution of the stack aggregates (stackagg.h): a bucket lies
+	 * within its row's day, so it expires with that day's raw rows */
+	{"stack_agg_v1", "date", "toYYYYMMDD(date)"},
 };
 
 static int proj_row(void *arg, char **f, size_t n)
@@ -243,7 +247,7 @@ static int type_pass(hub_ch *ch, state *s, json_t *mutations, json_t *ignored, w
 								    t->days, p->days));
 			continue;
 		}
-		for (tab = 0; tab < 2; tab++) {
+		for (tab = 0; tab < NTABS; tab++) {
 			int crc;
 			wt_buf_reset(&sql);
 			wt_buf_printf(&sql, "SELECT count() FROM %s WHERE project = ", tabs[tab].table);
@@ -341,7 +345,7 @@ int hub_retention_run(hub_ctx *ctx, hub_ch *ch, int64_t now_s, json_t *summary, 
 	json_object_set_new(summary, "path", json_string(f.ttl ? "ttl" : "worker"));
 	json_object_set_new(summary, "today_day", json_integer(s.today));
 	if (!f.ttl)
-		for (tab = 0; tab < 2; tab++)
+		for (tab = 0; tab < NTABS; tab++)
 			if ((rc = table_pass(ch, &s, tab, dropped, mutations, err)))
 				goto out;
 	if ((rc = type_pass(ch, &s, mutations, ignored, err)) ||

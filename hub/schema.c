@@ -21,6 +21,7 @@
 
 #include "ch_format.h"
 #include "log.h"
+#include "stackagg.h"
 
 int hub_features_from_version(const char *version, hub_ch_features *f)
 {
@@ -99,7 +100,8 @@ typedef struct migration {
 	int version;
 	const char *name;
 	int (*ddl)(wt_buf *b, const ddl_ctx *cx);
-	const char *shard_key; /* Distributed sharding expression (cluster mode) */
+	const char *shard_key; /* Distributed sharding expression (cluster mode);
+				* NULL: no table of its own (a view, a statement) */
 } migration;
 
 #define LC(cx) ((cx)->f->low_cardinality ? "LowCardinality(String)" : "String")
@@ -344,6 +346,106 @@ static int m_debug_files(wt_buf *b, const ddl_ctx *cx)
 		" ORDER BY (project, build_id)");
 }
 
+/* Stack aggregates (stackagg.h; versions 50-59). stack_agg_v1 and
+ * label_sets_v1 are filled by materialized views on profile_samples_v1 —
+ * in cluster mode on each shard's profile_samples_v1_local into the same
+ * shard's _local tables, so an aggregate row lives on the shard of its
+ * (project, service) like the raw rows it sums. */
+static int m_stack_agg(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "stack_agg_v1");
+	wt_buf_printf(b,
+		" ("
+		" date Date,"
+		" res UInt32,"                   /* 60 / 3600 / 86400 s */
+		" bucket UInt32,"                /* unix s of the bucket start */
+		" project %s, service %s, sample_type %s, unit %s,"
+		" labelset_id UInt64,"           /* 0 = every label set */
+		" stack_id UInt64,"
+		" value Int64,"
+		" retention_days UInt16)",
+		LC(cx), LC(cx), LC(cx), LC(cx));
+	ddl_engine(b, cx, "stack_agg_v1", "SummingMergeTree", "(value)");
+	wt_buf_puts(b,
+		" PARTITION BY toYYYYMMDD(date)"
+		" ORDER BY (project, service, sample_type, res, labelset_id, bucket, stack_id, unit, retention_days)");
+	if (cx->f->ttl)
+		wt_buf_puts(b, " TTL date + toIntervalDay(retention_days)");
+	return wt_buf_puts(b, " SETTINGS index_granularity = 8192");
+}
+
+static int m_label_sets(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "label_sets_v1");
+	wt_buf_printf(b,
+		" ("
+		" project %s, labelset_id UInt64,"
+		" host %s, thread String, container String,"
+		" labels Nested(key String, value String))",
+		LC(cx), LC(cx));
+	ddl_engine(b, cx, "label_sets_v1", "ReplacingMergeTree", "");
+	return wt_buf_puts(b, " ORDER BY (project, labelset_id)");
+}
+
+/* key 'agg_from_day': aggregates are complete for days >= value */
+static int m_agg_state(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "agg_state_v1");
+	wt_buf_puts(b, " (key String, value Int64, updated_ns UInt64)");
+	ddl_engine(b, cx, "agg_state_v1", "ReplacingMergeTree", "updated_ns");
+	return wt_buf_puts(b, " ORDER BY key");
+}
+
+/* `db`.name, or `db`.name_local in cluster mode */
+static void ddl_local(wt_buf *b, const ddl_ctx *cx, const char *name)
+{
+	wt_buf_printf(b, "`%s`.%s%s", cx->db, name, cx->cluster ? "_local" : "");
+}
+
+static void ddl_mv(wt_buf *b, const ddl_ctx *cx, const char *name, const char *to)
+{
+	wt_buf_printf(b, "CREATE MATERIALIZED VIEW IF NOT EXISTS `%s`.%s", cx->db, name);
+	if (cx->cluster)
+		wt_buf_printf(b, " ON CLUSTER `%s`", cx->cluster);
+	wt_buf_puts(b, " TO ");
+	ddl_local(b, cx, to);
+	wt_buf_puts(b, " AS ");
+}
+
+static int m_stack_agg_mv(wt_buf *b, const ddl_ctx *cx)
+{
+	wt_buf src = WT_BUF_INIT;
+	int rc;
+
+	ddl_mv(b, cx, "stack_agg_mv_v1", "stack_agg_v1");
+	ddl_local(&src, cx, "profile_samples_v1");
+	rc = wt_buf_putc(&src, '\0') || hub_agg_select_sql(b, (const char *)src.data, NULL, "[60, 3600, 86400]");
+	wt_buf_free(&src);
+	return rc ? WT_ENOMEM : 0;
+}
+
+static int m_label_sets_mv(wt_buf *b, const ddl_ctx *cx)
+{
+	wt_buf src = WT_BUF_INIT;
+	int rc;
+
+	ddl_mv(b, cx, "label_sets_mv_v1", "label_sets_v1");
+	ddl_local(&src, cx, "profile_samples_v1");
+	rc = wt_buf_putc(&src, '\0') || hub_labelsets_select_sql(b, (const char *)src.data, NULL);
+	wt_buf_free(&src);
+	return rc ? WT_ENOMEM : 0;
+}
+
+/* After the views exist: every raw day already stored (up to the newest)
+ * is left to the backfill job; an empty database is complete at once. */
+static int m_agg_state_init(wt_buf *b, const ddl_ctx *cx)
+{
+	(void)cx;
+	return wt_buf_puts(b, "INSERT INTO agg_state_v1 (key, value, updated_ns)"
+			   " SELECT 'agg_from_day', count() = 0 ? 0 : toInt64(toUInt16(max(date))) + 1, 1"
+			   " FROM profile_samples_v1");
+}
+
 /* Shard keys (cluster mode, docs/operations.md "## Scale out"): data rows of
  * one (project, service) stay on one shard, so one upload's per-day insert
  * is one block on one shard (atomic, deduplicated as a whole) and a query
@@ -367,6 +469,13 @@ static const migration migrations[] = {
 	{32, "object_deletions_v1", m_object_deletions, "cityHash64(object_key, deletion_id)"},
 	{33, "worker_lease_claims", m_lease_claims, "cityHash64(job)"},
 	{40, "debug_files_v1", m_debug_files, "cityHash64(project, build_id)"},
+	{50, "stack_agg_v1", m_stack_agg, "cityHash64(project, service)"},
+	{51, "label_sets_v1", m_label_sets, "cityHash64(project, labelset_id)"},
+	{52, "agg_state_v1", m_agg_state, "cityHash64(key)"},
+	/* no Distributed table (shard_key NULL): views and statements */
+	{53, "stack_agg_mv_v1", m_stack_agg_mv, NULL},
+	{54, "label_sets_mv_v1", m_label_sets_mv, NULL},
+	{55, "agg_state_init", m_agg_state_init, NULL},
 };
 #define NMIG (sizeof(migrations) / sizeof(migrations[0]))
 
@@ -420,7 +529,7 @@ static int apply_ddl(hub_ch *ch, const ddl_ctx *cx, int (*ddl)(wt_buf *, const d
 
 	wt_buf_reset(sql);
 	ddl(sql, cx);
-	if ((rc = hub_ch_query_buf(ch, sql, NULL, err)) || !cx->cluster)
+	if ((rc = hub_ch_query_buf(ch, sql, NULL, err)) || !cx->cluster || !shard_key)
 		return rc;
 	wt_buf_reset(sql);
 	wt_buf_printf(sql, "CREATE TABLE IF NOT EXISTS `%s`.%s ON CLUSTER `%s` AS `%s`.%s_local"

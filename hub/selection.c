@@ -13,8 +13,14 @@
 #include <time.h>
 
 #include "ch_format.h"
+#include "hub.h"
+#include "stackagg.h"
+#include "stacklru.h"
+#include "u64map.h"
 
 #define MAX_FRAMES 4096
+/* misses fetched by an IN list of ids up to this many; more by a subquery */
+#define MISS_LIST_MAX 4000
 
 static const char *const column_labels[] = {"host", "thread", "container", "span_id", "trace_id"};
 #define NCOL (sizeof(column_labels) / sizeof(column_labels[0]))
@@ -28,26 +34,12 @@ static void date_str(int64_t ns, char out[11])
 	strftime(out, 11, "%Y-%m-%d", &tm);
 }
 
-void hub_sel_where(wt_buf *w, const hub_sel *s, const char *type)
+/* " AND <label> = 'v'" per label filter (profile_samples_v1 and
+ * label_sets_v1 have the same label columns) */
+static void label_conds(wt_buf *w, const hub_params *hp)
 {
-	const hub_params *hp = &s->hp;
-	char d0[11], d1[11];
 	size_t i, j;
 
-	date_str(s->from, d0);
-	date_str(s->until, d1);
-	wt_buf_puts(w, " WHERE project = ");
-	hub_sql_quote(w, s->project);
-	if (hp->service) {
-		wt_buf_puts(w, " AND service = ");
-		hub_sql_quote(w, hp->service);
-	}
-	if (type) {
-		wt_buf_puts(w, " AND sample_type = ");
-		hub_sql_quote(w, type);
-	}
-	wt_buf_printf(w, " AND date >= '%s' AND date <= '%s' AND time_ns >= %lld AND time_ns < %lld",
-		      d0, d1, (long long)s->from, (long long)s->until);
 	for (i = 0; i < hp->nlabels; i++) {
 		const char *k = hp->labels[i].key;
 		for (j = 0; j < NCOL; j++)
@@ -62,6 +54,117 @@ void hub_sel_where(wt_buf *w, const hub_sel *s, const char *type)
 		}
 		hub_sql_quote(w, hp->labels[i].value);
 	}
+}
+
+/* " WHERE …" over raw rows of [from, until) */
+static void where_range(wt_buf *w, const hub_sel *s, const char *type, int64_t from, int64_t until)
+{
+	const hub_params *hp = &s->hp;
+	char d0[11], d1[11];
+
+	date_str(from, d0);
+	date_str(until, d1);
+	wt_buf_puts(w, " WHERE project = ");
+	hub_sql_quote(w, s->project);
+	if (hp->service) {
+		wt_buf_puts(w, " AND service = ");
+		hub_sql_quote(w, hp->service);
+	}
+	if (type) {
+		wt_buf_puts(w, " AND sample_type = ");
+		hub_sql_quote(w, type);
+	}
+	wt_buf_printf(w, " AND date >= '%s' AND date <= '%s' AND time_ns >= %lld AND time_ns < %lld",
+		      d0, d1, (long long)from, (long long)until);
+	label_conds(w, hp);
+}
+
+void hub_sel_where(wt_buf *w, const hub_sel *s, const char *type)
+{
+	where_range(w, s, type, s->from, s->until);
+}
+
+int hub_sel_path_param(const struct evkeyvalq *q, struct hub_ctx *ctx, hub_sel *s, wt_err *err)
+{
+	const char *p = evhttp_find_header(q, "path");
+
+	s->ctx = ctx;
+	if (!p || !strcmp(p, "auto"))
+		return 0;
+	if (!strcmp(p, "raw")) {
+		s->ctx = NULL;
+		return 0;
+	}
+	return wt_err_set(err, WT_EINVAL, "path: expected auto or raw");
+}
+
+int hub_sel_agg_ok(const hub_sel *s)
+{
+	size_t i;
+
+	if (!s->ctx || !s->ctx->cfg.query_aggregates)
+		return 0;
+	for (i = 0; i < s->hp.nlabels; i++)
+		if (!strcmp(s->hp.labels[i].key, "span_id") || !strcmp(s->hp.labels[i].key, "trace_id"))
+			return 0;
+	return 1;
+}
+
+/* " WHERE …" over stack_agg_v1 rows of resolution g->res in [g->from_ns,
+ * g->until_ns) (aligned to it) */
+static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_agg_seg *g)
+{
+	const hub_params *hp = &s->hp;
+	char d0[11], d1[11];
+
+	date_str(g->from_ns, d0);
+	date_str(g->until_ns - 1, d1);
+	wt_buf_puts(w, " WHERE project = ");
+	hub_sql_quote(w, s->project);
+	if (hp->service) {
+		wt_buf_puts(w, " AND service = ");
+		hub_sql_quote(w, hp->service);
+	}
+	if (type) {
+		wt_buf_puts(w, " AND sample_type = ");
+		hub_sql_quote(w, type);
+	}
+	wt_buf_printf(w, " AND res = %lld AND date >= '%s' AND date <= '%s' AND bucket >= %lld AND bucket < %lld",
+		      (long long)g->res, d0, d1, (long long)(g->from_ns / 1000000000LL),
+		      (long long)(g->until_ns / 1000000000LL));
+	if (!hp->nlabels) {
+		wt_buf_puts(w, " AND labelset_id = 0");
+		return;
+	}
+	/* label filters resolve to label-set ids first */
+	wt_buf_puts(w, " AND labelset_id GLOBAL IN (SELECT labelset_id FROM label_sets_v1 WHERE project = ");
+	hub_sql_quote(w, s->project);
+	label_conds(w, hp);
+	wt_buf_puts(w, ")");
+}
+
+/* The selection's pieces as one UNION ALL of SELECTs, each giving `cols`
+ * grouped by `group` (NULL: no GROUP BY); value is `value` in raw rows and
+ * stack_agg_v1 alike. Returns the number of pieces, 0 when none. */
+static size_t union_sql(wt_buf *w, const hub_sel *s, const char *type, const char *cols, const char *group,
+			int64_t cover)
+{
+	hub_agg_seg segs[HUB_AGG_MAX_SEGS];
+	size_t n, i;
+
+	n = hub_agg_segments(s->from, s->until, cover, 0, segs);
+	for (i = 0; i < n; i++) {
+		if (i)
+			wt_buf_puts(w, " UNION ALL ");
+		wt_buf_printf(w, "SELECT %s FROM %s", cols, segs[i].res ? "stack_agg_v1" : "profile_samples_v1");
+		if (segs[i].res)
+			where_agg(w, s, type, &segs[i]);
+		else
+			where_range(w, s, type, segs[i].from_ns, segs[i].until_ns);
+		if (group)
+			wt_buf_printf(w, " GROUP BY %s", group);
+	}
+	return n;
 }
 
 static int first_field(void *ctx, char **f, size_t n)
@@ -132,7 +235,257 @@ static int symbolize(hub_ch *ch, const hub_sel *s, const wt_buf *names, size_t *
 	return 0;
 }
 
-int hub_sel_load_flame(hub_ch *ch, const hub_sel *s, wt_flame *f, char **unit, wt_err *err)
+/* Time from which the aggregates are complete (ns). */
+static int64_t agg_cover_ns(const hub_sel *s, hub_ch *ch)
+{
+	int64_t day = hub_agg_from_day(s->ctx, ch);
+
+	return day > 100000 ? INT64_MAX : day * 86400LL * 1000000000LL;
+}
+
+/* One row of the aggregate query: a stack's value and where its frames
+ * are in the arena (names NUL-terminated, root first). */
+typedef struct agg_row {
+	uint64_t sid;
+	int64_t v;
+	size_t off, nframes, blob_len;
+	int have;
+} agg_row;
+
+/* Copy names (n frames, len bytes) into row r's arena slot, at most
+ * MAX_FRAMES of them. */
+static void arena_put(wt_buf *arena, agg_row *r, const char *names, size_t len, size_t n)
+{
+	r->off = arena->len;
+	r->nframes = n;
+	r->have = 1;
+	if (n > MAX_FRAMES) {
+		size_t i, cut = 0;
+		for (i = 0; i < MAX_FRAMES; i++)
+			cut += strlen(names + cut) + 1;
+		len = cut;
+		r->nframes = MAX_FRAMES;
+	}
+	r->blob_len = len;
+	wt_buf_append(arena, names, len);
+}
+
+/* Frames of the rows still missing, from profile_stacks_v1 (into the
+ * arena and the cache). union_q: the selection's pieces (for many misses). */
+static int fetch_missing(hub_ch *ch, const hub_sel *s, agg_row *rows, size_t nrows, wt_u64map *idx,
+			 size_t nmiss, const char *union_q, wt_buf *arena, wt_err *err)
+{
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT, names = WT_BUF_INIT;
+	hub_rb_reader rd;
+	size_t i, k = 0;
+	int rc;
+
+	wt_buf_puts(&sql, "SELECT stack_id, frames FROM profile_stacks_v1 WHERE project = ");
+	hub_sql_quote(&sql, s->project);
+	if (nmiss <= MISS_LIST_MAX) {
+		wt_buf_puts(&sql, " AND stack_id IN (");
+		for (i = 0; i < nrows; i++)
+			if (!rows[i].have)
+				wt_buf_printf(&sql, "%s%llu", k++ ? "," : "", (unsigned long long)rows[i].sid);
+		wt_buf_puts(&sql, ")");
+	} else {
+		wt_buf_printf(&sql, " AND stack_id GLOBAL IN (SELECT stack_id FROM (%s))", union_q);
+	}
+	wt_buf_puts(&sql, " FORMAT RowBinary");
+	if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
+		goto out;
+	hub_rb_reader_init(&rd, res.data, res.len);
+	while (!hub_rb_eof(&rd)) {
+		uint64_t sid, nf, j;
+		const char *str;
+		size_t sl, slot;
+		agg_row *r = NULL;
+
+		if (hub_rb_read_u64(&rd, &sid) || hub_rb_read_varuint(&rd, &nf)) {
+			rc = wt_err_set(err, WT_EIO, "clickhouse: truncated RowBinary result");
+			goto out;
+		}
+		wt_buf_reset(&names);
+		for (j = 0; j < nf; j++) {
+			if (hub_rb_read_str(&rd, &str, &sl)) {
+				rc = wt_err_set(err, WT_EIO, "clickhouse: truncated RowBinary result");
+				goto out;
+			}
+			wt_buf_append(&names, str, sl);
+			wt_buf_putc(&names, '\0');
+		}
+		if (names.oom || wt_u64map_slot(idx, sid, &slot)) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (idx->vals[slot] != WT_U64MAP_EMPTY)
+			r = &rows[idx->vals[slot]];
+		if (!r || r->have)
+			continue; /* not in the selection (subquery path) or a duplicate row */
+		if (s->ctx->frames)
+			hub_stacklru_put(s->ctx->frames, hub_stacklru_key(s->project, sid), (const char *)names.data,
+					 names.len, (size_t)nf);
+		arena_put(arena, r, (const char *)names.data, names.len, (size_t)nf);
+	}
+out:
+	wt_buf_free(&sql);
+	wt_buf_free(&res);
+	wt_buf_free(&names);
+	return rc;
+}
+
+/* Order rows by their frames (root first, byte-wise): neighbours share
+ * call-path prefixes, which the flame builder then walks without lookups. */
+static int row_frames_cmp(const void *a, const void *b, void *ctx)
+{
+	const agg_row *x = a, *y = b;
+	const wt_buf *arena = ctx;
+	size_t lx, ly;
+	int c;
+
+	if (!x->have || !y->have)
+		return x->have - y->have;
+	/* blob lengths: from the offset to the next row's data is not known;
+	 * compare NUL-separated names up to the shorter blob */
+	lx = x->blob_len;
+	ly = y->blob_len;
+	c = memcmp(arena->data + x->off, arena->data + y->off, lx < ly ? lx : ly);
+	return c ? c : (lx > ly) - (lx < ly);
+}
+
+/* The aggregate path of hub_sel_load_flame: (stack_id, value) pairs from
+ * the pieces of the range, frames from the cache or profile_stacks_v1. */
+static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_err *err)
+{
+	wt_buf sql = WT_BUF_INIT, uq = WT_BUF_INIT, res = WT_BUF_INIT, arena = WT_BUF_INIT, sym = WT_BUF_INIT;
+	wt_u64map idx = {0};
+	agg_row *rows = NULL;
+	size_t nrows = 0, cap = 0, nmiss = 0, i, *offs = NULL;
+	const char **frames = NULL;
+	hub_rb_reader rd;
+	int rc = 0;
+
+	s->agg_used = 1;
+	if (!union_sql(&uq, s, s->type, "stack_id, sum(value) AS v, any(unit) AS u", "stack_id",
+		       agg_cover_ns(s, ch)))
+		goto out;
+	if (wt_buf_putc(&uq, '\0')) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	wt_buf_printf(&sql, "SELECT stack_id, sum(v) AS tv, any(u) AS tu FROM (%s) GROUP BY stack_id HAVING tv != 0"
+		      " FORMAT RowBinary", (const char *)uq.data);
+	if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
+		goto out;
+	offs = malloc(MAX_FRAMES * sizeof(*offs));
+	frames = malloc(MAX_FRAMES * sizeof(*frames));
+	if (!offs || !frames) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	hub_rb_reader_init(&rd, res.data, res.len);
+	while (!hub_rb_eof(&rd)) {
+		uint64_t sid;
+		int64_t v;
+		const char *u;
+		size_t ul, slot, nf = 0;
+		agg_row *r;
+
+		if (hub_rb_read_u64(&rd, &sid) || hub_rb_read_i64(&rd, &v) || hub_rb_read_str(&rd, &u, &ul)) {
+			rc = wt_err_set(err, WT_EIO, "clickhouse: truncated RowBinary result at byte %zu",
+					(size_t)(rd.p - res.data));
+			goto out;
+		}
+		if (!*unit && !(*unit = strndup(u, ul))) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (nrows == cap) {
+			size_t nc = cap ? cap * 2 : 1024;
+			agg_row *nr = nc < UINT32_MAX ? realloc(rows, nc * sizeof(*rows)) : NULL;
+			if (!nr) {
+				rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+				goto out;
+			}
+			rows = nr;
+			cap = nc;
+		}
+		r = &rows[nrows];
+		memset(r, 0, sizeof(*r));
+		r->sid = sid;
+		r->v = v;
+		if (wt_u64map_slot(&idx, sid, &slot)) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (idx.vals[slot] == WT_U64MAP_EMPTY) {
+			idx.keys[slot] = sid;
+			idx.vals[slot] = (uint32_t)nrows;
+			idx.n++;
+		}
+		r->off = arena.len;
+		if (s->ctx->frames &&
+		    hub_stacklru_get(s->ctx->frames, hub_stacklru_key(s->project, sid), &arena, &nf)) {
+			r->nframes = nf < MAX_FRAMES ? nf : MAX_FRAMES;
+			r->have = 1;
+			r->blob_len = arena.len - r->off;
+		}
+		if (arena.oom) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
+			goto out;
+		}
+		nmiss += !r->have;
+		nrows++;
+	}
+	if (nmiss && (rc = fetch_missing(ch, s, rows, nrows, &idx, nmiss, (const char *)uq.data, &arena, err)))
+		goto out;
+	if (arena.oom) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
+		goto out;
+	}
+	if (nrows > 1)
+		qsort_r(rows, nrows, sizeof(*rows), row_frames_cmp, &arena);
+	for (i = 0; i < nrows; i++) {
+		agg_row *r = &rows[i];
+		uint64_t n = r->have ? r->nframes : 0, j;
+		size_t p = r->off;
+
+		for (j = 0; j < n; j++) {
+			offs[j] = p;
+			p += strlen((const char *)arena.data + p) + 1;
+		}
+		if (s->syms && n) {
+			if ((rc = symbolize(ch, s, &arena, offs, &n, &sym, err)))
+				goto out;
+			for (j = 0; j < n; j++)
+				frames[j] = (const char *)sym.data + offs[j];
+		} else {
+			for (j = 0; j < n; j++)
+				frames[j] = (const char *)arena.data + offs[j];
+		}
+		if (n == 0) {
+			frames[0] = "[unknown stack]";
+			n = 1;
+		}
+		if ((rc = wt_flame_add(f, frames, (size_t)n, r->v))) {
+			rc = wt_err_set(err, rc, "building the view failed");
+			goto out;
+		}
+	}
+out:
+	free(rows);
+	free(offs);
+	free(frames);
+	wt_u64map_free(&idx);
+	wt_buf_free(&sql);
+	wt_buf_free(&uq);
+	wt_buf_free(&res);
+	wt_buf_free(&arena);
+	wt_buf_free(&sym);
+	return rc;
+}
+
+int hub_sel_load_flame(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT, names = WT_BUF_INIT, sym = WT_BUF_INIT;
 	hub_rb_reader rd;
@@ -141,8 +494,11 @@ int hub_sel_load_flame(hub_ch *ch, const hub_sel *s, wt_flame *f, char **unit, w
 	int rc = 0;
 
 	*unit = NULL;
+	s->agg_used = 0;
 	if (!s->type[0])
 		return 0;
+	if (hub_sel_agg_ok(s))
+		return load_flame_agg(ch, s, f, unit, err);
 	offs = malloc(MAX_FRAMES * sizeof(*offs));
 	frames = malloc(MAX_FRAMES * sizeof(*frames));
 	if (!offs || !frames) {
@@ -230,15 +586,22 @@ static int int_field(void *ctx, char **f, size_t n)
 	return 0;
 }
 
-int hub_sel_total(hub_ch *ch, const hub_sel *s, const char *type, int64_t *out, wt_err *err)
+int hub_sel_total(hub_ch *ch, hub_sel *s, const char *type, int64_t *out, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
 	int rc;
 
 	*out = 0;
-	wt_buf_puts(&sql, "SELECT sum(value) FROM profile_samples_v1");
-	hub_sel_where(&sql, s, type);
-	wt_buf_puts(&sql, " FORMAT TabSeparated");
+	if (hub_sel_agg_ok(s)) {
+		wt_buf_puts(&sql, "SELECT sum(v) FROM (");
+		if (!union_sql(&sql, s, type, "sum(value) AS v", NULL, agg_cover_ns(s, ch)))
+			wt_buf_puts(&sql, "SELECT toInt64(0) AS v");
+		wt_buf_puts(&sql, ") FORMAT TabSeparated");
+	} else {
+		wt_buf_puts(&sql, "SELECT sum(value) FROM profile_samples_v1");
+		hub_sel_where(&sql, s, type);
+		wt_buf_puts(&sql, " FORMAT TabSeparated");
+	}
 	rc = hub_ch_query_buf(ch, &sql, &res, err);
 	if (!rc)
 		hub_tsv_each((char *)res.data, res.len, 1, int_field, out);

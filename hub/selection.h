@@ -29,6 +29,12 @@ typedef struct hub_sel {
 	int64_t from, until;     /* resolved [from, until) in unix ns */
 	char type[HUB_TYPE_MAX]; /* resolved type; "" when the selection is empty */
 	hub_symbols *syms;       /* symbolize "module+0xOFF" frames; NULL = leave them */
+	/* Aggregate path (stackagg.h): with ctx set (and hub.query_aggregates
+	 * on) flames and totals are read from the stack aggregates where the
+	 * filters allow; NULL = raw rows only. agg_used is set by the loaders:
+	 * 1 when they read aggregates. */
+	struct hub_ctx *ctx;
+	int agg_used;
 } hub_sel;
 
 /* Append " WHERE …" for s (type NULL: any type; else that type). */
@@ -43,10 +49,19 @@ int hub_sel_resolve(hub_ch *ch, hub_sel *s, int64_t now_ns, int default_range_s,
  * (caller frees) or NULL when empty. With s->syms, unsymbolized native
  * frames are symbolized on the way (symbols.h), one stored frame becoming
  * its inline chain. */
-int hub_sel_load_flame(hub_ch *ch, const hub_sel *s, wt_flame *f, char **unit, wt_err *err);
+int hub_sel_load_flame(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_err *err);
 
 /* Sum of values of type `type` over the selection (0 when empty). */
-int hub_sel_total(hub_ch *ch, const hub_sel *s, const char *type, int64_t *out, wt_err *err);
+int hub_sel_total(hub_ch *ch, hub_sel *s, const char *type, int64_t *out, wt_err *err);
+
+/* s->ctx from the request's `path` parameter: absent or "auto" → ctx
+ * (aggregates where possible), "raw" → NULL (raw rows only, for
+ * comparisons and measurements); anything else WT_EINVAL. */
+int hub_sel_path_param(const struct evkeyvalq *q, struct hub_ctx *ctx, hub_sel *s, wt_err *err);
+
+/* 1 when s can be answered from the aggregates: ctx set, aggregates on,
+ * no span_id / trace_id filter. Pure. */
+int hub_sel_agg_ok(const hub_sel *s);
 
 /* The count-valued type paired with a weighted one ("cpu" → "samples",
  * "inuse_space" → "inuse_objects", "mutex_delay" → "mutex_contentions"…),

@@ -16,15 +16,20 @@
 #include "hub.h"
 #include "log.h"
 #include "sha.h"
+#include "stackagg.h"
 
 typedef int (*job_fn)(hub_ctx *ctx, hub_ch *ch, int64_t now_s, json_t *summary, wt_err *err);
 
 static const struct {
 	const char *name;
 	job_fn fn;
+	int max_interval_s; /* runs at least this often (0: hub.worker_interval_s) */
 } jobs[] = {
-	{"retention", hub_retention_run},
-	{"archive", hub_archive_run},
+	{"retention", hub_retention_run, 0},
+	{"archive", hub_archive_run, 0},
+	/* rebuilds days left over from before the aggregates (stackagg.h);
+	 * a no-op once they are complete */
+	{"aggregates", hub_agg_backfill_run, 60},
 };
 #define NJOBS (sizeof(jobs) / sizeof(jobs[0]))
 
@@ -324,7 +329,7 @@ static int run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s, int
 		if (job && !strcmp(job, jobs[i].name))
 			break;
 	if (i == NJOBS)
-		return wt_err_set(err, WT_EINVAL, "job: expected retention or archive");
+		return wt_err_set(err, WT_EINVAL, "job: expected retention, archive or aggregates");
 	if ((rc = hub_store_check(&ctx->store, err)))
 		return rc;
 	log_paths(ctx);
@@ -414,6 +419,8 @@ static void *worker_main(void *arg)
 				lease_row l;
 				json_t *s = NULL;
 				int64_t now = hub_now_ns();
+				int every = jobs[i].max_interval_s && jobs[i].max_interval_s < interval
+						    ? jobs[i].max_interval_s : interval;
 
 				if (lease_read(w->ch, jobs[i].name, &l, &err))
 					break;
@@ -424,9 +431,9 @@ static void *worker_main(void *arg)
 					lease_write(w->ch, jobs[i].name, "", 0, now, (uint64_t)now, &err);
 					continue;
 				}
-				if (l.last_done_ns + (int64_t)interval * 1000000000LL > now)
+				if (l.last_done_ns + (int64_t)every * 1000000000LL > now)
 					continue;
-				if (run_job(ctx, w->ch, jobs[i].name, now / 1000000000LL, interval, &s, &err)) {
+				if (run_job(ctx, w->ch, jobs[i].name, now / 1000000000LL, every, &s, &err)) {
 					/* another hub runs it, ran it, or won the claim */
 					if (err.code != WT_EUNAVAIL)
 						wt_warn("msg=\"worker job failed\" job=%s error=\"%s\"", jobs[i].name, err.msg);

@@ -281,12 +281,70 @@ static void test_corpus(void **state)
 	free(buf);
 }
 
+/* The builder reuses the previous stack's path for a shared prefix: the
+ * views must not depend on the order stacks are added in (sorted = long
+ * shared prefixes, shuffled = short ones, repeats and recursion included),
+ * and skip_edges changes nothing but the call graph's edges. */
+static void test_order_independent(void **state)
+{
+	enum { NS = 400, DEPTH = 9 };
+	static char names[NS][DEPTH][16];
+	const char *fr[DEPTH];
+	size_t len[NS], order[NS], i, j;
+	wt_flame *a = wt_flame_new(), *b = wt_flame_new(), *c = wt_flame_new();
+	json_t *ja, *jb;
+	char *sa, *sb;
+	(void)state;
+
+	srand(11);
+	for (i = 0; i < NS; i++) {
+		len[i] = 1 + (size_t)rand() % DEPTH;
+		for (j = 0; j < len[i]; j++)
+			snprintf(names[i][j], sizeof(names[i][j]), "f%d", rand() % (j < 3 ? 2 : 4));
+		order[i] = i;
+	}
+	for (i = NS - 1; i > 0; i--) {
+		size_t k = (size_t)rand() % (i + 1), t = order[i];
+		order[i] = order[k];
+		order[k] = t;
+	}
+	wt_flame_skip_edges(c);
+	for (i = 0; i < NS; i++) {
+		for (j = 0; j < len[i]; j++)
+			fr[j] = names[i][j];
+		assert_int_equal(wt_flame_add(a, fr, len[i], (int64_t)i + 1), 0);
+		assert_int_equal(wt_flame_add(c, fr, len[i], (int64_t)i + 1), 0);
+		for (j = 0; j < len[order[i]]; j++)
+			fr[j] = names[order[i]][j];
+		assert_int_equal(wt_flame_add(b, fr, len[order[i]], (int64_t)order[i] + 1), 0);
+	}
+	for (i = 0; i < 4; i++) {
+		ja = i == 0 ? wt_flame_tree_json(a, "u", 100000) : i == 1 ? wt_flame_table_json(a, "u", 100000)
+		   : i == 2 ? wt_flame_callgraph_json(a, "u", 100000) : wt_flame_tree_json(a, "u", 100000);
+		jb = i == 0 ? wt_flame_tree_json(b, "u", 100000) : i == 1 ? wt_flame_table_json(b, "u", 100000)
+		   : i == 2 ? wt_flame_callgraph_json(b, "u", 100000) : wt_flame_tree_json(c, "u", 100000);
+		sa = json_dumps(ja, JSON_SORT_KEYS | JSON_COMPACT);
+		sb = json_dumps(jb, JSON_SORT_KEYS | JSON_COMPACT);
+		assert_string_equal(sa, sb);
+		free(sa);
+		free(sb);
+		json_decref(ja);
+		json_decref(jb);
+	}
+	assert_int_equal(json_array_size(json_object_get(ja = wt_flame_callgraph_json(c, "u", 100000), "edges")), 0);
+	json_decref(ja);
+	wt_flame_free(a);
+	wt_flame_free(b);
+	wt_flame_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_recursion),
 		cmocka_unit_test(test_wide_and_truncated),
 		cmocka_unit_test(test_corpus),
+		cmocka_unit_test(test_order_independent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,163 @@
+/*
+ * test_stackagg.c — the aggregate query path's pure parts: the split of a
+ * range into raw and per-resolution pieces (stackagg.c) and the
+ * bytes-bounded frames LRU (stacklru.c).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "hub/stackagg.h"
+#include "hub/stacklru.h"
+
+#define S 1000000000LL
+
+/* pieces are in order, disjoint, cover [from, until), aligned, and no
+ * piece could use a coarser resolution */
+static void check_cover(int64_t from, int64_t until, int64_t cover, int64_t step)
+{
+	hub_agg_seg g[HUB_AGG_MAX_SEGS];
+	size_t n = hub_agg_segments(from, until, cover, step, g), i;
+	int64_t at = from;
+
+	if (from >= until) {
+		assert_int_equal(n, 0);
+		return;
+	}
+	assert_true(n >= 1 && n <= HUB_AGG_MAX_SEGS);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(g[i].from_ns, at);
+		assert_true(g[i].until_ns > g[i].from_ns);
+		if (g[i].res) {
+			assert_int_equal(g[i].from_ns % (g[i].res * S), 0);
+			assert_int_equal(g[i].until_ns % (g[i].res * S), 0);
+			assert_true(g[i].from_ns >= cover);
+			if (step)
+				assert_int_equal(step % (g[i].res * S), 0);
+		} else if (i + 1 < n) {
+			assert_int_not_equal(g[i + 1].res, 0); /* adjacent raw pieces merge */
+		}
+		at = g[i].until_ns;
+	}
+	assert_int_equal(at, until);
+}
+
+static void test_segments_shapes(void **state)
+{
+	hub_agg_seg g[HUB_AGG_MAX_SEGS];
+	int64_t day = 86400 * S, h = 3600 * S, m = 60 * S, t0 = 19675 * day;
+	size_t n;
+	(void)state;
+
+	/* one aligned day: one day piece */
+	n = hub_agg_segments(t0, t0 + day, 0, 0, g);
+	assert_int_equal(n, 1);
+	assert_int_equal(g[0].res, 86400);
+	/* unaligned hour: raw head, minutes, raw tail */
+	n = hub_agg_segments(t0 + 20 * S, t0 + h + 30 * S, 0, 0, g);
+	assert_int_equal(n, 3);
+	assert_int_equal(g[0].res, 0);
+	assert_int_equal(g[0].until_ns, t0 + m);
+	assert_int_equal(g[1].res, 60);
+	assert_int_equal(g[1].until_ns, t0 + h);
+	assert_int_equal(g[2].res, 0);
+	/* across an hour boundary: raw, minutes, the hour, raw */
+	n = hub_agg_segments(t0 + 20 * S, t0 + 2 * h + 30 * S, 0, 0, g);
+	assert_int_equal(n, 4);
+	assert_int_equal(g[1].res, 60);
+	assert_int_equal(g[2].res, 3600);
+	assert_int_equal(g[2].from_ns, t0 + h);
+	assert_int_equal(g[2].until_ns, t0 + 2 * h);
+	assert_int_equal(g[3].res, 0);
+	/* coverage: the part before it is raw */
+	n = hub_agg_segments(t0, t0 + 3 * day, t0 + day + 7 * S, 0, g);
+	assert_int_equal(g[0].res, 0);
+	assert_int_equal(g[0].until_ns, t0 + day + m);
+	/* nothing covered: a single raw piece */
+	n = hub_agg_segments(t0, t0 + 3 * day, INT64_MAX, 0, g);
+	assert_int_equal(n, 1);
+	assert_int_equal(g[0].res, 0);
+	/* a 30 s step cannot use minutes; a 2 h step uses hours, not days */
+	n = hub_agg_segments(t0, t0 + day, 0, 30 * S, g);
+	assert_int_equal(n, 1);
+	assert_int_equal(g[0].res, 0);
+	n = hub_agg_segments(t0, t0 + day, 0, 2 * h, g);
+	assert_int_equal(n, 1);
+	assert_int_equal(g[0].res, 3600);
+}
+
+static void test_segments_random(void **state)
+{
+	int64_t day = 86400 * S, t0 = 19675 * day;
+	static const int64_t steps[] = {0, 0, 30 * S, 60 * S, 300 * S, 3600 * S, 7200 * S, 86400 * S};
+	int i;
+	(void)state;
+
+	srand(7);
+	for (i = 0; i < 20000; i++) {
+		int64_t a = t0 + ((int64_t)rand() % (5 * 86400)) * S + (rand() % 3 ? 0 : rand() % S);
+		int64_t b = a + ((int64_t)rand() % (3 * 86400)) * S + rand() % 1000;
+		int64_t cover = rand() % 2 ? 0 : t0 + ((int64_t)rand() % (6 * 86400)) * S;
+		check_cover(a, b, cover, steps[rand() % 8]);
+	}
+	check_cover(t0, t0, 0, 0);
+}
+
+static void test_lru(void **state)
+{
+	hub_stacklru *c = hub_stacklru_new(4096);
+	wt_buf out = WT_BUF_INIT;
+	size_t nf = 0, bytes, entries, i;
+	char names[64];
+	(void)state;
+
+	assert_non_null(c);
+	assert_int_equal(hub_stacklru_get(c, 1, &out, &nf), 0);
+	hub_stacklru_put(c, 1, "main\0run\0", 9, 2);
+	assert_int_equal(hub_stacklru_get(c, 1, &out, &nf), 1);
+	assert_int_equal(nf, 2);
+	assert_int_equal(out.len, 9);
+	assert_memory_equal(out.data, "main\0run\0", 9);
+	/* keys differ per project */
+	assert_true(hub_stacklru_key("a", 5) != hub_stacklru_key("b", 5));
+	/* the byte bound holds; the most recently used survive */
+	for (i = 2; i < 500; i++) {
+		snprintf(names, sizeof(names), "frame%zu", i);
+		hub_stacklru_put(c, i, names, strlen(names) + 1, 1);
+		hub_stacklru_usage(c, &bytes, &entries);
+		assert_true(bytes <= 4096);
+	}
+	assert_true(entries > 10);
+	wt_buf_reset(&out);
+	assert_int_equal(hub_stacklru_get(c, 499, &out, &nf), 1);
+	assert_string_equal((const char *)out.data, "frame499");
+	assert_int_equal(hub_stacklru_get(c, 2, &out, &nf), 0);
+	/* larger than the bound: not kept */
+	{
+		char *big = calloc(1, 8192);
+		hub_stacklru_put(c, 9999, big, 8192, 1);
+		free(big);
+		assert_int_equal(hub_stacklru_get(c, 9999, &out, &nf), 0);
+	}
+	/* replacing a key keeps one entry */
+	hub_stacklru_usage(c, &bytes, &entries);
+	hub_stacklru_put(c, 499, "x", 2, 1);
+	hub_stacklru_usage(c, &bytes, &i);
+	assert_int_equal(i, entries);
+	wt_buf_free(&out);
+	hub_stacklru_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_segments_shapes),
+		cmocka_unit_test(test_segments_random),
+		cmocka_unit_test(test_lru),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
