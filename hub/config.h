@@ -29,6 +29,7 @@ typedef struct hub_config {
 	int default_range_s;     /* query range when `from` is absent; 3600 */
 	int worker_interval_s;   /* retention/archive jobs run this often; 86400; 0 = off */
 	int worker_lease_ttl_s;  /* job lease expiry, renewed every third of it while a job runs; 120 */
+	char *pyroscope_prefix;  /* path before /querier.v1.QuerierService/ (pyroscope_api.c); "" */
 
 	/* clickhouse = { ... } */
 	char *ch_url;            /* "http://127.0.0.1:8123" */

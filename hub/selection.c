@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "ch_format.h"
+#include "label_selector.h"
 
 #define MAX_FRAMES 4096
 
@@ -62,6 +63,7 @@ void hub_sel_where(wt_buf *w, const hub_sel *s, const char *type)
 		}
 		hub_sql_quote(w, hp->labels[i].value);
 	}
+	hub_lsel_where(w, s->lsel);
 }
 
 static int first_field(void *ctx, char **f, size_t n)

@@ -29,6 +29,7 @@ typedef struct hub_sel {
 	int64_t from, until;     /* resolved [from, until) in unix ns */
 	char type[HUB_TYPE_MAX]; /* resolved type; "" when the selection is empty */
 	hub_symbols *syms;       /* symbolize "module+0xOFF" frames; NULL = leave them */
+	const struct hub_lsel *lsel; /* more label matchers (label_selector.h); NULL = none */
 } hub_sel;
 
 /* Append " WHERE …" for s (type NULL: any type; else that type). */

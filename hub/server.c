@@ -53,6 +53,11 @@ static void count_status(hub_ctx *ctx, int status)
 		atomic_fetch_add(&ctx->metrics.responses_5xx, 1);
 }
 
+void hub_req_count(hub_req *r, int status)
+{
+	count_status(r->ctx, status);
+}
+
 void hub_req_json(hub_req *r, int status, json_t *body)
 {
 	count_status(r->ctx, status);
@@ -187,6 +192,8 @@ static void route(struct evhttp_request *req, void *arg)
 	if (hub_debuginfo_route(&r)) /* debug files (http_debuginfo.c) */
 		return;
 	if (hub_analysis_route(&r)) /* diff, timeline, insights, leaks, issues (http_issues.c) */
+		return;
+	if (hub_pyroscope_route(&r)) /* Pyroscope's QuerierService (pyroscope_api.c) */
 		return;
 	/* Explorer UI (static, no token) and its picker endpoints (http_ui.h). */
 	if (!strcmp(r.path, "/") || !strcmp(r.path, "/ui") || !strncmp(r.path, "/ui/", 4)) {
