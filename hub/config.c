@@ -100,6 +100,7 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	    (rc = get_int(&cf, "hub.default_range_s", 3600, 1, 366 * 86400, &c->default_range_s, err)) ||
 	    (rc = get_int(&cf, "hub.worker_interval_s", 86400, 0, 366 * 86400, &c->worker_interval_s, err)) ||
 	    (rc = get_int(&cf, "hub.worker_lease_ttl_s", 120, 3, 86400, &c->worker_lease_ttl_s, err)) ||
+	    (rc = get_size(&cf, "recording_rules.max_series", 10000, 0, 10000000, &c->rules_max_series, err)) ||
 	    (rc = get_int(&cf, "clickhouse.timeout_ms", 30000, 100, 3600000, &c->ch_timeout_ms, err)) ||
 	    (rc = get_int(&cf, "clickhouse.connect_timeout_ms", 2000, 10, 600000,
 			  &c->ch_connect_timeout_ms, err)) ||

@@ -30,6 +30,7 @@ typedef struct hub_config {
 	int worker_interval_s;   /* retention/archive jobs run this often; 86400; 0 = off */
 	int worker_lease_ttl_s;  /* job lease expiry, renewed every third of it while a job runs; 120 */
 	char *pyroscope_prefix;  /* path before /querier.v1.QuerierService/ (pyroscope_api.c); "" */
+	size_t rules_max_series; /* recording_rules.max_series: counter series on /metrics; 10000 */
 
 	/* clickhouse = { ... } */
 	char *ch_url;            /* "http://127.0.0.1:8123" */

@@ -7,7 +7,8 @@
  * Order of a deletion, each step only after the previous one succeeded:
  *  1. the audit event (action "profiles.delete", with the deletion_id);
  *  2. ALTER TABLE … DELETE on profile_samples_v1 (time_ns < before) and
- *     function_rollup_v1 (whole minutes ending at or before `before`);
+ *     function_rollup_v1 and rule_values_v1 (whole minutes ending at or
+ *     before `before`);
  *  3. the raw originals those uploads alone reference are deleted from the
  *     object store (failures recorded for the daily retention job);
  *  4. ALTER TABLE raw_objects_v1 DELETE for the matching index rows.
@@ -111,6 +112,9 @@ static void delete_profiles(hub_req *r, const char *project, const hub_principal
 		goto partial;
 	snprintf(tc, sizeof(tc), "toUInt32(minute) + 60 <= %lld", (long long)(before_ns / 1000000000LL));
 	if (build_cond(&cond, project, service, tc, id) || mutate(r->ch, "function_rollup_v1", (char *)cond.data, &err))
+		goto partial;
+	/* recording-rule values (recording_rules.c), same minutes */
+	if (build_cond(&cond, project, service, tc, id) || mutate(r->ch, "rule_values_v1", (char *)cond.data, &err))
 		goto partial;
 	/* 3. originals, then 4. their index rows */
 	snprintf(tc, sizeof(tc), "time_ns < %lld", (long long)before_ns);

@@ -59,10 +59,14 @@ static const struct {
 	const char *table;
 	const char *day; /* expression giving the row's day */
 	const char *part; /* partition expression */
-} tabs[2] = {
-	{"profile_samples_v1", "date", "toYYYYMMDD(date)"},
-	{"function_rollup_v1", "toDate(minute)", "toYYYYMMDD(minute)"},
+	int ttl;          /* has a TTL where the server supports it */
+} tabs[] = {
+	{"profile_samples_v1", "date", "toYYYYMMDD(date)", 1},
+	{"function_rollup_v1", "toDate(minute)", "toYYYYMMDD(minute)", 1},
+	/* recording-rule values (recording_rules.c) have no TTL column */
+	{"rule_values_v1", "date", "toYYYYMMDD(date)", 0},
 };
+#define NTABS ((int)(sizeof(tabs) / sizeof(tabs[0])))
 
 static int proj_row(void *arg, char **f, size_t n)
 {
@@ -242,7 +246,7 @@ static int type_pass(hub_ch *ch, state *s, json_t *mutations, json_t *ignored, w
 								    t->days, p->days));
 			continue;
 		}
-		for (tab = 0; tab < 2; tab++) {
+		for (tab = 0; tab < NTABS; tab++) {
 			int crc;
 			wt_buf_reset(&sql);
 			wt_buf_printf(&sql, "SELECT count() FROM %s WHERE project = ", tabs[tab].table);
@@ -339,10 +343,9 @@ int hub_retention_run(hub_ctx *ctx, hub_ch *ch, int64_t now_s, json_t *summary, 
 
 	json_object_set_new(summary, "path", json_string(f.ttl ? "ttl" : "worker"));
 	json_object_set_new(summary, "today_day", json_integer(s.today));
-	if (!f.ttl)
-		for (tab = 0; tab < 2; tab++)
-			if ((rc = table_pass(ch, &s, tab, dropped, mutations, err)))
-				goto out;
+	for (tab = 0; tab < NTABS; tab++)
+		if ((!f.ttl || !tabs[tab].ttl) && (rc = table_pass(ch, &s, tab, dropped, mutations, err)))
+			goto out;
 	if ((rc = type_pass(ch, &s, mutations, ignored, err)) ||
 	    (rc = raw_pass(ctx, ch, &s, summary, mutations, err)) ||
 	    (rc = hub_deletion_retry(ctx, ch, summary, err)))

@@ -258,6 +258,36 @@ static int m_policies(wt_buf *b, const ddl_ctx *cx)
 		" ORDER BY (project, revision, updated_ns)");
 }
 
+/* Recording rules (recording_rules.c): one row per PUT, the newest
+ * revision wins; and the values computed at ingest, per minute. */
+static int m_recording_rules(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "recording_rules_v1");
+	wt_buf_puts(b,
+		" ("
+		" project String, revision UInt64, rules String,"
+		" updated_by String, updated_ns UInt64)");
+	ddl_engine(b, cx, "recording_rules_v1", "MergeTree", "");
+	return wt_buf_puts(b,
+		" ORDER BY (project, revision, updated_ns)");
+}
+
+static int m_rule_values(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "rule_values_v1");
+	wt_buf_printf(b,
+		" ("
+		" date Date, minute UInt32,"
+		" project %s, rule %s, service %s, sample_type %s, unit %s,"
+		" labels Nested(key String, value String),"
+		" value Int64, upload_id String)",
+		LC(cx), LC(cx), LC(cx), LC(cx), LC(cx));
+	ddl_engine(b, cx, "rule_values_v1", "MergeTree", "");
+	return wt_buf_puts(b,
+		" PARTITION BY toYYYYMMDD(date)"
+		" ORDER BY (project, rule, minute)");
+}
+
 static int m_worker_leases(wt_buf *b, const ddl_ctx *cx)
 {
 	ddl_create(b, cx, "worker_leases");
@@ -367,6 +397,8 @@ static const migration migrations[] = {
 	{32, "object_deletions_v1", m_object_deletions, "cityHash64(object_key, deletion_id)"},
 	{33, "worker_lease_claims", m_lease_claims, "cityHash64(job)"},
 	{40, "debug_files_v1", m_debug_files, "cityHash64(project, build_id)"},
+	{60, "recording_rules_v1", m_recording_rules, "cityHash64(project)"},
+	{61, "rule_values_v1", m_rule_values, "cityHash64(project, rule)"},
 };
 #define NMIG (sizeof(migrations) / sizeof(migrations[0]))
 
