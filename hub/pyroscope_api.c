@@ -393,7 +393,8 @@ static int emit(fg_out *o, dnode *d, size_t lv, int64_t x0, int64_t x1)
 		return WT_ENOMEM;
 	if (lvl_push(&o->levels[lv], idx))
 		return WT_ENOMEM;
-	qsort(d->kids, d->nkids, sizeof(dnode), dnode_cmp);
+	if (d->nkids > 1)
+		qsort(d->kids, d->nkids, sizeof(dnode), dnode_cmp);
 	cx0 = x0 + d->self[0];
 	cx1 = x1 + d->self[1];
 	for (i = 0; i < d->nkids; i++) {
@@ -607,7 +608,7 @@ static void m_profile_types(pyro_call *c, const Querier__V1__ProfileTypesRequest
 	json_t *rows = NULL, *row;
 	size_t i;
 
-	wt_buf_puts(&sql, "SELECT sample_type, any(unit) FROM profile_samples_v1");
+	wt_buf_puts(&sql, "SELECT sample_type, min(unit) FROM profile_samples_v1");
 	list_where(c, &sql, NULL, 0, q->start, q->end, &err);
 	wt_buf_printf(&sql, " GROUP BY sample_type ORDER BY sample_type LIMIT %d", PYRO_MAX_ROWS);
 	if (!(rows = ch_rows(c, &sql, &err)))
@@ -717,7 +718,7 @@ static void m_label_values(pyro_call *c, const Types__V1__LabelValuesRequest *q)
 		/* the ids of the types present, as ProfileTypes lists them */
 		json_t *row;
 		size_t i;
-		wt_buf_puts(&sql, "SELECT sample_type, any(unit) FROM profile_samples_v1");
+		wt_buf_puts(&sql, "SELECT sample_type, min(unit) FROM profile_samples_v1");
 		if (list_where(c, &sql, q->matchers, q->n_matchers, q->start, q->end, &err))
 			goto fail;
 		wt_buf_printf(&sql, " GROUP BY sample_type ORDER BY sample_type LIMIT %d", PYRO_MAX_ROWS);
@@ -771,7 +772,7 @@ static void m_series(pyro_call *c, const Querier__V1__SeriesRequest *q)
 		want_span |= !strcmp(q->label_names[k], "span_id");
 		want_trace |= !strcmp(q->label_names[k], "trace_id");
 	}
-	wt_buf_printf(&sql, "SELECT service, sample_type, any(unit), host, container, %s, %s, %s, labels.key,"
+	wt_buf_printf(&sql, "SELECT service, sample_type, min(unit), host, container, %s, %s, %s, labels.key,"
 		      " labels.value FROM profile_samples_v1", want_thread ? "thread" : "''",
 		      want_span ? "span_id" : "''", want_trace ? "trace_id" : "''");
 	if (!seen || list_where(c, &sql, q->matchers, q->n_matchers, q->start, q->end, &err))

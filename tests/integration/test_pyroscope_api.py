@@ -214,7 +214,7 @@ class PyroscopeApi(unittest.TestCase):
     def test_profile_types_round_trip(self):
         body = self.both("ProfileTypes", self.ms)
         ids = {p["ID"]: p for p in body["profile_types"]}
-        for want in ("memory:inuse_space:bytes:space:bytes", "memory:alloc_objects:count:space:bytes"):
+        for want in ("memory:inuse_space:bytes:space:bytes", "memory:alloc_objects:count:space:bytes", CPU_NS):
             self.assertIn(want, ids)
         self.assertEqual(ids["memory:inuse_space:bytes:space:bytes"]["sample_type"], "inuse_space")
         st, svc = self.hub.request("GET", "/v1/projects/demo/services", token=self.rd)
