@@ -376,5 +376,23 @@ class PyroscopeApi(unittest.TestCase):
         self.assertEqual(st, 405, js)
 
 
+class PyroscopePrefix(unittest.TestCase):
+    def test_prefix(self):
+        ch = ClickHouse(self).start()
+        hub = Hub(self, ch, hub_extra='pyroscope_prefix = "/pyroscope";').start()
+        st, js = hub.create_project("demo")
+        self.assertEqual(st, 201, js)
+        rd = hub.create_token("demo", "read")
+        calls = [{"method": "LabelNames", "request": {}, "path": p, "headers": {"Authorization": "Bearer " + rd}}
+                 for p in ("/pyroscope/querier.v1.QuerierService/LabelNames", "/querier.v1.QuerierService/LabelNames")]
+        r = subprocess.run([SYSPY, CLIENT, hub.url], input=json.dumps(calls), capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        a, b = json.loads(r.stdout)
+        self.assertEqual(a["status"], 200, a)
+        self.assertEqual(a["body"]["names"], ["__profile_type__"])  # empty project
+        self.assertEqual(b["status"], 404)
+
+
 if __name__ == "__main__":
     unittest.main()
