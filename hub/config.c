@@ -85,7 +85,8 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	    set_str(&c->repl_listen, &cf, "replication.listen", "127.0.0.1:8443") ||
 	    set_str(&c->repl_ca, &cf, "replication.ca", NULL) ||
 	    set_str(&c->repl_cert, &cf, "replication.cert", NULL) ||
-	    set_str(&c->repl_key, &cf, "replication.key", NULL)) {
+	    set_str(&c->repl_key, &cf, "replication.key", NULL) ||
+	    set_str(&c->pyroscope_prefix, &cf, "hub.pyroscope_prefix", "")) {
 		rc = wt_err_set(err, WT_ENOMEM, "config: out of memory");
 		goto out;
 	}
@@ -101,6 +102,7 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	    (rc = get_int(&cf, "hub.worker_lease_ttl_s", 120, 3, 86400, &c->worker_lease_ttl_s, err)) ||
 	    (rc = get_int(&cf, "hub.query_aggregates", 1, 0, 1, &c->query_aggregates, err)) ||
 	    (rc = get_size(&cf, "hub.stack_cache_bytes", 256ll << 20, 0, 64ll << 30, &c->stack_cache_bytes, err)) ||
+	    (rc = get_size(&cf, "recording_rules.max_series", 10000, 0, 10000000, &c->rules_max_series, err)) ||
 	    (rc = get_int(&cf, "clickhouse.timeout_ms", 30000, 100, 3600000, &c->ch_timeout_ms, err)) ||
 	    (rc = get_int(&cf, "clickhouse.connect_timeout_ms", 2000, 10, 600000,
 			  &c->ch_connect_timeout_ms, err)) ||
@@ -127,6 +129,12 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	if (strspn(c->ch_cluster, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
 	    strlen(c->ch_cluster)) {
 		rc = wt_err_set(err, WT_EINVAL, "config %s: clickhouse.cluster must be [A-Za-z0-9_]* (\"\" = one server)", path);
+		goto out;
+	}
+	if (c->pyroscope_prefix[0] && (c->pyroscope_prefix[0] != '/' ||
+					c->pyroscope_prefix[strlen(c->pyroscope_prefix) - 1] == '/')) {
+		rc = wt_err_set(err, WT_EINVAL, "config %s: hub.pyroscope_prefix must be \"\" or \"/path\" without a trailing '/'",
+				path);
 		goto out;
 	}
 	if (strcmp(c->os_backend, "fs") && strcmp(c->os_backend, "s3")) {
@@ -169,7 +177,7 @@ void hub_config_free(hub_config *c)
 	char **s[] = {&c->listen, &c->data_dir, &c->admin_token, &c->ch_url, &c->ch_database,
 		      &c->ch_user, &c->ch_password, &c->ch_cluster, &c->os_backend, &c->os_path, &c->s3_endpoint,
 		      &c->s3_bucket, &c->s3_region, &c->s3_access_key, &c->s3_secret_key,
-		      &c->repl_listen, &c->repl_ca, &c->repl_cert, &c->repl_key, &c->sym_cache_dir,
+		      &c->repl_listen, &c->repl_ca, &c->repl_cert, &c->repl_key, &c->pyroscope_prefix, &c->sym_cache_dir,
 		      &c->sym_debuginfod_urls};
 	size_t i;
 

@@ -7,10 +7,10 @@
  * Order of a deletion, each step only after the previous one succeeded:
  *  1. the audit event (action "profiles.delete", with the deletion_id);
  *  2. ALTER TABLE … DELETE on profile_samples_v1 (time_ns < before),
- *     function_rollup_v1 (whole minutes ending at or before `before`) and
- *     stack_agg_v1 (every resolution's buckets starting before `before`,
- *     the kept part of a straddling bucket aggregated again from the raw
- *     rows: stackagg.c);
+ *     function_rollup_v1 and rule_values_v1 (whole minutes ending at or
+ *     before `before`) and stack_agg_v1 (every resolution's buckets
+ *     starting before `before`, the kept part of a straddling bucket
+ *     aggregated again from the raw rows: stackagg.c);
  *  3. the raw originals those uploads alone reference are deleted from the
  *     object store (failures recorded for the daily retention job);
  *  4. ALTER TABLE raw_objects_v1 DELETE for the matching index rows.
@@ -117,6 +117,9 @@ static void delete_profiles(hub_req *r, const char *project, const hub_principal
 	if (build_cond(&cond, project, service, tc, id) || mutate(r->ch, "function_rollup_v1", (char *)cond.data, &err))
 		goto partial;
 	if (hub_agg_delete_before(r->ch, project, service, before_ns, id, &err))
+		goto partial;
+	/* recording-rule values (recording_rules.c), same minutes */
+	if (build_cond(&cond, project, service, tc, id) || mutate(r->ch, "rule_values_v1", (char *)cond.data, &err))
 		goto partial;
 	/* 3. originals, then 4. their index rows */
 	snprintf(tc, sizeof(tc), "time_ns < %lld", (long long)before_ns);

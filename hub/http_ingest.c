@@ -15,6 +15,7 @@
 #include "ingest.h"
 #include "log.h"
 #include "params.h"
+#include "recording_rules.h"
 #include "sha.h"
 
 #define DEFAULT_RETENTION_DAYS 30
@@ -102,7 +103,7 @@ void hub_handle_upload(hub_req *r)
 	hub_principal who;
 	struct evkeyvalq q;
 	hub_params hp;
-	wt_err err = {0, ""};
+	wt_err err = {0, ""}, rerr = {0, ""};
 	const char *fmt_s, *project;
 	wt_format fmt = WT_FMT_AUTO, detected = WT_FMT_AUTO;
 	wt_decode_opts opts;
@@ -188,6 +189,12 @@ void hub_handle_upload(hub_req *r)
 	if (put_raw_index(r->ch, project, hp.service, upload_id, key, wt_format_name(detected), len,
 			  p->time_ns, &err))
 		goto fail;
+	/* Recording rules (recording_rules.c). The samples are stored: a
+	 * failure here is logged and counted, not answered with an error the
+	 * client would retry (and so store the samples twice). */
+	if (hub_rules_apply(r->ch, project, hp.service, upload_id, hp.labels, hp.nlabels, p, now, &rerr))
+		wt_warn("msg=\"recording rules not applied\" project=%s upload=%s error=\"%s\"", project, upload_id,
+			rerr.msg);
 
 	atomic_fetch_add(&ctx->metrics.uploads_total, 1);
 	atomic_fetch_add(&ctx->metrics.upload_bytes_total, (long)len);

@@ -76,9 +76,16 @@ void hub_handle_issues(hub_req *r, const char *project);
 void hub_handle_issue_patch(hub_req *r, const char *project, const char *id);
 void hub_handle_analysis_run(hub_req *r);
 
+/* Pyroscope's query API (pyroscope_api.c): POST
+ * [hub.pyroscope_prefix]/querier.v1.QuerierService/<Method>; returns 1
+ * when it handled the request. */
+int hub_pyroscope_route(hub_req *r);
+
 /* Authenticate the request's bearer token; on failure the error reply has
  * been sent and a negative code is returned. */
 int hub_req_auth(hub_req *r, hub_principal *p);
+/* Count a reply of status sent by other means than the helpers here. */
+void hub_req_count(hub_req *r, int status);
 /* Send err as the JSON error reply and count it. */
 void hub_req_fail(hub_req *r, const wt_err *err);
 /* 405 with an Allow header and a JSON error naming the allowed methods. */

@@ -16,6 +16,7 @@
 #include "edge_config.h"
 #include "hub.h"
 #include "log.h"
+#include "recording_rules.h"
 #include "regress.h"
 #include "repl.h"
 #include "server.h"
@@ -77,6 +78,7 @@ int main(int argc, char **argv)
 		hub_config_free(&ctx.cfg);
 		return 0;
 	}
+	hub_rules_set_max_series(ctx.cfg.rules_max_series);
 	/* Signals are handled by sigwait in this thread only. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);

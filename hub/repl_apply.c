@@ -30,6 +30,7 @@
 #include "log.h"
 #include "proto/repl.pb-c.h"
 #include "repl_decode.h"
+#include "recording_rules.h"
 
 typedef Watchtower__Repl__Batch pb_batch;
 typedef Watchtower__Repl__Upload pb_upload;
@@ -61,6 +62,8 @@ typedef struct up_state {
 	int raw_index;       /* write its raw_objects_v1 row once stored */
 	const char *format;  /* detected format (static string) */
 	char key[128];       /* object store key, set by the put */
+	struct hub_rules_pending *rules; /* recording-rule values (recording_rules.h) */
+	int recovery;        /* ledger said "started": values may be stored */
 } up_state;
 
 /* Per-batch cache of project retention. */
@@ -466,7 +469,7 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, jso
 	json_t *labels = json_object_get(hdr, "labels"), *v;
 	const char *k;
 	size_t nlp = 0;
-	wt_err derr = {0, ""};
+	wt_err derr = {0, ""}, rerr = {0, ""};
 	int rc = 0, exists = 0;
 
 	wt_limits_default(&lim);
@@ -505,6 +508,9 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, jso
 	if ((rc = hub_ingest_profile(ch, &rq, p, u->received_ns, &st, err)))
 		goto out;
 	res->sample_rows += st.sample_rows;
+	s->recovery = recovery;
+	if (hub_rules_eval(ch, s->project, s->service, s->upload_id, lp, nlp, p, u->received_ns, &s->rules, &rerr))
+		wt_warn("msg=\"recording rules not applied\" upload=%s error=\"%s\"", s->upload_id, rerr.msg);
 	if (recovery && (rc = raw_index_exists(ch, s, &exists, err)))
 		goto out;
 	s->raw_index = !exists;
@@ -672,9 +678,17 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	failpoint("repl_after_rollups");
 	if (nraw && (rc = hub_ch_query_buf(ch, &rawsql, NULL, err)))
 		goto out;
+	for (i = 0; i < b->n_uploads; i++) {
+		wt_err rerr = {0, ""};
+		if (ups[i].rules && hub_rules_store(ch, ups[i].rules, ups[i].recovery, &rerr))
+			wt_warn("msg=\"recording rule values not stored\" upload=%s error=\"%s\"", ups[i].upload_id,
+				rerr.msg);
+	}
 	t1 = hub_now_ns();
 	res->insert_ns += t1 - t0;
 	rc = ledger_write(ch, b->edge_id, ups, b->n_uploads, LEDGER_APPLIED, err);
+	for (i = 0; !rc && i < b->n_uploads; i++)
+		hub_rules_count(ups[i].rules);
 	res->ledger_ns += hub_now_ns() - t1;
 out:
 	if (put_on)
@@ -685,6 +699,7 @@ out:
 		for (i = 0; i < b->n_uploads; i++) {
 			free(ups[i].project);
 			free(ups[i].service);
+			hub_rules_pending_free(ups[i].rules);
 			json_decref(hdrs ? hdrs[i] : NULL);
 		}
 	free(ups);

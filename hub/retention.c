@@ -35,7 +35,7 @@
 #define MAX_PROJECTS 10000
 #define MAX_TYPE_RULES 10000
 #define MAX_PARTS 100000
-#define NTABS 3
+#define NTABS 4 /* entries of tabs[] below */
 
 typedef struct proj {
 	char name[HUB_PROJECT_MAX + 1];
@@ -61,12 +61,15 @@ static const struct {
 	const char *table;
 	const char *day; /* expression giving the row's day */
 	const char *part; /* partition expression */
+	int ttl;          /* has a TTL where the server supports it */
 } tabs[NTABS] = {
-	{"profile_samples_v1", "date", "toYYYYMMDD(date)"},
-	{"function_rollup_v1", "toDate(minute)", "toYYYYMMDD(minute)"},
+	{"profile_samples_v1", "date", "toYYYYMMDD(date)", 1},
+	{"function_rollup_v1", "toDate(minute)", "toYYYYMMDD(minute)", 1},
 	/* every resolution of the stack aggregates (stackagg.h): a bucket lies
 	 * within its row's day, so it expires with that day's raw rows */
-	{"stack_agg_v1", "date", "toYYYYMMDD(date)"},
+	{"stack_agg_v1", "date", "toYYYYMMDD(date)", 1},
+	/* recording-rule values (recording_rules.c) have no TTL column */
+	{"rule_values_v1", "date", "toYYYYMMDD(date)", 0},
 };
 
 static int proj_row(void *arg, char **f, size_t n)
@@ -344,10 +347,9 @@ int hub_retention_run(hub_ctx *ctx, hub_ch *ch, int64_t now_s, json_t *summary, 
 
 	json_object_set_new(summary, "path", json_string(f.ttl ? "ttl" : "worker"));
 	json_object_set_new(summary, "today_day", json_integer(s.today));
-	if (!f.ttl)
-		for (tab = 0; tab < NTABS; tab++)
-			if ((rc = table_pass(ch, &s, tab, dropped, mutations, err)))
-				goto out;
+	for (tab = 0; tab < NTABS; tab++)
+		if ((!f.ttl || !tabs[tab].ttl) && (rc = table_pass(ch, &s, tab, dropped, mutations, err)))
+			goto out;
 	if ((rc = type_pass(ch, &s, mutations, ignored, err)) ||
 	    (rc = raw_pass(ctx, ch, &s, summary, mutations, err)) ||
 	    (rc = hub_deletion_retry(ctx, ch, summary, err)))

@@ -260,6 +260,36 @@ static int m_policies(wt_buf *b, const ddl_ctx *cx)
 		" ORDER BY (project, revision, updated_ns)");
 }
 
+/* Recording rules (recording_rules.c): one row per PUT, the newest
+ * revision wins; and the values computed at ingest, per minute. */
+static int m_recording_rules(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "recording_rules_v1");
+	wt_buf_puts(b,
+		" ("
+		" project String, revision UInt64, rules String,"
+		" updated_by String, updated_ns UInt64)");
+	ddl_engine(b, cx, "recording_rules_v1", "MergeTree", "");
+	return wt_buf_puts(b,
+		" ORDER BY (project, revision, updated_ns)");
+}
+
+static int m_rule_values(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "rule_values_v1");
+	wt_buf_printf(b,
+		" ("
+		" date Date, minute UInt32,"
+		" project %s, rule %s, service %s, sample_type %s, unit %s,"
+		" labels Nested(key String, value String),"
+		" value Int64, upload_id String)",
+		LC(cx), LC(cx), LC(cx), LC(cx), LC(cx));
+	ddl_engine(b, cx, "rule_values_v1", "MergeTree", "");
+	return wt_buf_puts(b,
+		" PARTITION BY toYYYYMMDD(date)"
+		" ORDER BY (project, rule, minute)");
+}
+
 static int m_worker_leases(wt_buf *b, const ddl_ctx *cx)
 {
 	ddl_create(b, cx, "worker_leases");
@@ -476,6 +506,8 @@ static const migration migrations[] = {
 	{53, "stack_agg_mv_v1", m_stack_agg_mv, NULL},
 	{54, "label_sets_mv_v1", m_label_sets_mv, NULL},
 	{55, "agg_state_init", m_agg_state_init, NULL},
+	{60, "recording_rules_v1", m_recording_rules, "cityHash64(project)"},
+	{61, "rule_values_v1", m_rule_values, "cityHash64(project, rule)"},
 };
 #define NMIG (sizeof(migrations) / sizeof(migrations[0]))
 

@@ -17,6 +17,7 @@
 #include "stackagg.h"
 #include "stacklru.h"
 #include "u64map.h"
+#include "label_selector.h"
 
 #define MAX_FRAMES 4096
 /* misses fetched by an IN list of ids up to this many; more by a subquery */
@@ -77,6 +78,7 @@ static void where_range(wt_buf *w, const hub_sel *s, const char *type, int64_t f
 	wt_buf_printf(w, " AND date >= '%s' AND date <= '%s' AND time_ns >= %lld AND time_ns < %lld",
 		      d0, d1, (long long)from, (long long)until);
 	label_conds(w, hp);
+	hub_lsel_where(w, s->lsel); /* raw rows only: hub_sel_agg_ok */
 }
 
 void hub_sel_where(wt_buf *w, const hub_sel *s, const char *type)
@@ -103,6 +105,10 @@ int hub_sel_agg_ok(const hub_sel *s)
 	size_t i;
 
 	if (!s->ctx || !s->ctx->cfg.query_aggregates)
+		return 0;
+	/* Prometheus-style matchers (label_selector.h: regex, !=) need the
+	 * rows' own labels */
+	if (s->lsel)
 		return 0;
 	for (i = 0; i < s->hp.nlabels; i++)
 		if (!strcmp(s->hp.labels[i].key, "span_id") || !strcmp(s->hp.labels[i].key, "trace_id"))

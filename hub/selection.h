@@ -35,6 +35,7 @@ typedef struct hub_sel {
 	 * 1 when they read aggregates. */
 	struct hub_ctx *ctx;
 	int agg_used;
+	const struct hub_lsel *lsel; /* more label matchers (label_selector.h); NULL = none */
 } hub_sel;
 
 /* Append " WHERE …" for s (type NULL: any type; else that type). */

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "http_ui.h"
 #include "params.h"
+#include "recording_rules.h"
 #include "repl.h"
 
 typedef struct worker {
@@ -51,6 +52,11 @@ static void count_status(hub_ctx *ctx, int status)
 		atomic_fetch_add(&ctx->metrics.responses_4xx, 1);
 	else
 		atomic_fetch_add(&ctx->metrics.responses_5xx, 1);
+}
+
+void hub_req_count(hub_req *r, int status)
+{
+	count_status(r->ctx, status);
 }
 
 void hub_req_json(hub_req *r, int status, json_t *body)
@@ -114,6 +120,7 @@ void hub_handle_metrics(hub_req *r)
 	hub_metrics_render(&r->ctx->metrics, atomic_load(&r->ctx->store.ready),
 			   atomic_load(&r->ctx->store.transitions), &b);
 	hub_repl_metrics_render(&b);
+	hub_rules_metrics_render(&b);
 	count_status(r->ctx, 200);
 	wt_http_send_bytes(r->req, 200, "text/plain; version=0.0.4", b.data, b.len);
 	wt_buf_free(&b);
@@ -187,6 +194,10 @@ static void route(struct evhttp_request *req, void *arg)
 	if (hub_debuginfo_route(&r)) /* debug files (http_debuginfo.c) */
 		return;
 	if (hub_analysis_route(&r)) /* diff, timeline, insights, leaks, issues (http_issues.c) */
+		return;
+	if (hub_pyroscope_route(&r)) /* Pyroscope's QuerierService (pyroscope_api.c) */
+		return;
+	if (hub_rules_route(&r)) /* recording rules and their series (recording_rules.c) */
 		return;
 	/* Explorer UI (static, no token) and its picker endpoints (http_ui.h). */
 	if (!strcmp(r.path, "/") || !strcmp(r.path, "/ui") || !strncmp(r.path, "/ui/", 4)) {

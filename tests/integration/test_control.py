@@ -432,7 +432,8 @@ class ControlTest(unittest.TestCase):
         created = [int(x) for x in self.q(
             f"SELECT toUnixTimestamp(create_time) FROM system.mutations WHERE database = currentDatabase()"
             f" AND position(command, '{did}') > 0").split()]
-        self.assertEqual(len(created), 4)  # samples, rollup, stack aggregates, raw index
+        # samples, function rollup, stack aggregates, recording-rule values, raw object index
+        self.assertEqual(len(created), 5)
         self.assertLessEqual(dev[0]["time_ns"] // 10**9, min(created))
         deadline, prog = time.time() + 30, None
         while time.time() < deadline:
