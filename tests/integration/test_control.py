@@ -443,7 +443,7 @@ class ControlTest(unittest.TestCase):
                 break
             time.sleep(0.2)
         self.assertTrue(prog["done"], prog)
-        self.assertEqual(len(prog["mutations"]), 4)
+        self.assertEqual(len(prog["mutations"]), 5)
         after_rows = {tuple(l.split("\t")[:2]): int(l.split("\t")[2]) for l in snapshot()[0].splitlines()}
         expected = dict(before_rows)
         del expected[("a", "1")]
