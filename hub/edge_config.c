@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ch_format.h"
+#include "edge_projects.h"
 #include "hub.h"
 #include "log.h"
 #include "policy.h"
@@ -95,18 +96,32 @@ static int deletion_row(void *ctx, char **f, size_t n)
 	return 0;
 }
 
-/* Build the config (without etag) for edge_id and projects. */
-static int build(hub_ch *ch, const char *edge_id, const names *want, json_t **out, wt_err *err)
+/* Build the config (without etag) for edge_id and projects: only the
+ * requested projects the edge is registered to (edge_projects.h); the
+ * others are named in "not_allowed" and get nothing. */
+static int build(hub_ch *ch, const char *edge_id, const names *want_all, json_t **out, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
-	json_t *projects = json_array(), *cfg = NULL;
-	names known = {{0}, 0};
+	json_t *projects = json_array(), *refused = json_array(), *cfg = NULL;
+	names known = {{0}, 0}, allowed = {{0}, 0};
+	const names *want = &allowed;
+	hub_edge_projects *ep = malloc(sizeof(*ep));
 	size_t i;
 	int rc = 0;
 
 	*out = NULL;
-	if (!projects)
-		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if (!projects || !refused || !ep) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (want_all->n && (rc = hub_edge_projects_load(ch, edge_id, ep, err)))
+		goto out;
+	for (i = 0; i < want_all->n; i++) {
+		if (hub_edge_projects_has(ep, want_all->v[i]))
+			allowed.v[allowed.n++] = want_all->v[i];
+		else
+			json_array_append_new(refused, json_string(want_all->v[i]));
+	}
 	if (want->n) {
 		wt_buf_puts(&sql, "SELECT DISTINCT name FROM projects_v1 WHERE name IN (");
 		for (i = 0; i < want->n; i++) {
@@ -143,14 +158,17 @@ static int build(hub_ch *ch, const char *edge_id, const names *want, json_t **ou
 	if (known.n) {
 		wt_buf_reset(&sql);
 		wt_buf_reset(&res);
-		wt_buf_puts(&sql, "SELECT project, role, token_sha256 FROM tokens_v1 FINAL WHERE revoked = 0"
-				  " AND role IN ('upload', 'read') AND project IN (");
+		/* newest version of each token (a revocation is a newer row) */
+		wt_buf_puts(&sql, "SELECT tp, tr, token_sha256 FROM (SELECT token_sha256,"
+				  " argMax(project, updated_ns) AS tp, argMax(role, updated_ns) AS tr,"
+				  " argMax(revoked, updated_ns) AS rv FROM tokens_v1 GROUP BY token_sha256)"
+				  " WHERE rv = 0 AND tr IN ('upload', 'read') AND tp IN (");
 		for (i = 0; i < known.n; i++) {
 			if (i)
 				wt_buf_puts(&sql, ", ");
 			hub_sql_quote(&sql, known.v[i]);
 		}
-		wt_buf_puts(&sql, ") ORDER BY project, role, token_sha256 FORMAT TabSeparated");
+		wt_buf_puts(&sql, ") ORDER BY tp, tr, token_sha256 FORMAT TabSeparated");
 		if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
 			goto out;
 		hub_tsv_each((char *)res.data, res.len, 3, token_row, projects);
@@ -171,12 +189,14 @@ static int build(hub_ch *ch, const char *edge_id, const names *want, json_t **ou
 			goto out;
 		hub_tsv_each((char *)res.data, res.len, 3, deletion_row, projects);
 	}
-	cfg = json_pack("{s:s, s:O}", "edge_id", edge_id, "projects", projects);
+	cfg = json_pack("{s:s, s:O, s:O}", "edge_id", edge_id, "projects", projects, "not_allowed", refused);
 	if (!cfg)
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 	*out = cfg;
 out:
 	json_decref(projects);
+	json_decref(refused);
+	free(ep);
 	wt_buf_free(&sql);
 	wt_buf_free(&res);
 	return rc;

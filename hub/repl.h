@@ -18,7 +18,7 @@
  * shows only "started" was interrupted: the hub asks which (upload, day)
  * parts exist — sample rows by upload_id, rollup rows by marker — and
  * inserts only the missing ones. Stacks (ReplacingMergeTree) and originals
- * (content-addressed object store) are idempotent by construction.
+ * (one object per upload id) are idempotent by construction.
  */
 #ifndef HUB_REPL_H
 #define HUB_REPL_H

@@ -344,6 +344,33 @@ static int m_debug_files(wt_buf *b, const ddl_ctx *cx)
 		" ORDER BY (project, build_id)");
 }
 
+/* Tenancy (versions 50-59): edge → project registrations (edge_projects.h;
+ * newest row per (edge_id, project) by updated_ns wins) and when each token
+ * was last used at a hub (auth.c: at most one row per token, hub and
+ * HUB_TOKEN_USAGE_INTERVAL_S). */
+static int m_edge_projects(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "edge_projects_v1");
+	wt_buf_puts(b,
+		" ("
+		" edge_id String, project String, allowed UInt8, actor String,"
+		" updated_ns UInt64)");
+	ddl_engine(b, cx, "edge_projects_v1", "ReplacingMergeTree", "updated_ns");
+	return wt_buf_puts(b,
+		" ORDER BY (edge_id, project)");
+}
+
+static int m_token_usage(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "token_usage_v1");
+	wt_buf_puts(b,
+		" ("
+		" project String, id String, used_ns UInt64)");
+	ddl_engine(b, cx, "token_usage_v1", "ReplacingMergeTree", "used_ns");
+	return wt_buf_puts(b,
+		" ORDER BY (project, id)");
+}
+
 /* Shard keys (cluster mode, docs/operations.md "## Scale out"): data rows of
  * one (project, service) stay on one shard, so one upload's per-day insert
  * is one block on one shard (atomic, deduplicated as a whole) and a query
@@ -367,6 +394,8 @@ static const migration migrations[] = {
 	{32, "object_deletions_v1", m_object_deletions, "cityHash64(object_key, deletion_id)"},
 	{33, "worker_lease_claims", m_lease_claims, "cityHash64(job)"},
 	{40, "debug_files_v1", m_debug_files, "cityHash64(project, build_id)"},
+	{50, "edge_projects_v1", m_edge_projects, "cityHash64(edge_id, project)"},
+	{51, "token_usage_v1", m_token_usage, "cityHash64(project, id)"},
 };
 #define NMIG (sizeof(migrations) / sizeof(migrations[0]))
 
