@@ -46,7 +46,8 @@ typedef struct hub_repl_result {
 
 /* Apply one decoded batch (protobuf bytes, already decompressed) sent by
  * the edge whose certificate says peer_id. Returns 0 and fills *res, or:
- * WT_EFORBIDDEN (batch edge id ≠ certificate id), WT_EINVAL (malformed
+ * WT_EFORBIDDEN (batch edge id ≠ certificate id; an upload for a project
+ * the edge is not registered to, or a seq jump: edge_projects.h), WT_EINVAL (malformed
  * batch), WT_EUNAVAIL (ClickHouse or the object store is down: retry),
  * WT_ENOTFOUND (an upload names a project the hub does not know: retry
  * after creating it). Nothing is acknowledged unless 0 is returned. */

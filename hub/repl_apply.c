@@ -658,6 +658,11 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 		goto out;
 	if ((rc = hub_store_check(&ctx->store, err)))
 		goto out;
+	/* the edge's registered projects and its seq bound (edge_projects.h);
+	 * before anything else looks at a project, so an edge cannot probe
+	 * which projects exist */
+	if ((rc = hub_edge_batch_admit(ch, b, err)))
+		goto out;
 
 	ups = calloc(b->n_uploads, sizeof(*ups));
 	hdrs = calloc(b->n_uploads, sizeof(*hdrs));
@@ -701,9 +706,6 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 		}
 		s->retention_days = rets[r].days;
 	}
-	/* the edge's registered projects and its seq bound (edge_projects.h) */
-	if ((rc = hub_edge_batch_admit(ch, b, err)))
-		goto out;
 
 	t0 = hub_now_ns();
 	if ((rc = ledger_lookup(ch, b->edge_id, b, ups, b->n_uploads, err)) ||

@@ -230,6 +230,9 @@ class TenancyTest(unittest.TestCase):
         for t in ("profile_samples_v1", "function_rollup_v1", "raw_objects_v1", "repl_ledger_v1"):
             self.assertEqual(self.q(f"SELECT count() FROM {t}"), "0", t)
         self.assertIn("edge1", self.audit("other", "repl.refused"))
+        # a project that does not exist is refused the same way (no probing which ones exist)
+        st, js = self.tls(hub, "edge1", "POST", "/v1/replicate", batch_msg("edge1", [(1, "nosuch", "x", SMALL)]))
+        self.assertEqual(st, 403, js)
         # the allowed part alone goes through
         st, js = self.tls(hub, "edge1", "POST", "/v1/replicate", batch_msg("edge1", [(1, "demo", "mine", SMALL)]))
         self.assertEqual((st, js["applied"]), (200, 1), js)
