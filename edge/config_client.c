@@ -357,6 +357,13 @@ int edge_config_client_apply(edge_config_client *c, const char *text, size_t len
 		wt_info("remote config applied source=%s etag=%s revisions=%s upload_tokens=%zu read_tokens=%zu"
 			" max_body=%zu max_samples=%zu", do_persist ? "hub" : "buffer", c->etag,
 			revs.data ? (const char *)revs.data : "", nup, nrd, c->cfg->max_body, c->cfg->max_samples);
+		/* projects the hub will not take from this edge (not registered to
+		 * them there): say so, or uploads pile up without a visible cause */
+		json_array_foreach(json_object_get(c->current, "not_allowed"), i, p)
+			if (json_is_string(p))
+				wt_warn("remote config: the hub has not registered this edge to project %s; its uploads"
+					" are kept here and refused by the hub until `wtctl admin edge allow --edge %s"
+					" --project %s`", json_string_value(p), c->cfg->id, json_string_value(p));
 		pthread_rwlock_unlock(&c->lk);
 		wt_buf_free(&revs);
 	}

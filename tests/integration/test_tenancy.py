@@ -195,6 +195,10 @@ class TenancyTest(unittest.TestCase):
         self.assertEqual(self.q("SELECT count() FROM function_rollup_v1"), "0")
         self.assertIn("not registered", self.audit("demo", "repl.refused"))
         self.assertGreater(e.metrics()["wt_edge_repl_backlog_uploads"], 0)
+        deadline = time.time() + 15  # the edge says why (remote config names the project)
+        while time.time() < deadline and "has not registered this edge to project demo" not in e.read_log():
+            time.sleep(0.2)
+        self.assertIn("has not registered this edge to project demo", e.read_log())
         # registered (audited), the backlog drains exactly once
         r = self.wtctl(hub, "admin", "edge", "allow", "--edge", "edge1", "--project", "demo")
         self.assertEqual(r.returncode, 0, r.stderr)
