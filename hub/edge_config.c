@@ -59,12 +59,13 @@ static int token_row(void *ctx, char **f, size_t n)
 	json_t *projects = ctx, *p;
 	size_t i;
 
-	if (n < 3)
+	if (n < 4)
 		return 0;
 	json_array_foreach(projects, i, p)
 		if (!strcmp(json_string_value(json_object_get(p, "name")), f[0])) {
-			json_t *arr = json_object_get(p, !strcmp(f[1], "upload") ? "upload_token_sha256"
-										    : "read_token_sha256");
+			json_t *arr = json_object_get(p, strcmp(f[3], "0") ? "revoked_token_sha256"
+						       : !strcmp(f[1], "upload") ? "upload_token_sha256"
+						       : "read_token_sha256");
 			if (arr)
 				json_array_append_new(arr, json_string(f[2]));
 		}
@@ -149,20 +150,23 @@ static int build(hub_ch *ch, const char *edge_id, const names *want_all, json_t 
 		if ((rc = hub_policy_load(ch, known.v[i], &rec, err)))
 			goto out;
 		eff = hub_policy_effective(rec.doc, edge_id);
-		json_array_append_new(projects, json_pack("{s:s, s:I, s:O, s:o, s:[], s:[], s:[]}", "name",
+		json_array_append_new(projects, json_pack("{s:s, s:I, s:O, s:o, s:[], s:[], s:[], s:[]}", "name",
 							  known.v[i], "policy_revision", (json_int_t)rec.revision,
 							  "policy", rec.doc, "effective", eff ? eff : json_object(),
-							  "upload_token_sha256", "read_token_sha256", "deletions"));
+							  "upload_token_sha256", "read_token_sha256",
+							  "revoked_token_sha256", "deletions"));
 		hub_policy_rec_free(&rec);
 	}
 	if (known.n) {
 		wt_buf_reset(&sql);
 		wt_buf_reset(&res);
 		/* newest version of each token (a revocation is a newer row) */
-		wt_buf_puts(&sql, "SELECT tp, tr, token_sha256 FROM (SELECT token_sha256,"
+		/* revoked ones too: an edge refuses them even when its own
+		 * config file lists them (appliance/up writes hub tokens there) */
+		wt_buf_puts(&sql, "SELECT tp, tr, token_sha256, rv FROM (SELECT token_sha256,"
 				  " argMax(project, updated_ns) AS tp, argMax(role, updated_ns) AS tr,"
 				  " argMax(revoked, updated_ns) AS rv FROM tokens_v1 GROUP BY token_sha256)"
-				  " WHERE rv = 0 AND tr IN ('upload', 'read') AND tp IN (");
+				  " WHERE tr IN ('upload', 'read') AND tp IN (");
 		for (i = 0; i < known.n; i++) {
 			if (i)
 				wt_buf_puts(&sql, ", ");
@@ -171,7 +175,7 @@ static int build(hub_ch *ch, const char *edge_id, const names *want_all, json_t 
 		wt_buf_puts(&sql, ") ORDER BY tp, tr, token_sha256 FORMAT TabSeparated");
 		if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
 			goto out;
-		hub_tsv_each((char *)res.data, res.len, 3, token_row, projects);
+		hub_tsv_each((char *)res.data, res.len, 4, token_row, projects);
 		/* recent audited deletions, for the edges' buffers (edge/deletion.h) */
 		wt_buf_reset(&sql);
 		wt_buf_reset(&res);

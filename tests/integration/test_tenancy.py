@@ -271,6 +271,7 @@ class TenancyTest(unittest.TestCase):
         self.assertEqual(st, 200, js)
         st, cfg = self.tls(hub, "edge1", "GET", "/v1/edges/edge1/config?project=demo")
         self.assertEqual(cfg["projects"][0]["read_token_sha256"], [])
+        self.assertEqual(cfg["projects"][0]["revoked_token_sha256"], [sha(toks[("demo", "read")])])
         # an edge registered nowhere gets no project at all
         st, cfg = self.tls(hub, "edge2", "GET", "/v1/edges/edge2/config?project=demo")
         self.assertEqual((st, cfg["projects"], cfg["not_allowed"]), (200, [], ["demo"]))
@@ -363,6 +364,37 @@ class TenancyTest(unittest.TestCase):
         r = self.wtctl(a, "admin", "token", "revoke", "--project", "other", victim["id"])
         self.assertNotEqual(r.returncode, 0)  # the id is not in that project
         self.assertIn("404", r.stderr)
+
+    def test_revoked_token_refused_at_the_edge_even_from_its_config_file(self):
+        """appliance/up writes the hub's tokens into the edges' config files;
+        revoking one at the hub must stop it there too."""
+        from harness.edge import UPLOAD_TOKEN
+        hub = self.make_hub()
+        self.assertEqual(hub.create_project("demo")[0], 201)
+        hub.allow_edge("edge1", "demo")
+        # the edge's local upload token is a hub token of demo (as appliance/up makes it)
+        h = hashlib.sha256(UPLOAD_TOKEN.encode()).hexdigest()
+        self.q(f"INSERT INTO tokens_v1 VALUES ('{h}', 'feedfacefeedface', 'demo', 'upload', now(), 0, 1)")
+        crt, key = self.cert("edge1")
+        e = Edge(self, edge_id="edge1", hub={"url": hub.repl_url, "ca": os.path.join(self.pki, "ca.crt"),
+                                             "cert": crt, "key": key}, replication=FAST).start()
+        self.assertEqual(e.upload(SMALL, service="rv", format="folded")[0], 200)
+        deadline = time.time() + 15  # the edge has pulled its config once
+        while time.time() < deadline and "remote config applied" not in e.read_log():
+            time.sleep(0.1)
+        st, js = hub.request("DELETE", "/v1/admin/tokens/feedfacefeedface", token=hub.admin_token)
+        self.assertEqual(st, 200, js)
+        t0 = time.time()
+        while time.time() - t0 < 15 and e.upload(SMALL, service="rv", format="folded")[0] != 401:
+            time.sleep(0.1)
+        took = time.time() - t0
+        self.assertEqual(e.upload(SMALL, service="rv", format="folded")[0], 401)
+        sys.stderr.write(f"\n[tenancy] revoked token refused by the edge after {took:.2f} s\n")
+        self.assertLess(took, 5.0)
+        # and after a restart (the config is persisted with the revocation)
+        e.stop()
+        e.start()
+        self.assertEqual(e.upload(SMALL, service="rv", format="folded")[0], 401)
 
     def test_project_admin_cannot_create_delete_telemetry_token(self):
         hub = self.make_hub()
