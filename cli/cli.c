@@ -20,6 +20,7 @@ void cli_usage(FILE *f)
 	"Global options (anywhere on the line; environment fallbacks in brackets):\n"
 	"  --hub URL     hub base URL [WT_HUB_URL]\n"
 	"  --edge URL    edge base URL [WT_EDGE_URL]; uploads and queries prefer it\n"
+	"                (admin edge …: the edge id instead)\n"
 	"  --token T     bearer token [WT_TOKEN; admin commands also WT_ADMIN_TOKEN]\n"
 	"  --json        machine-readable output\n"
 	"\n"
