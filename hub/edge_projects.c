@@ -18,6 +18,7 @@
 #include "audit.h"
 #include "ch_format.h"
 #include "log.h"
+#include "pki.h"
 #include "proto/repl.pb-c.h"
 #include "store.h"
 
@@ -28,17 +29,7 @@
 
 int hub_edge_id_valid(const char *id)
 {
-	size_t i, n = id ? strlen(id) : 0;
-
-	if (n == 0 || n > HUB_EDGE_ID_MAX)
-		return 0;
-	for (i = 0; i < n; i++) {
-		char c = id[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-		      c == '.' || c == '-'))
-			return 0;
-	}
-	return 1;
+	return wt_pki_valid_id(id); /* what a certificate may name (common/pki.h) */
 }
 
 static int project_row(void *ctx, char **f, size_t n)

@@ -31,7 +31,7 @@
 
 struct hub_ctx;
 
-#define HUB_EDGE_ID_MAX 127
+#define HUB_EDGE_ID_MAX 127 /* buffer bound; valid ids are shorter (WT_PKI_ID_MAX) */
 #define HUB_EDGE_MAX_PROJECTS 128
 
 typedef struct hub_edge_projects {
@@ -39,7 +39,9 @@ typedef struct hub_edge_projects {
 	size_t n;
 } hub_edge_projects;
 
-/* 1 if id is a valid edge id: 1-127 characters [A-Za-z0-9_.-]. */
+/* 1 if id is a valid edge id, i.e. one a certificate from `wtctl pki
+ * issue-edge` can name (wt_pki_valid_id: 1-64 of [A-Za-z0-9._-],
+ * starting alphanumeric). */
 int hub_edge_id_valid(const char *id);
 
 /* Projects edge_id is registered to (newest version of each row). */

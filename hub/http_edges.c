@@ -18,6 +18,7 @@
 #include "hub.h"
 #include "ingest.h"
 #include "log.h"
+#include "pki.h"
 
 #define EDGES_MAX_BODY 4096
 #define EDGES_LIST_MAX 10000
@@ -52,7 +53,7 @@ static void edges_get(hub_req *r, const hub_principal *who)
 		goto fail;
 	}
 	if (edge && !hub_edge_id_valid(edge)) {
-		wt_err_set(&err, WT_EINVAL, "edge: 1-%d characters [A-Za-z0-9_.-]", HUB_EDGE_ID_MAX);
+		wt_err_set(&err, WT_EINVAL, "edge: 1-%d characters [A-Za-z0-9_.-], starting alphanumeric", WT_PKI_ID_MAX);
 		goto fail;
 	}
 	if (!who->super && !project) {
@@ -102,7 +103,8 @@ static void edges_set(hub_req *r, const hub_principal *who, const char *edge, co
 	int had, days;
 
 	if (!hub_edge_id_valid(edge)) {
-		wt_err_set(&err, WT_EINVAL, "edge id: 1-%d characters [A-Za-z0-9_.-]", HUB_EDGE_ID_MAX);
+		wt_err_set(&err, WT_EINVAL, "edge id: 1-%d characters [A-Za-z0-9_.-], starting alphanumeric",
+			   WT_PKI_ID_MAX);
 		goto fail;
 	}
 	if (allowed) {
