@@ -72,25 +72,47 @@ int hub_edge_projects_has(const hub_edge_projects *ep, const char *project)
 	return 0;
 }
 
+/* one number (a max() of an empty set is 0) */
+static int max_row(void *ctx, char **f, size_t n)
+{
+	if (n >= 1)
+		*(uint64_t *)ctx = strtoull(f[0], NULL, 10);
+	return 0;
+}
+
 int hub_edge_projects_set(hub_ch *ch, const char *edge_id, const char *project, int allowed,
 			  const char *actor, wt_err *err)
 {
-	wt_buf sql = WT_BUF_INIT;
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
 	char detail[160];
+	uint64_t last = 0;
+	int64_t now = hub_now_ns();
 	int rc;
 
+	/* the new row must be the newest even if another hub's clock ran ahead */
+	wt_buf_puts(&sql, "SELECT max(updated_ns) FROM edge_projects_v1 WHERE edge_id = ");
+	hub_sql_quote(&sql, edge_id);
+	wt_buf_puts(&sql, " AND project = ");
+	hub_sql_quote(&sql, project);
+	wt_buf_puts(&sql, " FORMAT TabSeparated");
+	if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
+		goto out;
+	hub_tsv_each((char *)res.data, res.len, 1, max_row, &last);
+	wt_buf_reset(&sql);
 	wt_buf_puts(&sql, "INSERT INTO edge_projects_v1 (edge_id, project, allowed, actor, updated_ns) VALUES (");
 	hub_sql_quote(&sql, edge_id);
 	wt_buf_puts(&sql, ", ");
 	hub_sql_quote(&sql, project);
 	wt_buf_printf(&sql, ", %d, ", allowed ? 1 : 0);
 	hub_sql_quote(&sql, actor);
-	wt_buf_printf(&sql, ", %lld)", (long long)hub_now_ns());
+	wt_buf_printf(&sql, ", %lld)", (uint64_t)now > last ? (long long)now : (long long)last + 1);
 	/* the audit event first: a registration nobody can account for must not exist */
 	snprintf(detail, sizeof(detail), "edge=%s", edge_id);
 	if (!(rc = hub_audit_record(ch, project, actor, allowed ? "edge.allow" : "edge.disallow", detail, NULL, err)))
 		rc = hub_ch_query_buf(ch, &sql, NULL, err);
+out:
 	wt_buf_free(&sql);
+	wt_buf_free(&res);
 	return rc;
 }
 
@@ -137,13 +159,6 @@ static int refuse(hub_ch *ch, const char *edge_id, const char *project, const ch
 	if (audit && hub_audit_record(ch, project, actor, "repl.refused", msg, NULL, &aerr))
 		wt_warn("msg=\"audit event not recorded\" project=%s error=\"%s\"", project, aerr.msg);
 	return wt_err_set(err, WT_EFORBIDDEN, "%s", msg);
-}
-
-static int max_row(void *ctx, char **f, size_t n)
-{
-	if (n >= 1)
-		*(uint64_t *)ctx = strtoull(f[0], NULL, 10);
-	return 0;
 }
 
 /* Highest seq of edge_id the ledger shows applied or rejected (0: none). */

@@ -200,14 +200,14 @@ static int token_used_row(void *ctx, char **f, size_t n)
 }
 
 /* SELECT of the newest version of every token of project (a revocation is a
- * newer row), as (id, project, role, created_at, revoked, token_sha256);
- * id = NULL for all of them. */
+ * newer row), as (id, project, role, created_at, revoked, token_sha256,
+ * newest updated_ns); id = NULL for all of them. */
 static void tokens_newest_sql(wt_buf *sql, const char *project, const char *id)
 {
-	wt_buf_puts(sql, "SELECT ti, tp, tr, tc, rv, token_sha256 FROM (SELECT token_sha256,"
+	wt_buf_puts(sql, "SELECT ti, tp, tr, tc, rv, token_sha256, tu FROM (SELECT token_sha256,"
 			 " argMax(id, updated_ns) AS ti, argMax(project, updated_ns) AS tp,"
 			 " argMax(role, updated_ns) AS tr, argMax(created_at, updated_ns) AS tc,"
-			 " argMax(revoked, updated_ns) AS rv FROM tokens_v1 WHERE ");
+			 " argMax(revoked, updated_ns) AS rv, max(updated_ns) AS tu FROM tokens_v1 WHERE ");
 	if (project) {
 		wt_buf_puts(sql, "project = ");
 		hub_sql_quote(sql, project);
@@ -241,7 +241,7 @@ static void tokens_get(hub_req *r, const hub_principal *who)
 	wt_buf_puts(&sql, " WHERE rv = 0 ORDER BY tc, ti FORMAT TabSeparated");
 	if (hub_ch_query_buf(r->ch, &sql, &out, &err))
 		goto fail;
-	hub_tsv_each((char *)out.data, out.len, 6, token_list_row, list);
+	hub_tsv_each((char *)out.data, out.len, 7, token_list_row, list);
 	wt_buf_reset(&sql);
 	wt_buf_reset(&out);
 	wt_buf_puts(&sql, "SELECT id, max(used_ns) FROM token_usage_v1 WHERE project = ");
@@ -341,13 +341,14 @@ typedef struct tok_rec {
 	int found;
 	char id[33], project[HUB_PROJECT_MAX + 1], role[32], created[32], hash[HUB_SHA256_HEX_LEN + 1];
 	int revoked;
+	long long updated_ns;
 } tok_rec;
 
 static int token_rec_row(void *ctx, char **f, size_t n)
 {
 	tok_rec *t = ctx;
 
-	if (n < 6 || t->found)
+	if (n < 7 || t->found)
 		return 0;
 	t->found = 1;
 	snprintf(t->id, sizeof(t->id), "%s", f[0]);
@@ -356,6 +357,7 @@ static int token_rec_row(void *ctx, char **f, size_t n)
 	snprintf(t->created, sizeof(t->created), "%s", f[3]);
 	t->revoked = strcmp(f[4], "0") != 0;
 	snprintf(t->hash, sizeof(t->hash), "%s", f[5]);
+	t->updated_ns = strtoll(f[6], NULL, 10);
 	return 0;
 }
 
@@ -402,7 +404,7 @@ void hub_handle_admin_token_revoke(hub_req *r, const char *id)
 	wt_buf_puts(&sql, " ORDER BY rv LIMIT 1 FORMAT TabSeparated");
 	if (hub_ch_query_buf(r->ch, &sql, &out, &err))
 		goto fail;
-	hub_tsv_each((char *)out.data, out.len, 6, token_rec_row, &t);
+	hub_tsv_each((char *)out.data, out.len, 7, token_rec_row, &t);
 	if (!t.found || (project && strcmp(project, t.project))) {
 		wt_err_set(&err, WT_ENOTFOUND, "token %s does not exist%s%s", id, project ? " in project " : "",
 			   project ? project : "");
@@ -426,7 +428,8 @@ void hub_handle_admin_token_revoke(hub_req *r, const char *id)
 		hub_sql_quote(&sql, t.role);
 		wt_buf_puts(&sql, ", ");
 		hub_sql_quote(&sql, t.created);
-		wt_buf_printf(&sql, ", 1, %lld)", (long long)hub_now_ns());
+		/* newer than the row it replaces even if that hub's clock ran ahead */
+		wt_buf_printf(&sql, ", 1, %lld)", hub_now_ns() > t.updated_ns ? (long long)hub_now_ns() : t.updated_ns + 1);
 		if (hub_ch_query_buf(r->ch, &sql, NULL, &err))
 			goto fail;
 		hub_auth_flush(r->ctx->auth);

@@ -396,6 +396,27 @@ class TenancyTest(unittest.TestCase):
         e.start()
         self.assertEqual(e.upload(SMALL, service="rv", format="folded")[0], 401)
 
+    def test_revoke_wins_over_a_hub_clock_running_ahead(self):
+        """The token's row was written by a hub whose clock runs an hour
+        ahead: the revocation row must still be the newest."""
+        hub = self.make_hub()
+        self.assertEqual(hub.create_project("demo")[0], 201)
+        secret = "c" * 64
+        h = hashlib.sha256(secret.encode()).hexdigest()
+        ahead = time.time_ns() + 3600 * 10**9
+        self.q(f"INSERT INTO tokens_v1 VALUES ('{h}', 'aaaabbbbccccdddd', 'demo', 'read', now(), 0, {ahead})")
+        self.assertEqual(hub.query("demo", "table", secret, service="x")[0], 200)
+        st, js = hub.request("DELETE", "/v1/admin/tokens/aaaabbbbccccdddd", token=hub.admin_token)
+        self.assertEqual((st, js["changed"]), (200, True), js)
+        self.assertEqual(hub.query("demo", "table", secret, service="x")[0], 401)
+        # the same for an edge registration
+        hub.allow_edge("edge1", "demo")
+        self.q(f"INSERT INTO edge_projects_v1 VALUES ('edge1', 'demo', 1, 'other-hub', {ahead})")
+        st, js = hub.request("DELETE", "/v1/admin/edges/edge1/projects/demo", token=hub.admin_token)
+        self.assertEqual(st, 200, js)
+        st, js = hub.request("GET", "/v1/admin/edges?project=demo", token=hub.admin_token)
+        self.assertEqual(js["edges"], [])
+
     def test_project_admin_cannot_create_delete_telemetry_token(self):
         hub = self.make_hub()
         self.assertEqual(hub.create_project("demo")[0], 201)
