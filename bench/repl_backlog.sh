@@ -72,6 +72,7 @@ def run(bindir):
         hub = Hub(None, ch, pki=pki).start()
         hub.create_project("demo")
         rd = hub.create_token("demo", "read")
+        hub.allow_edge("bl-edge")
         edge = Edge(None, edge_id="bl-edge",
                     hub={"url": hub.repl_url, "ca": f"{pki}/ca.crt", "cert": f"{pki}/bl-edge.crt",
                          "key": f"{pki}/bl-edge.key"},

@@ -65,6 +65,7 @@ try:
         assert st == 200, js
     direct_s = time.perf_counter() - t
 
+    hub.allow_edge("bench-edge")
     edge = Edge(None, edge_id="bench-edge",
                 hub={"url": hub.repl_url, "ca": f"{pki}/ca.crt", "cert": f"{pki}/bench-edge.crt",
                      "key": f"{pki}/bench-edge.key"},

@@ -92,7 +92,7 @@ int cli_parse_global(int *argc, char **argv, cli_global *g, cli_getenv_fn getenv
 		if (!strcmp(s->name, "--hub"))
 			g->hub = val;
 		else if (!strcmp(s->name, "--edge"))
-			g->edge = val;
+			g->edge = g->edge_arg = val;
 		else if (!strcmp(s->name, "--token"))
 			g->token = val;
 		else if (!strcmp(s->name, "--json"))
@@ -307,6 +307,46 @@ int cli_parse_token_create(int argc, char **argv, cli_token_args *a, char *err, 
 		ok |= !strcmp(a->role, roles[i]);
 	if (!ok)
 		return usage_err(err, errlen, "--role %s: expected upload, read, admin or DeleteTelemetry", a->role);
+	return 0;
+}
+
+int cli_parse_admin(const char *verb, const char *edge_default, int argc, char **argv, cli_admin_args *a,
+		    char *err, size_t errlen)
+{
+	static const cli_optspec specs[] = {
+		{"--project", "-p", 1}, {"--edge", "-e", 1}, {NULL, NULL, 0},
+	};
+	int revoke = !strcmp(verb, "token revoke"), edge_cmd = !strncmp(verb, "edge ", 5);
+	int list = !strcmp(verb, "edge list");
+	cli_argiter it;
+	const char *v;
+	int k;
+
+	memset(a, 0, sizeof(*a));
+	if (edge_cmd)
+		a->edge = edge_default;
+	cli_argiter_init(&it, argc, argv);
+	while ((k = cli_arg_next(&it, specs, &v, err, errlen)) != CLI_ARG_END) {
+		if (k == CLI_ARG_ERR)
+			return CLI_EXIT_USAGE;
+		if (k == CLI_ARG_POS) {
+			if (!revoke || a->id)
+				return usage_err(err, errlen, "admin %s: unexpected argument %s", verb, v);
+			a->id = v;
+		} else if (k == 0) {
+			a->project = v;
+		} else {
+			if (!edge_cmd)
+				return usage_err(err, errlen, "admin %s: --edge is not an option here", verb);
+			a->edge = v;
+		}
+	}
+	if (!list && (!a->project || !*a->project))
+		return usage_err(err, errlen, "admin %s: --project is required", verb);
+	if (edge_cmd && !list && (!a->edge || !*a->edge))
+		return usage_err(err, errlen, "admin %s: --edge is required", verb);
+	if (revoke && (!a->id || !*a->id))
+		return usage_err(err, errlen, "admin token revoke: give the token id (admin token list shows it)");
 	return 0;
 }
 

@@ -20,6 +20,7 @@ void cli_usage(FILE *f)
 	"Global options (anywhere on the line; environment fallbacks in brackets):\n"
 	"  --hub URL     hub base URL [WT_HUB_URL]\n"
 	"  --edge URL    edge base URL [WT_EDGE_URL]; uploads and queries prefer it\n"
+	"                (admin edge …: the edge id instead)\n"
 	"  --token T     bearer token [WT_TOKEN; admin commands also WT_ADMIN_TOKEN]\n"
 	"  --json        machine-readable output\n"
 	"\n"
@@ -43,6 +44,12 @@ void cli_usage(FILE *f)
 	"  admin project create NAME [--retention-days N] [--exist-ok]\n"
 	"  admin token create --project P --role upload|read|admin|DeleteTelemetry\n"
 	"      Prints only the token on stdout (details on stderr, or all with --json).\n"
+	"  admin token list --project P        ids, roles, created, last used (never secrets)\n"
+	"  admin token revoke --project P ID   every hub refuses it within hub.token_cache_ttl_ms\n"
+	"  admin edge allow|disallow --edge ID --project P\n"
+	"      Register an edge (its certificate's id) to a project: only then does the hub\n"
+	"      apply its batches for that project and serve it that project's config.\n"
+	"  admin edge list [--project P] [--edge ID]\n"
 	"  query table|flamegraph --project P --service S [--type T] [--from T]\n"
 	"                 [--until T] [--label K=V]... [--limit N]\n"
 	"      Query the edge (--edge) or hub (--hub) API with a read token.\n"
@@ -106,6 +113,12 @@ static int dispatch(const cli_global *g, int argc, char **argv)
 			return cli_cmd_project_create(g, argc - 4, argv + 4);
 		if (!strcmp(verb, "token") && !strcmp(act, "create"))
 			return cli_cmd_token_create(g, argc - 4, argv + 4);
+		if (!strcmp(verb, "token") && !strcmp(act, "list"))
+			return cli_cmd_token_list(g, argc - 4, argv + 4);
+		if (!strcmp(verb, "token") && !strcmp(act, "revoke"))
+			return cli_cmd_token_revoke(g, argc - 4, argv + 4);
+		if (!strcmp(verb, "edge") && (!strcmp(act, "allow") || !strcmp(act, "disallow") || !strcmp(act, "list")))
+			return cli_cmd_edge(g, act, argc - 4, argv + 4);
 		return unknown(verb);
 	}
 	if (!strcmp(grp, "query")) {

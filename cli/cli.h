@@ -33,6 +33,7 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 typedef struct cli_global {
 	const char *hub;   /* --hub URL, or WT_HUB_URL */
 	const char *edge;  /* --edge URL, or WT_EDGE_URL */
+	const char *edge_arg; /* --edge as given on the command line (admin edge: the edge id) */
 	const char *token; /* --token T, or WT_TOKEN */
 	const char *admin_token; /* WT_ADMIN_TOKEN: admin commands' fallback */
 	int json;          /* --json */
@@ -107,6 +108,21 @@ typedef struct cli_token_args {
 
 int cli_parse_token_create(int argc, char **argv, cli_token_args *a, char *err, size_t errlen);
 
+/* `admin token list --project P`, `admin token revoke --project P ID`,
+ * `admin edge allow|disallow --edge ID --project P`, `admin edge list
+ * [--project P] [--edge ID]`: which options a command takes and needs is
+ * given by its verb ("token list", "token revoke", "edge allow", ...). */
+typedef struct cli_admin_args {
+	const char *project;
+	const char *edge;
+	const char *id; /* token revoke: the positional token id */
+} cli_admin_args;
+
+/* edge_default: the global --edge value taken from the command line (the
+ * global options parser consumes --edge wherever it is), NULL if none. */
+int cli_parse_admin(const char *verb, const char *edge_default, int argc, char **argv, cli_admin_args *a,
+		    char *err, size_t errlen);
+
 typedef struct cli_summary_args {
 	const char *file;
 	const char *format; /* NULL = auto */
@@ -171,6 +187,10 @@ int cli_cmd_summary(const cli_global *g, int argc, char **argv);
 int cli_cmd_convert(const cli_global *g, int argc, char **argv);
 int cli_cmd_project_create(const cli_global *g, int argc, char **argv);
 int cli_cmd_token_create(const cli_global *g, int argc, char **argv);
+int cli_cmd_token_list(const cli_global *g, int argc, char **argv);
+int cli_cmd_token_revoke(const cli_global *g, int argc, char **argv);
+/* act: allow | disallow | list */
+int cli_cmd_edge(const cli_global *g, const char *act, int argc, char **argv);
 int cli_cmd_query(const cli_global *g, const char *view, int argc, char **argv);
 int cli_cmd_config_set(const cli_global *g, int argc, char **argv);
 int cli_cmd_config_get(const cli_global *g, int argc, char **argv);

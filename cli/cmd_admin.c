@@ -1,6 +1,7 @@
 /*
- * cmd_admin.c — `wtctl admin project create` and `wtctl admin token create`
- * against the hub's admin API (POST /v1/admin/projects, /v1/admin/tokens)
+ * cmd_admin.c — `wtctl admin project create`, `admin token create|list|
+ * revoke` and `admin edge allow|disallow|list` against the hub's admin API
+ * (/v1/admin/projects, /v1/admin/tokens, /v1/admin/edges; docs/api.md)
  * with the admin token (--token, WT_TOKEN, else WT_ADMIN_TOKEN).
  *
  * `token create` prints only the secret on stdout (one line) so scripts can
@@ -13,12 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "http_client.h"
 
-/* POST body (a new reference, stolen) to hub + path. *r filled on success. */
-static int admin_post(const cli_global *g, const char *what, const char *path, json_t *body,
-		      cli_http_resp *r)
+/* method + body (a new reference, stolen; NULL: none) to hub + path.
+ * *r filled on success. */
+static int admin_request(const cli_global *g, const char *what, const char *method, const char *path,
+			 json_t *body, cli_http_resp *r)
 {
 	const char *token = g->token ? g->token : g->admin_token;
 	char err[CLI_ERR_MAX];
@@ -41,10 +44,10 @@ static int admin_post(const cli_global *g, const char *what, const char *path, j
 		url = NULL;
 		goto out;
 	}
-	if (!(text = json_dumps(body, JSON_COMPACT)))
+	if (body && !(text = json_dumps(body, JSON_COMPACT)))
 		goto out;
-	if (cli_http_request("POST", url, token, "application/json", text, strlen(text), r, err,
-			     sizeof(err))) {
+	if (cli_http_request(method, url, token, body ? "application/json" : NULL, text, text ? strlen(text) : 0, r,
+			     err, sizeof(err))) {
 		fprintf(stderr, "wtctl: %s: %s\n", what, err);
 		goto out;
 	}
@@ -54,6 +57,29 @@ out:
 	free(text);
 	free(url);
 	return rc;
+}
+
+static int admin_post(const cli_global *g, const char *what, const char *path, json_t *body,
+		      cli_http_resp *r)
+{
+	return admin_request(g, what, "POST", path, body, r);
+}
+
+/* Names that go into a URL path or query unescaped: what the hub accepts
+ * for projects, edge ids and token ids. */
+static int name_ok(const char *what, const char *v)
+{
+	size_t i, n = strlen(v);
+
+	for (i = 0; i < n; i++) {
+		char c = v[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '.' || c == '-')) {
+			fprintf(stderr, "wtctl: %s \"%s\": only [A-Za-z0-9_.-] is allowed\n", what, v);
+			return 0;
+		}
+	}
+	return n > 0 && n <= 128;
 }
 
 int cli_cmd_project_create(const cli_global *g, int argc, char **argv)
@@ -139,6 +165,151 @@ int cli_cmd_token_create(const cli_global *g, int argc, char **argv)
 	rc = CLI_EXIT_OK;
 out:
 	json_decref(ans);
+	cli_http_resp_free(&r);
+	return rc;
+}
+
+/* Print r's body with --json, else fmt over each element of array key. */
+static int admin_report(const cli_global *g, const char *what, const cli_http_resp *r, const char *key,
+			void (*line)(json_t *item))
+{
+	json_t *ans, *arr, *it;
+	size_t i;
+
+	if (r->status < 200 || r->status >= 300) {
+		cli_http_report_error(what, r);
+		return CLI_EXIT_FAIL;
+	}
+	if (g->json) {
+		printf("%s\n", r->body);
+		return CLI_EXIT_OK;
+	}
+	ans = json_loadb(r->body, r->len, 0, NULL);
+	arr = key ? json_object_get(ans, key) : NULL;
+	if (key && !json_is_array(arr)) {
+		fprintf(stderr, "wtctl: %s: the hub's answer has no \"%s\" list\n", what, key);
+		json_decref(ans);
+		return CLI_EXIT_FAIL;
+	}
+	if (key)
+		json_array_foreach(arr, i, it)
+			line(it);
+	else
+		line(ans);
+	json_decref(ans);
+	return CLI_EXIT_OK;
+}
+
+static const char *js(json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "-";
+}
+
+static void token_line(json_t *t)
+{
+	json_t *used = json_object_get(t, "last_used_ns");
+	char when[32] = "never";
+
+	if (json_is_integer(used)) {
+		time_t sec = (time_t)(json_integer_value(used) / 1000000000LL);
+		struct tm tm;
+		if (gmtime_r(&sec, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	}
+	printf("%-16s  %-15s  created %s  last used %s\n", js(t, "id"), js(t, "role"), js(t, "created_at"), when);
+}
+
+int cli_cmd_token_list(const cli_global *g, int argc, char **argv)
+{
+	cli_admin_args a;
+	cli_http_resp r = {0};
+	char err[CLI_ERR_MAX], path[256];
+	int rc = CLI_EXIT_FAIL;
+
+	if (cli_parse_admin("token list", NULL, argc, argv, &a, err, sizeof(err))) {
+		fprintf(stderr, "wtctl: %s\n", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (!name_ok("--project", a.project))
+		return CLI_EXIT_USAGE;
+	snprintf(path, sizeof(path), "/v1/admin/tokens?project=%s", a.project);
+	if (!admin_request(g, "admin token list", "GET", path, NULL, &r))
+		rc = admin_report(g, "admin token list", &r, "tokens", token_line);
+	cli_http_resp_free(&r);
+	return rc;
+}
+
+static void revoked_line(json_t *t)
+{
+	printf("token %s (%s, project %s) %s\n", js(t, "id"), js(t, "role"), js(t, "project"),
+	       json_is_true(json_object_get(t, "changed")) ? "revoked" : "was already revoked");
+}
+
+int cli_cmd_token_revoke(const cli_global *g, int argc, char **argv)
+{
+	cli_admin_args a;
+	cli_http_resp r = {0};
+	char err[CLI_ERR_MAX], path[512];
+	int rc = CLI_EXIT_FAIL;
+
+	if (cli_parse_admin("token revoke", NULL, argc, argv, &a, err, sizeof(err))) {
+		fprintf(stderr, "wtctl: %s\n", err);
+		return CLI_EXIT_USAGE;
+	}
+	if (!name_ok("--project", a.project) || !name_ok("token id", a.id))
+		return CLI_EXIT_USAGE;
+	snprintf(path, sizeof(path), "/v1/admin/tokens/%s?project=%s", a.id, a.project);
+	if (!admin_request(g, "admin token revoke", "DELETE", path, NULL, &r))
+		rc = admin_report(g, "admin token revoke", &r, NULL, revoked_line);
+	cli_http_resp_free(&r);
+	return rc;
+}
+
+static void edge_line(json_t *e)
+{
+	printf("%-24s  %s\n", js(e, "edge_id"), js(e, "project"));
+}
+
+static void edge_changed_line(json_t *e)
+{
+	int allowed = json_is_true(json_object_get(e, "allowed"));
+
+	printf("edge %s %s project %s%s\n", js(e, "edge_id"), allowed ? "may write into" : "no longer writes into",
+	       js(e, "project"), json_is_true(json_object_get(e, "changed")) ? "" : " (unchanged)");
+}
+
+int cli_cmd_edge(const cli_global *g, const char *act, int argc, char **argv)
+{
+	cli_admin_args a;
+	cli_http_resp r = {0};
+	char err[CLI_ERR_MAX], path[512], verb[32];
+	int rc = CLI_EXIT_FAIL;
+
+	snprintf(verb, sizeof(verb), "edge %s", act);
+	if (cli_parse_admin(verb, g->edge_arg, argc, argv, &a, err, sizeof(err))) {
+		fprintf(stderr, "wtctl: %s\n", err);
+		return CLI_EXIT_USAGE;
+	}
+	if ((a.project && !name_ok("--project", a.project)) || (a.edge && !name_ok("--edge", a.edge)))
+		return CLI_EXIT_USAGE;
+	if (!strcmp(act, "list")) {
+		snprintf(path, sizeof(path), "/v1/admin/edges?%s%s%s%s", a.project ? "project=" : "",
+			 a.project ? a.project : "", a.project && a.edge ? "&" : "", a.edge ? "edge=" : "");
+		if (a.edge)
+			strncat(path, a.edge, sizeof(path) - strlen(path) - 1);
+		if (!admin_request(g, "admin edge list", "GET", path, NULL, &r))
+			rc = admin_report(g, "admin edge list", &r, "edges", edge_line);
+	} else if (!strcmp(act, "allow")) {
+		json_t *body = json_pack("{s:s}", "project", a.project);
+		snprintf(path, sizeof(path), "/v1/admin/edges/%s/projects", a.edge);
+		if (!admin_post(g, "admin edge allow", path, body, &r))
+			rc = admin_report(g, "admin edge allow", &r, NULL, edge_changed_line);
+	} else {
+		snprintf(path, sizeof(path), "/v1/admin/edges/%s/projects/%s", a.edge, a.project);
+		if (!admin_request(g, "admin edge disallow", "DELETE", path, NULL, &r))
+			rc = admin_report(g, "admin edge disallow", &r, NULL, edge_changed_line);
+	}
 	cli_http_resp_free(&r);
 	return rc;
 }

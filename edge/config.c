@@ -482,7 +482,13 @@ const edge_project_cfg *edge_config_auth(const edge_config *c, const char *tok, 
 {
 	edge_remote_auth_fn fn;
 	char name[256];
+	int remote = 0;
 
+	/* the hub's word first: a token it revoked is refused even when this
+	 * file lists it (appliance/up writes hub-created tokens here) */
+	fn = (edge_remote_auth_fn)__atomic_load_n(&remote_auth_fn, __ATOMIC_ACQUIRE);
+	if (fn && (remote = fn(__atomic_load_n(&remote_auth_arg, __ATOMIC_ACQUIRE), tok, role, name, sizeof(name))) < 0)
+		return NULL;
 	for (size_t i = 0; i < c->nprojects; i++) {
 		const edge_project_cfg *p = &c->projects[i];
 		char **v = role == EDGE_ROLE_READ ? p->read_tokens : p->upload_tokens;
@@ -491,10 +497,7 @@ const edge_project_cfg *edge_config_auth(const edge_config *c, const char *tok, 
 			if (tok_eq(v[j], tok))
 				return p;
 	}
-	fn = (edge_remote_auth_fn)__atomic_load_n(&remote_auth_fn, __ATOMIC_ACQUIRE);
-	if (fn && fn(__atomic_load_n(&remote_auth_arg, __ATOMIC_ACQUIRE), tok, role, name, sizeof(name)))
-		return edge_config_project(c, name);
-	return NULL;
+	return remote > 0 ? edge_config_project(c, name) : NULL;
 }
 
 const edge_project_cfg *edge_config_project(const edge_config *c, const char *name)

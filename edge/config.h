@@ -111,10 +111,11 @@ void edge_ebpf_cfg_free(edge_ebpf_cfg *e);
 enum { EDGE_ROLE_UPLOAD = 0, EDGE_ROLE_READ = 1 };
 const edge_project_cfg *edge_config_auth(const edge_config *c, const char *tok, int role);
 /* Remote tokens (edge/config_client.c): when a hook is set,
- * edge_config_auth also asks it about tokens the local file does not list;
- * it writes the project name into project and returns 1 when the token's
- * sha256 is an accepted token hash of that project for role. The project
- * must be one of c->projects. fn = NULL removes the hook. */
+ * edge_config_auth asks it about every token: it returns -1 when the hub
+ * revoked the token (refused even if the local file lists it), 1 (and the
+ * project name in project) when the token's sha256 is an accepted token
+ * hash of that project for role, else 0. The project must be one of
+ * c->projects. fn = NULL removes the hook. */
 typedef int (*edge_remote_auth_fn)(void *arg, const char *tok, int role, char *project, size_t cap);
 void edge_config_set_remote_auth(edge_remote_auth_fn fn, void *arg);
 const edge_project_cfg *edge_config_project(const edge_config *c, const char *name);

@@ -23,9 +23,12 @@
 
 typedef struct tok {
 	char hash[HASH_HEX + 1];
-	int role;
+	int role; /* EDGE_ROLE_UPLOAD, EDGE_ROLE_READ or TOK_REVOKED */
 	char project[128];
 } tok;
+
+/* a token the hub revoked: refused even when the local file lists it */
+#define TOK_REVOKED 2
 
 struct edge_config_client {
 	edge_config *cfg;
@@ -95,8 +98,13 @@ static int remote_auth(void *arg, const char *token, int role, char *project, si
 	int ok = 0;
 
 	sha256_hex(token, key.hash);
-	key.role = role;
+	key.role = TOK_REVOKED;
 	pthread_rwlock_rdlock(&c->lk);
+	if (c->ntoks && bsearch(&key, c->toks, c->ntoks, sizeof(tok), tok_cmp)) {
+		pthread_rwlock_unlock(&c->lk);
+		return -1;
+	}
+	key.role = role;
 	hit = c->ntoks ? bsearch(&key, c->toks, c->ntoks, sizeof(tok), tok_cmp) : NULL;
 	if (hit) {
 		snprintf(project, cap, "%s", hit->project);
@@ -275,13 +283,14 @@ int edge_config_client_apply(edge_config_client *c, const char *text, size_t len
 	}
 	json_array_foreach(projects, i, p) {
 		const char *name = json_string_value(json_object_get(p, "name"));
-		static const char *const lists[2] = {"upload_token_sha256", "read_token_sha256"};
+		static const char *const lists[3] = {"upload_token_sha256", "read_token_sha256",
+						     "revoked_token_sha256"};
 		long long v;
 		if (!name || !*name || strlen(name) >= sizeof(toks[0].project)) {
 			rc = wt_err_set(err, WT_EINVAL, "remote config: projects[%zu].name: expected a project name", i);
 			goto out;
 		}
-		for (int role = 0; role < 2; role++) {
+		for (int role = 0; role < 3; role++) {
 			json_t *arr = json_object_get(p, lists[role]);
 			if (arr && !json_is_array(arr)) {
 				rc = wt_err_set(err, WT_EINVAL, "remote config: projects[%zu].%s: expected an array", i,
@@ -307,12 +316,12 @@ int edge_config_client_apply(edge_config_client *c, const char *text, size_t len
 				}
 				toks = nt;
 				snprintf(toks[n].hash, sizeof(toks[n].hash), "%s", json_string_value(h));
-				toks[n].role = role == 0 ? EDGE_ROLE_UPLOAD : EDGE_ROLE_READ;
+				toks[n].role = role == 0 ? EDGE_ROLE_UPLOAD : role == 1 ? EDGE_ROLE_READ : TOK_REVOKED;
 				snprintf(toks[n].project, sizeof(toks[n].project), "%s", name);
 				n++;
 				if (role == 0)
 					nup++;
-				else
+				else if (role == 1)
 					nrd++;
 			}
 		}
@@ -357,6 +366,13 @@ int edge_config_client_apply(edge_config_client *c, const char *text, size_t len
 		wt_info("remote config applied source=%s etag=%s revisions=%s upload_tokens=%zu read_tokens=%zu"
 			" max_body=%zu max_samples=%zu", do_persist ? "hub" : "buffer", c->etag,
 			revs.data ? (const char *)revs.data : "", nup, nrd, c->cfg->max_body, c->cfg->max_samples);
+		/* projects the hub will not take from this edge (not registered to
+		 * them there): say so, or uploads pile up without a visible cause */
+		json_array_foreach(json_object_get(c->current, "not_allowed"), i, p)
+			if (json_is_string(p))
+				wt_warn("remote config: the hub has not registered this edge to project %s; its uploads"
+					" are kept here and refused by the hub until `wtctl admin edge allow --edge %s"
+					" --project %s`", json_string_value(p), c->cfg->id, json_string_value(p));
 		pthread_rwlock_unlock(&c->lk);
 		wt_buf_free(&revs);
 	}

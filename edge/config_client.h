@@ -9,7 +9,8 @@
  * "remote", synced) and applied live:
  *   - token hashes: edge_config_auth() also accepts a bearer token whose
  *     sha256 is an upload/read token hash of one of the edge's projects
- *     (tokens in the local file keep working);
+ *     (tokens in the local file keep working unless the hub lists them as
+ *     revoked: revoked_token_sha256);
  *   - ingest limits: cfg->max_body / max_samples become
  *     min(local file, policy) (the policy can only tighten them);
  *   - sampler: the effective rules of edge.default_project (the project the

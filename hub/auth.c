@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ch_format.h"
+#include "log.h"
 #include "sha.h"
 #include "store.h"
 
@@ -19,6 +20,7 @@ typedef struct slot {
 	hub_principal p;
 	int found;
 	int64_t expires_ns;
+	int64_t usage_ns; /* when this hub last wrote a token_usage_v1 row for it */
 } slot;
 
 struct hub_auth {
@@ -140,8 +142,8 @@ static int token_row(void *ctx, char **f, size_t n)
 	lookup_ctx *lc = ctx;
 	int role;
 
-	if (n < 3 || hub_role_parse(f[2], &role))
-		return 0;
+	if (n < 4 || hub_role_parse(f[2], &role) || strcmp(f[3], "0"))
+		return 0; /* the newest version says revoked */
 	snprintf(lc->p->project, sizeof(lc->p->project), "%s", f[0]);
 	snprintf(lc->p->token_id, sizeof(lc->p->token_id), "%s", f[1]);
 	lc->p->role = role;
@@ -157,7 +159,7 @@ int hub_auth_lookup(hub_auth *a, hub_ch *ch, const char *token, hub_principal *o
 	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
 	lookup_ctx lc = {out, 0};
 	slot *s;
-	int rc = 0;
+	int rc = 0, record;
 
 	memset(out, 0, sizeof(*out));
 	if (!token || !*token)
@@ -179,22 +181,42 @@ int hub_auth_lookup(hub_auth *a, hub_ch *ch, const char *token, hub_principal *o
 	}
 	pthread_mutex_unlock(&a->mu);
 
-	wt_buf_puts(&sql, "SELECT project, id, role FROM tokens_v1 FINAL WHERE token_sha256 = ");
+	/* the newest version of the token's row: a revocation is a newer row
+	 * with revoked = 1 (not FINAL + WHERE revoked = 0, which may see the
+	 * older row before the parts are merged) */
+	wt_buf_puts(&sql, "SELECT project, id, role, revoked FROM tokens_v1 WHERE token_sha256 = ");
 	hub_sql_quote(&sql, hash);
-	wt_buf_puts(&sql, " AND revoked = 0 LIMIT 1 FORMAT TabSeparated");
+	wt_buf_puts(&sql, " ORDER BY updated_ns DESC LIMIT 1 FORMAT TabSeparated");
 	if (sql.oom || wt_buf_putc(&sql, '\0')) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
 	if ((rc = hub_ch_query(ch, (const char *)sql.data, &res, err)))
 		goto out;
-	hub_tsv_each((char *)res.data, res.len, 3, token_row, &lc);
+	hub_tsv_each((char *)res.data, res.len, 4, token_row, &lc);
 	pthread_mutex_lock(&a->mu);
+	if (strcmp(s->hash, hash))
+		s->usage_ns = 0;
 	snprintf(s->hash, sizeof(s->hash), "%s", hash);
 	s->p = *out;
 	s->found = lc.found;
 	s->expires_ns = now + (lc.found ? a->ttl_ns : (a->ttl_ns < NEG_TTL_NS ? a->ttl_ns : NEG_TTL_NS));
+	record = lc.found && now - s->usage_ns >= HUB_TOKEN_USAGE_INTERVAL_S * 1000000000LL;
+	if (record)
+		s->usage_ns = now;
 	pthread_mutex_unlock(&a->mu);
+	if (record) {
+		/* last use, for the token listing; a failure only loses that */
+		wt_err uerr = {0, ""};
+		wt_buf_reset(&sql);
+		wt_buf_puts(&sql, "INSERT INTO token_usage_v1 (project, id, used_ns) VALUES (");
+		hub_sql_quote(&sql, out->project);
+		wt_buf_puts(&sql, ", ");
+		hub_sql_quote(&sql, out->token_id);
+		wt_buf_printf(&sql, ", %lld)", (long long)now);
+		if (hub_ch_query_buf(ch, &sql, NULL, &uerr))
+			wt_warn("msg=\"token use not recorded\" id=%s error=\"%s\"", out->token_id, uerr.msg);
+	}
 	if (!lc.found)
 		rc = wt_err_set(err, WT_EAUTH, "unknown or revoked token");
 out:

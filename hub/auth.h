@@ -5,8 +5,12 @@
  * Tokens are 32 random bytes (getrandom) shown once as 64 hex characters;
  * ClickHouse keeps only their sha256 (tokens_v1.token_sha256). Lookups are
  * cached for token_cache_ttl_ms (unknown tokens for at most 1 s) so a
- * revoked token stops working within that time. The admin token from
- * hub.cfg is a super-admin of every project (compared in constant time).
+ * revoked token stops working within that time on every hub (a revocation
+ * is a newer tokens_v1 row with revoked = 1; lookups read the newest row).
+ * The admin token from hub.cfg is a super-admin of every project (compared
+ * in constant time). A lookup that reaches ClickHouse records the token's
+ * use in token_usage_v1, at most once per HUB_TOKEN_USAGE_INTERVAL_S per
+ * token and hub (the listing's last_used_ns).
  */
 #ifndef HUB_AUTH_H
 #define HUB_AUTH_H
@@ -26,6 +30,7 @@ enum {
 
 #define HUB_PROJECT_MAX 64
 #define HUB_TOKEN_HEX 64
+#define HUB_TOKEN_USAGE_INTERVAL_S 60
 
 typedef struct hub_principal {
 	char project[HUB_PROJECT_MAX + 1]; /* "" for the super-admin */

@@ -3,9 +3,11 @@
  * deletion API (http_delete.c) and the retention job (retention.c), and
  * the retry of object deletes that failed earlier (object_deletions_v1).
  *
- * Originals are content-addressed, so one object may back uploads of other
- * projects or of times outside the deletion: an object is deleted only when
- * every raw_objects_v1 row naming it is among the rows being removed.
+ * Each upload's original is its own object (hub_objstore_put_upload), so
+ * the rows being removed name only their own objects; objects stored under
+ * the older content-addressed keys may back several uploads, hence the
+ * check: an object is deleted only when every raw_objects_v1 row naming it
+ * is among the rows being removed.
  * Index rows are removed by the caller (ALTER TABLE raw_objects_v1 DELETE)
  * after this ran, so a crash in between leaves rows whose objects are gone
  * or pending, never objects without rows.

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ch_format.h"
+#include "edge_projects.h"
 #include "hub.h"
 #include "log.h"
 #include "policy.h"
@@ -58,12 +59,13 @@ static int token_row(void *ctx, char **f, size_t n)
 	json_t *projects = ctx, *p;
 	size_t i;
 
-	if (n < 3)
+	if (n < 4)
 		return 0;
 	json_array_foreach(projects, i, p)
 		if (!strcmp(json_string_value(json_object_get(p, "name")), f[0])) {
-			json_t *arr = json_object_get(p, !strcmp(f[1], "upload") ? "upload_token_sha256"
-										    : "read_token_sha256");
+			json_t *arr = json_object_get(p, strcmp(f[3], "0") ? "revoked_token_sha256"
+						       : !strcmp(f[1], "upload") ? "upload_token_sha256"
+						       : "read_token_sha256");
 			if (arr)
 				json_array_append_new(arr, json_string(f[2]));
 		}
@@ -95,18 +97,32 @@ static int deletion_row(void *ctx, char **f, size_t n)
 	return 0;
 }
 
-/* Build the config (without etag) for edge_id and projects. */
-static int build(hub_ch *ch, const char *edge_id, const names *want, json_t **out, wt_err *err)
+/* Build the config (without etag) for edge_id and projects: only the
+ * requested projects the edge is registered to (edge_projects.h); the
+ * others are named in "not_allowed" and get nothing. */
+static int build(hub_ch *ch, const char *edge_id, const names *want_all, json_t **out, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
-	json_t *projects = json_array(), *cfg = NULL;
-	names known = {{0}, 0};
+	json_t *projects = json_array(), *refused = json_array(), *cfg = NULL;
+	names known = {{0}, 0}, allowed = {{0}, 0};
+	const names *want = &allowed;
+	hub_edge_projects *ep = malloc(sizeof(*ep));
 	size_t i;
 	int rc = 0;
 
 	*out = NULL;
-	if (!projects)
-		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if (!projects || !refused || !ep) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (want_all->n && (rc = hub_edge_projects_load(ch, edge_id, ep, err)))
+		goto out;
+	for (i = 0; i < want_all->n; i++) {
+		if (hub_edge_projects_has(ep, want_all->v[i]))
+			allowed.v[allowed.n++] = want_all->v[i];
+		else
+			json_array_append_new(refused, json_string(want_all->v[i]));
+	}
 	if (want->n) {
 		wt_buf_puts(&sql, "SELECT DISTINCT name FROM projects_v1 WHERE name IN (");
 		for (i = 0; i < want->n; i++) {
@@ -134,26 +150,32 @@ static int build(hub_ch *ch, const char *edge_id, const names *want, json_t **ou
 		if ((rc = hub_policy_load(ch, known.v[i], &rec, err)))
 			goto out;
 		eff = hub_policy_effective(rec.doc, edge_id);
-		json_array_append_new(projects, json_pack("{s:s, s:I, s:O, s:o, s:[], s:[], s:[]}", "name",
+		json_array_append_new(projects, json_pack("{s:s, s:I, s:O, s:o, s:[], s:[], s:[], s:[]}", "name",
 							  known.v[i], "policy_revision", (json_int_t)rec.revision,
 							  "policy", rec.doc, "effective", eff ? eff : json_object(),
-							  "upload_token_sha256", "read_token_sha256", "deletions"));
+							  "upload_token_sha256", "read_token_sha256",
+							  "revoked_token_sha256", "deletions"));
 		hub_policy_rec_free(&rec);
 	}
 	if (known.n) {
 		wt_buf_reset(&sql);
 		wt_buf_reset(&res);
-		wt_buf_puts(&sql, "SELECT project, role, token_sha256 FROM tokens_v1 FINAL WHERE revoked = 0"
-				  " AND role IN ('upload', 'read') AND project IN (");
+		/* newest version of each token (a revocation is a newer row) */
+		/* revoked ones too: an edge refuses them even when its own
+		 * config file lists them (appliance/up writes hub tokens there) */
+		wt_buf_puts(&sql, "SELECT tp, tr, token_sha256, rv FROM (SELECT token_sha256,"
+				  " argMax(project, updated_ns) AS tp, argMax(role, updated_ns) AS tr,"
+				  " argMax(revoked, updated_ns) AS rv FROM tokens_v1 GROUP BY token_sha256)"
+				  " WHERE tr IN ('upload', 'read') AND tp IN (");
 		for (i = 0; i < known.n; i++) {
 			if (i)
 				wt_buf_puts(&sql, ", ");
 			hub_sql_quote(&sql, known.v[i]);
 		}
-		wt_buf_puts(&sql, ") ORDER BY project, role, token_sha256 FORMAT TabSeparated");
+		wt_buf_puts(&sql, ") ORDER BY tp, tr, token_sha256 FORMAT TabSeparated");
 		if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
 			goto out;
-		hub_tsv_each((char *)res.data, res.len, 3, token_row, projects);
+		hub_tsv_each((char *)res.data, res.len, 4, token_row, projects);
 		/* recent audited deletions, for the edges' buffers (edge/deletion.h) */
 		wt_buf_reset(&sql);
 		wt_buf_reset(&res);
@@ -171,12 +193,14 @@ static int build(hub_ch *ch, const char *edge_id, const names *want, json_t **ou
 			goto out;
 		hub_tsv_each((char *)res.data, res.len, 3, deletion_row, projects);
 	}
-	cfg = json_pack("{s:s, s:O}", "edge_id", edge_id, "projects", projects);
+	cfg = json_pack("{s:s, s:O, s:O}", "edge_id", edge_id, "projects", projects, "not_allowed", refused);
 	if (!cfg)
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 	*out = cfg;
 out:
 	json_decref(projects);
+	json_decref(refused);
+	free(ep);
 	wt_buf_free(&sql);
 	wt_buf_free(&res);
 	return rc;

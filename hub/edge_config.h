@@ -6,11 +6,15 @@
  * `project=P` (repeatable: the projects the edge serves) and `wait=S`
  * (long-poll, at most 30 s: with If-None-Match equal to the current ETag
  * the answer is held until the config changes or S passes, then 304).
+ * Only projects the edge is registered to (edge_projects.h) are served;
+ * other requested ones are listed in "not_allowed".
  * Body: {"edge_id", "etag", "projects": [{"name", "policy_revision",
  * "policy", "effective", "upload_token_sha256": [...],
- * "read_token_sha256": [...], "deletions": [...]}]} — token hashes as
- * tokens_v1 stores them (sha256 hex of the secret), so edges accept tokens
- * created at the hub; deletions: the project's audited deletions of the
+ * "read_token_sha256": [...], "revoked_token_sha256": [...],
+ * "deletions": [...]}], "not_allowed": [...]} — token hashes of the
+ * project's upload/read tokens only, as tokens_v1 stores them (sha256 hex
+ * of the secret), so edges accept tokens created at the hub and refuse
+ * revoked ones even when their own config file lists them; deletions: the project's audited deletions of the
  * last HUB_EDGE_CONFIG_DELETION_DAYS days, {"deletion_id", "before_ns",
  * "service" (null = all)}, oldest first, which edges apply once to their
  * buffers (edge/deletion.h).

@@ -3,9 +3,14 @@
  *   POST /v1/admin/projects {"name","retention_days"} → 201 | 200 (same) | 409
  *   GET  /v1/admin/projects
  *   POST /v1/admin/tokens {"project","role"} → 201 {"token","id","project","role"}
- *   GET  /v1/admin/tokens?project=P  (ids and roles; never secrets)
+ *   GET  /v1/admin/tokens?project=P  (ids, roles, last use; never secrets)
+ *   DELETE /v1/admin/tokens/{id}[?project=P] → 200 {"id","revoked":true,"changed"}
  * The hub.cfg admin token may do everything; a project's "admin" token may
- * create and list tokens of its own project.
+ * create, list and revoke tokens of its own project, except that only the
+ * hub admin token creates DeleteTelemetry tokens (a project admin asking
+ * gets 403 and a `token.create.refused` audit event). Revocation is a newer
+ * tokens_v1 row with revoked = 1; every hub refuses the token within
+ * hub.token_cache_ttl_ms (auth.h), edges at their next config poll.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -175,9 +180,42 @@ static int token_list_row(void *ctx, char **f, size_t n)
 	json_t *list = ctx;
 
 	if (n >= 4)
-		json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s}", "id", f[0], "project", f[1],
-						      "role", f[2], "created_at", f[3]));
+		json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:s, s:n}", "id", f[0], "project", f[1],
+						      "role", f[2], "created_at", f[3], "last_used_ns"));
 	return 0;
+}
+
+/* token_usage_v1 row (id, max used_ns) → last_used_ns of that listed token */
+static int token_used_row(void *ctx, char **f, size_t n)
+{
+	json_t *list = ctx, *t;
+	size_t i;
+
+	if (n < 2)
+		return 0;
+	json_array_foreach(list, i, t)
+		if (!strcmp(json_string_value(json_object_get(t, "id")), f[0]))
+			json_object_set_new(t, "last_used_ns", json_integer((json_int_t)strtoll(f[1], NULL, 10)));
+	return 0;
+}
+
+/* SELECT of the newest version of every token of project (a revocation is a
+ * newer row), as (id, project, role, created_at, revoked, token_sha256,
+ * newest updated_ns); id = NULL for all of them. */
+static void tokens_newest_sql(wt_buf *sql, const char *project, const char *id)
+{
+	wt_buf_puts(sql, "SELECT ti, tp, tr, tc, rv, token_sha256, tu FROM (SELECT token_sha256,"
+			 " argMax(id, updated_ns) AS ti, argMax(project, updated_ns) AS tp,"
+			 " argMax(role, updated_ns) AS tr, argMax(created_at, updated_ns) AS tc,"
+			 " argMax(revoked, updated_ns) AS rv, max(updated_ns) AS tu FROM tokens_v1 WHERE ");
+	if (project) {
+		wt_buf_puts(sql, "project = ");
+		hub_sql_quote(sql, project);
+	} else {
+		wt_buf_puts(sql, "id = ");
+		hub_sql_quote(sql, id);
+	}
+	wt_buf_puts(sql, " GROUP BY token_sha256)");
 }
 
 static void tokens_get(hub_req *r, const hub_principal *who)
@@ -199,12 +237,19 @@ static void tokens_get(hub_req *r, const hub_principal *who)
 	}
 	if (hub_auth_allows(who, project, HUB_ROLE_ADMIN, &err) || hub_store_check(&r->ctx->store, &err))
 		goto fail;
-	wt_buf_puts(&sql, "SELECT id, project, role, created_at FROM tokens_v1 FINAL WHERE revoked = 0 AND project = ");
-	hub_sql_quote(&sql, project);
-	wt_buf_puts(&sql, " ORDER BY created_at, id FORMAT TabSeparated");
+	tokens_newest_sql(&sql, project, NULL);
+	wt_buf_puts(&sql, " WHERE rv = 0 ORDER BY tc, ti FORMAT TabSeparated");
 	if (hub_ch_query_buf(r->ch, &sql, &out, &err))
 		goto fail;
-	hub_tsv_each((char *)out.data, out.len, 4, token_list_row, list);
+	hub_tsv_each((char *)out.data, out.len, 7, token_list_row, list);
+	wt_buf_reset(&sql);
+	wt_buf_reset(&out);
+	wt_buf_puts(&sql, "SELECT id, max(used_ns) FROM token_usage_v1 WHERE project = ");
+	hub_sql_quote(&sql, project);
+	wt_buf_puts(&sql, " GROUP BY id FORMAT TabSeparated");
+	if (hub_ch_query_buf(r->ch, &sql, &out, &err))
+		goto fail;
+	hub_tsv_each((char *)out.data, out.len, 2, token_used_row, list);
 	hub_req_json(r, 200, json_pack("{s:o}", "tokens", list));
 	list = NULL;
 	goto done;
@@ -241,6 +286,19 @@ static void tokens_post(hub_req *r, const hub_principal *who)
 	}
 	if (hub_auth_allows(who, project, HUB_ROLE_ADMIN, &err))
 		goto fail;
+	if (role == HUB_ROLE_DELETE && !who->super) {
+		/* deleting telemetry is the operator's decision, not a project admin's */
+		wt_err aerr = {0, ""};
+		snprintf(detail, sizeof(detail), "role=%s refused: only the hub admin token creates it",
+			 hub_role_name(role));
+		if (hub_audit_record(r->ch, project, who->token_id, "token.create.refused", detail, NULL, &aerr))
+			wt_warn("msg=\"audit event not recorded\" project=%s error=\"%s\"", project, aerr.msg);
+		wt_warn("msg=\"token creation refused\" project=%s by=%s role=%s", project, who->token_id,
+			hub_role_name(role));
+		wt_err_set(&err, WT_EFORBIDDEN, "role: only the hub admin token creates %s tokens",
+			   hub_role_name(role));
+		goto fail;
+	}
 	if (hub_store_check(&r->ctx->store, &err) || project_get(r->ch, project, &pr, &err))
 		goto fail;
 	if (!pr.found) {
@@ -277,6 +335,115 @@ fail:
 	json_decref(in);
 	wt_buf_free(&sql);
 	hub_req_fail(r, &err);
+}
+
+typedef struct tok_rec {
+	int found;
+	char id[33], project[HUB_PROJECT_MAX + 1], role[32], created[32], hash[HUB_SHA256_HEX_LEN + 1];
+	int revoked;
+	long long updated_ns;
+} tok_rec;
+
+static int token_rec_row(void *ctx, char **f, size_t n)
+{
+	tok_rec *t = ctx;
+
+	if (n < 7 || t->found)
+		return 0;
+	t->found = 1;
+	snprintf(t->id, sizeof(t->id), "%s", f[0]);
+	snprintf(t->project, sizeof(t->project), "%s", f[1]);
+	snprintf(t->role, sizeof(t->role), "%s", f[2]);
+	snprintf(t->created, sizeof(t->created), "%s", f[3]);
+	t->revoked = strcmp(f[4], "0") != 0;
+	snprintf(t->hash, sizeof(t->hash), "%s", f[5]);
+	t->updated_ns = strtoll(f[6], NULL, 10);
+	return 0;
+}
+
+static int token_id_valid(const char *id)
+{
+	size_t i, n = strlen(id);
+
+	if (n == 0 || n > 32)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* DELETE /v1/admin/tokens/{id}: the audit event, then the revoked row. */
+void hub_handle_admin_token_revoke(hub_req *r, const char *id)
+{
+	hub_principal who;
+	struct evkeyvalq q;
+	const char *project;
+	wt_err err = {0, ""};
+	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
+	tok_rec t;
+	char detail[128];
+
+	memset(&t, 0, sizeof(t));
+	q.tqh_first = NULL;
+	q.tqh_last = &q.tqh_first;
+	if (hub_req_auth(r, &who))
+		goto done;
+	if (wt_http_query(r->req, &q)) {
+		wt_err_set(&err, WT_EINVAL, "query string is malformed");
+		goto fail;
+	}
+	project = wt_http_param(&q, "project");
+	if (!token_id_valid(id)) {
+		wt_err_set(&err, WT_EINVAL, "id: a token id is 1-32 lowercase hex digits");
+		goto fail;
+	}
+	if (hub_store_check(&r->ctx->store, &err))
+		goto fail;
+	tokens_newest_sql(&sql, NULL, id);
+	wt_buf_puts(&sql, " ORDER BY rv LIMIT 1 FORMAT TabSeparated");
+	if (hub_ch_query_buf(r->ch, &sql, &out, &err))
+		goto fail;
+	hub_tsv_each((char *)out.data, out.len, 7, token_rec_row, &t);
+	if (!t.found || (project && strcmp(project, t.project))) {
+		wt_err_set(&err, WT_ENOTFOUND, "token %s does not exist%s%s", id, project ? " in project " : "",
+			   project ? project : "");
+		goto fail;
+	}
+	if (hub_auth_allows(&who, t.project, HUB_ROLE_ADMIN, &err))
+		goto fail;
+	if (!t.revoked) {
+		snprintf(detail, sizeof(detail), "id=%s role=%s", t.id, t.role);
+		if (hub_audit_record(r->ch, t.project, who.token_id, "token.revoke", detail, NULL, &err))
+			goto fail; /* nothing revoked without its audit event */
+		wt_buf_reset(&sql);
+		wt_buf_puts(&sql, "INSERT INTO tokens_v1 (token_sha256, id, project, role, created_at, revoked,"
+				  " updated_ns) VALUES (");
+		hub_sql_quote(&sql, t.hash);
+		wt_buf_puts(&sql, ", ");
+		hub_sql_quote(&sql, t.id);
+		wt_buf_puts(&sql, ", ");
+		hub_sql_quote(&sql, t.project);
+		wt_buf_puts(&sql, ", ");
+		hub_sql_quote(&sql, t.role);
+		wt_buf_puts(&sql, ", ");
+		hub_sql_quote(&sql, t.created);
+		/* newer than the row it replaces even if that hub's clock ran ahead */
+		wt_buf_printf(&sql, ", 1, %lld)", hub_now_ns() > t.updated_ns ? (long long)hub_now_ns() : t.updated_ns + 1);
+		if (hub_ch_query_buf(r->ch, &sql, NULL, &err))
+			goto fail;
+		hub_auth_flush(r->ctx->auth);
+		wt_info("msg=\"token revoked\" project=%s id=%s role=%s by=%s", t.project, t.id, t.role, who.token_id);
+	}
+	hub_req_json(r, 200, json_pack("{s:s, s:s, s:s, s:b, s:b}", "id", t.id, "project", t.project, "role",
+				       t.role, "revoked", 1, "changed", !t.revoked));
+	goto done;
+fail:
+	hub_req_fail(r, &err);
+done:
+	evhttp_clear_headers(&q);
+	wt_buf_free(&sql);
+	wt_buf_free(&out);
 }
 
 void hub_handle_admin_tokens(hub_req *r)

@@ -11,6 +11,7 @@
 #include "ch_format.h"
 #include "format.h"
 #include "http_server.h"
+#include "failpoint.h"
 #include "hub.h"
 #include "ingest.h"
 #include "log.h"
@@ -111,7 +112,7 @@ void hub_handle_upload(hub_req *r)
 	uint8_t *body = NULL;
 	size_t len = 0, t;
 	int64_t now = hub_now_ns();
-	char upload_id[33], key[128];
+	char upload_id[33], key[HUB_OBJSTORE_KEY_MAX];
 	uint8_t rnd[16];
 	hub_ingest_req rq;
 	hub_ingest_stats st;
@@ -164,16 +165,16 @@ void hub_handle_upload(hub_req *r)
 		goto fail;
 
 	/* Original first: a reply that says "stored" must be able to name it. */
-	if (hub_objstore_put_content(ctx->os, "raw", body, len, key, sizeof(key), &err)) {
+	hub_random(rnd, sizeof(rnd));
+	hub_hex(rnd, sizeof(rnd), upload_id);
+	if (hub_objstore_put_upload(ctx->os, project, upload_id, body, len, key, sizeof(key), &err)) {
 		atomic_fetch_add(&ctx->metrics.objstore_errors_total, 1);
 		if (err.code != WT_EUNAVAIL)
 			err.code = WT_EIO;
 		goto fail;
 	}
 	atomic_fetch_add(&ctx->metrics.objstore_puts_total, 1);
-
-	hub_random(rnd, sizeof(rnd));
-	hub_hex(rnd, sizeof(rnd), upload_id);
+	hub_failpoint_wait("ingest_after_object_put"); /* tests: a deletion runs here */
 	memset(&rq, 0, sizeof(rq));
 	rq.project = project;
 	rq.service = hp.service;

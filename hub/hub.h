@@ -48,6 +48,7 @@ void hub_handle_upload(hub_req *r);
 void hub_handle_query(hub_req *r, const char *project, const char *view);
 void hub_handle_admin_projects(hub_req *r);
 void hub_handle_admin_tokens(hub_req *r);
+void hub_handle_admin_token_revoke(hub_req *r, const char *id);
 void hub_handle_healthz(hub_req *r);
 void hub_handle_metrics(hub_req *r);
 /* Debug files (http_debuginfo.c): /v1/projects/{p}/debuginfo[/{build id}];
@@ -58,6 +59,9 @@ int hub_debuginfo_route(hub_req *r);
  * http_delete.c, http_worker.c). hub_control_route returns 1 when it
  * handled the request. */
 int hub_control_route(hub_req *r);
+/* Edge → project registrations under /v1/admin/edges (http_edges.c);
+ * returns 1 when it handled the request. */
+int hub_edges_route(hub_req *r);
 void hub_handle_policy(hub_req *r, const char *project);
 void hub_handle_audit(hub_req *r, const char *project);
 void hub_handle_delete_profiles(hub_req *r, const char *project);

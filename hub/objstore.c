@@ -80,3 +80,17 @@ int hub_objstore_put_content(hub_objstore *os, const char *prefix, const void *d
 		return wt_err_set(err, WT_EINVAL, "object store: key buffer too small");
 	return hub_objstore_put(os, key, data, len, err);
 }
+
+int hub_objstore_put_upload(hub_objstore *os, const char *project, const char *upload_id, const void *data,
+			    size_t len, char *key, size_t cap, wt_err *err)
+{
+	char hex[HUB_SHA256_HEX_LEN + 1], uid[HUB_SHA256_HEX_LEN + 1];
+	int n;
+
+	hub_sha256_hex(data, len, hex);
+	hub_sha256_hex(upload_id, strlen(upload_id), uid);
+	n = snprintf(key, cap, "raw/%s/%.2s/%s-%.16s", project, hex, hex, uid);
+	if (n < 0 || (size_t)n >= cap)
+		return wt_err_set(err, WT_EINVAL, "object store: key buffer too small");
+	return hub_objstore_put(os, key, data, len, err);
+}

@@ -5,9 +5,10 @@
  *        rename, fsync of the directory);
  *   s3 — an S3-compatible bucket over libcurl with CURLOPT_AWS_SIGV4
  *        (path-style URLs; x-amz-content-sha256 sent explicitly).
- * Objects are content-addressed: hub_objstore_put_content() names an object
+ * hub_objstore_put_content() names an object by its content,
  * "<prefix>/<sha[0:2]>/<sha256>", so storing the same bytes twice is a
- * no-op and a retried upload cannot duplicate its original.
+ * no-op. Upload originals are named per project and upload
+ * (hub_objstore_put_upload) so that no two uploads share an object.
  *
  * Thread-safety: a hub_objstore is shared by all workers; every call is
  * independent (the s3 backend uses one curl handle per call).
@@ -56,6 +57,17 @@ int hub_objstore_delete(hub_objstore *os, const char *key, wt_err *err);
  * (cap >= strlen(prefix) + 69). */
 int hub_objstore_put_content(hub_objstore *os, const char *prefix, const void *data,
 			     size_t len, char *key, size_t cap, wt_err *err);
+
+/* Store the original of one upload under
+ * "raw/<project>/<sha[0:2]>/<sha>-<u>", u = the first 16 hex digits of
+ * sha256(upload_id), and write that key into key (cap >=
+ * HUB_OBJSTORE_KEY_MAX). One object per (project, upload): a retried
+ * upload (same id) rewrites its own object, and no two uploads — of one
+ * project or of two — ever share one, so deleting an upload's original
+ * cannot remove bytes another upload still needs (deletion.c). */
+#define HUB_OBJSTORE_KEY_MAX 192
+int hub_objstore_put_upload(hub_objstore *os, const char *project, const char *upload_id, const void *data,
+			    size_t len, char *key, size_t cap, wt_err *err);
 
 /* Backend constructors. */
 int hub_objstore_fs_open(const char *root, hub_objstore **out, wt_err *err);

@@ -18,7 +18,7 @@
  * shows only "started" was interrupted: the hub asks which (upload, day)
  * parts exist — sample rows by upload_id, rollup rows by marker — and
  * inserts only the missing ones. Stacks (ReplacingMergeTree) and originals
- * (content-addressed object store) are idempotent by construction.
+ * (one object per upload id) are idempotent by construction.
  */
 #ifndef HUB_REPL_H
 #define HUB_REPL_H
@@ -46,7 +46,8 @@ typedef struct hub_repl_result {
 
 /* Apply one decoded batch (protobuf bytes, already decompressed) sent by
  * the edge whose certificate says peer_id. Returns 0 and fills *res, or:
- * WT_EFORBIDDEN (batch edge id ≠ certificate id), WT_EINVAL (malformed
+ * WT_EFORBIDDEN (batch edge id ≠ certificate id; an upload for a project
+ * the edge is not registered to, or a seq jump: edge_projects.h), WT_EINVAL (malformed
  * batch), WT_EUNAVAIL (ClickHouse or the object store is down: retry),
  * WT_ENOTFOUND (an upload names a project the hub does not know: retry
  * after creating it). Nothing is acknowledged unless 0 is returned. */

@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "ch_format.h"
+#include "compress.h"
+#include "edge_projects.h"
 #include "format.h"
 #include "hub.h"
 #include "ingest.h"
@@ -31,6 +33,7 @@
 #include "proto/repl.pb-c.h"
 #include "repl_decode.h"
 #include "recording_rules.h"
+#include "repl_rollup.h"
 
 typedef Watchtower__Repl__Batch pb_batch;
 typedef Watchtower__Repl__Upload pb_upload;
@@ -61,7 +64,9 @@ typedef struct up_state {
 	int64_t time_ns;
 	int raw_index;       /* write its raw_objects_v1 row once stored */
 	const char *format;  /* detected format (static string) */
-	char key[128];       /* object store key, set by the put */
+	char key[HUB_OBJSTORE_KEY_MAX]; /* object store key, set by the put */
+	hub_repl_rollup own; /* the hub's rollup of the original (repl_rollup.h) */
+	int has_own;
 	struct hub_rules_pending *rules; /* recording-rule values (recording_rules.h) */
 	int recovery;        /* ledger said "started": values may be stored */
 } up_state;
@@ -290,8 +295,8 @@ typedef struct putter {
 static int put_one(putter *p, up_state *s, wt_err *err)
 {
 	int64_t t0 = hub_now_ns();
-	int rc = hub_objstore_put_content(p->ctx->os, "raw", s->u->original.data, s->u->original.len, s->key,
-					  sizeof(s->key), err);
+	int rc = hub_objstore_put_upload(p->ctx->os, s->project, s->upload_id, s->u->original.data,
+					 s->u->original.len, s->key, sizeof(s->key), err);
 	p->ns += hub_now_ns() - t0;
 	if (rc)
 		atomic_fetch_add(&p->ctx->metrics.objstore_errors_total, 1);
@@ -379,10 +384,13 @@ static int add_rollup_rows(const up_state *s, const days_ctx *skip, hub_daysink 
 {
 	uint16_t marked[MAX_DAYS];
 	size_t nmarked = 0, i, k;
-	const pb_upload *u = s->u;
+	/* the hub's own rows when it decoded the original; the edge's only
+	 * for an upload sent without one (raw dropped by the edge's quota) */
+	pb_rollup_row *const *rows = s->has_own ? s->own.ptrs : s->u->rollup;
+	size_t nrows_in = s->has_own ? s->own.n : s->u->n_rollup;
 
-	for (i = 0; i < u->n_rollup; i++) {
-		const pb_rollup_row *r = u->rollup[i];
+	for (i = 0; i < nrows_in; i++) {
+		const pb_rollup_row *r = rows[i];
 		int64_t sec = r->minute * 60;
 		uint32_t usec = sec < 0 ? 0 : sec > UINT32_MAX ? UINT32_MAX : (uint32_t)sec;
 		uint16_t day = (uint16_t)(usec / 86400);
@@ -481,6 +489,12 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, jso
 		return 0;
 	}
 	s->time_ns = p->time_ns;
+	if ((rc = hub_repl_rollup_build(p, u->received_ns, &s->own, err)))
+		goto out;
+	s->has_own = 1;
+	if (hub_repl_rollup_diff(&s->own, u->rollup, u->n_rollup))
+		wt_warn("msg=\"the edge's rollup differs from its original; storing the hub's\" upload=%s"
+			" rows_differing=%zu", s->upload_id, hub_repl_rollup_diff(&s->own, u->rollup, u->n_rollup));
 	if (json_is_object(labels)) {
 		json_object_foreach(labels, k, v) {
 			if (nlp < sizeof(lp) / sizeof(lp[0]) && json_is_string(v)) {
@@ -575,6 +589,11 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 		goto out;
 	if ((rc = hub_store_check(&ctx->store, err)))
 		goto out;
+	/* the edge's registered projects and its seq bound (edge_projects.h);
+	 * before anything else looks at a project, so an edge cannot probe
+	 * which projects exist */
+	if ((rc = hub_edge_batch_admit(ch, b, err)))
+		goto out;
 
 	ups = calloc(b->n_uploads, sizeof(*ups));
 	hdrs = calloc(b->n_uploads, sizeof(*hdrs));
@@ -649,7 +668,8 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 		if (s->u->original.len &&
 		    (rc = apply_original(ctx, ch, s, i, hdrs[i], &skip_s, recovery, &samples, &put, res, err)))
 			goto out;
-		if ((rc = add_rollup_rows(s, &skip_r, &rollups, &res->rollup_rows))) {
+		/* a rejected original: no rollup of it is trusted */
+		if (!s->rejected && (rc = add_rollup_rows(s, &skip_r, &rollups, &res->rollup_rows))) {
 			rc = wt_err_set(err, rc, "replication batch: upload seq %" PRIu64
 					": rollup rows (%s)", s->u->seq, rc == WT_ELIMIT ? "too many days" : "out of memory");
 			goto out;
@@ -700,6 +720,7 @@ out:
 			free(ups[i].project);
 			free(ups[i].service);
 			hub_rules_pending_free(ups[i].rules);
+			hub_repl_rollup_free(&ups[i].own);
 			json_decref(hdrs ? hdrs[i] : NULL);
 		}
 	free(ups);

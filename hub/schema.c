@@ -476,6 +476,33 @@ static int m_agg_state_init(wt_buf *b, const ddl_ctx *cx)
 			   " FROM profile_samples_v1");
 }
 
+/* Tenancy (versions 70-79): edge → project registrations (edge_projects.h;
+ * newest row per (edge_id, project) by updated_ns wins) and when each token
+ * was last used at a hub (auth.c: at most one row per token, hub and
+ * HUB_TOKEN_USAGE_INTERVAL_S). */
+static int m_edge_projects(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "edge_projects_v1");
+	wt_buf_puts(b,
+		" ("
+		" edge_id String, project String, allowed UInt8, actor String,"
+		" updated_ns UInt64)");
+	ddl_engine(b, cx, "edge_projects_v1", "ReplacingMergeTree", "updated_ns");
+	return wt_buf_puts(b,
+		" ORDER BY (edge_id, project)");
+}
+
+static int m_token_usage(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "token_usage_v1");
+	wt_buf_puts(b,
+		" ("
+		" project String, id String, used_ns UInt64)");
+	ddl_engine(b, cx, "token_usage_v1", "ReplacingMergeTree", "used_ns");
+	return wt_buf_puts(b,
+		" ORDER BY (project, id)");
+}
+
 /* Shard keys (cluster mode, docs/operations.md "## Scale out"): data rows of
  * one (project, service) stay on one shard, so one upload's per-day insert
  * is one block on one shard (atomic, deduplicated as a whole) and a query
@@ -508,6 +535,8 @@ static const migration migrations[] = {
 	{55, "agg_state_init", m_agg_state_init, NULL},
 	{60, "recording_rules_v1", m_recording_rules, "cityHash64(project)"},
 	{61, "rule_values_v1", m_rule_values, "cityHash64(project, rule)"},
+	{70, "edge_projects_v1", m_edge_projects, "cityHash64(edge_id, project)"},
+	{71, "token_usage_v1", m_token_usage, "cityHash64(project, id)"},
 };
 #define NMIG (sizeof(migrations) / sizeof(migrations[0]))
 

@@ -189,6 +189,13 @@ static void route(struct evhttp_request *req, void *arg)
 			{ hub_req_method_not_allowed(&r, "GET, POST"); return; }
 		{ hub_handle_admin_tokens(&r); return; }
 	}
+	if (!strncmp(r.path, "/v1/admin/tokens/", 17)) {
+		if (cmd != EVHTTP_REQ_DELETE)
+			{ hub_req_method_not_allowed(&r, "DELETE"); return; }
+		{ hub_handle_admin_token_revoke(&r, r.path + 17); return; }
+	}
+	if (hub_edges_route(&r)) /* edge → project registrations (http_edges.c) */
+		return;
 	if (hub_control_route(&r)) /* policy, audit, deletion, worker (http_control.c) */
 		return;
 	if (hub_debuginfo_route(&r)) /* debug files (http_debuginfo.c) */

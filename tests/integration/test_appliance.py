@@ -11,6 +11,7 @@ act on one process and keep DIR/env current, and `down` leaves no process
 behind (also when a test fails: cleanup runs `down` and then kills any
 recorded process whose executable still matches).
 """
+import json
 import os
 import shlex
 import shutil
@@ -217,6 +218,21 @@ class ApplianceTest(unittest.TestCase):
                                stderr=subprocess.PIPE, text=True, timeout=60)
             self.assertNotEqual(r.returncode, 0)
             self.assertIn("401", r.stderr)
+        # the edges are registered to the demo project, so what they accepted reaches the hub
+        r = subprocess.run([wtctl, "--hub", env["WT_HUB_URL"], "--token", env["WT_ADMIN_TOKEN"], "--json", "admin",
+                            "edge", "list", "--project", env["WT_PROJECT"]], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(e["edge_id"] for e in json.loads(r.stdout)["edges"]), ["edge1", "edge2"])
+        deadline, total = time.time() + 60, 0
+        while time.time() < deadline and not total:
+            req = urllib.request.Request(env["WT_HUB_URL"] + "/v1/projects/%s/profiles/table?service=appliance-test"
+                                         "&from=0&until=%d" % (env["WT_PROJECT"], time.time() + 3600),
+                                         headers={"Authorization": "Bearer " + env["WT_READ_TOKEN"]})
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                total = json.loads(resp.read())["total"]
+            time.sleep(0.5)
+        self.assertGreater(total, 0, "uploads at the edges did not reach the hub")
 
     def test_4_up_again_is_noop(self):
         before = read_env(self.dir)

@@ -183,6 +183,7 @@ class ControlTest(unittest.TestCase):
         pki_init(pki)
         hub = self.make_hub(pki=pki)
         self.assertIn(hub.create_project("demo")[0], (200, 201))
+        hub.allow_edge("edge1")
         c1 = pki_edge(pki, "edge1")
         ca = os.path.join(pki, "ca.crt")
         e = Edge(self, edge_id="edge1", hub={"url": hub.repl_url, "ca": ca, "cert": c1["crt"], "key": c1["key"]},
@@ -471,6 +472,9 @@ class ControlTest(unittest.TestCase):
         body = read(FOLDED_B)
         nothing = urllib.parse.urlencode({"before": "1970-01-01T00:00:01Z"})
         did = "0" * 32
+        st, js = hub.request("POST", "/v1/admin/tokens", json.dumps({"project": "m", "role": "read"}),
+                             token=hub.admin_token)
+        victim = js["id"]  # revoked by whoever may
         # endpoint → roles allowed (others: 403; the hub admin token is allowed everywhere)
         eps = [
             # a project token uploads to its own project (project= only steers the hub admin token)
@@ -484,7 +488,17 @@ class ControlTest(unittest.TestCase):
             ("DELETE", "/v1/projects/m/profiles?" + nothing, None, {"DeleteTelemetry"}),
             ("GET", f"/v1/projects/m/deletions/{did}", None, {"admin", "DeleteTelemetry"}),
             ("GET", "/v1/admin/tokens?project=m", None, {"admin"}),
+            # token creation by every role, for every role: DeleteTelemetry only by the hub admin token
+            ("POST", "/v1/admin/tokens", b'{"project": "m", "role": "upload"}', {"admin"}),
             ("POST", "/v1/admin/tokens", b'{"project": "m", "role": "read"}', {"admin"}),
+            ("POST", "/v1/admin/tokens", b'{"project": "m", "role": "admin"}', {"admin"}),
+            ("POST", "/v1/admin/tokens", b'{"project": "m", "role": "DeleteTelemetry"}', set()),
+            ("DELETE", "/v1/admin/tokens/" + victim, None, {"admin"}),
+            # edge registrations of the project
+            ("POST", "/v1/admin/edges/e1/projects", b'{"project": "m"}', {"admin"}),
+            ("GET", "/v1/admin/edges?project=m", None, {"admin"}),
+            ("DELETE", "/v1/admin/edges/e1/projects/m", None, {"admin"}),
+            ("GET", "/v1/admin/edges", None, set()),
             ("GET", "/v1/admin/projects", None, set()),
             ("POST", "/v1/admin/worker/run?job=archive", None, set()),
             # debug files: answers 404/400 when allowed (nothing stored, not ELF)

@@ -183,6 +183,7 @@ class GoProfilerTest(unittest.TestCase):
         st, _ = self.hub.create_project("demo")
         self.assertIn(st, (200, 201))
         self.read = self.hub.create_token("demo", "read")
+        self.hub.allow_edge("edge1")
         edge = Edge(self, edge_id="edge1",
                     hub={"url": self.hub.repl_url, "ca": os.path.join(pki, "ca.crt"),
                          "cert": os.path.join(pki, "edge1.crt"), "key": os.path.join(pki, "edge1.key")},

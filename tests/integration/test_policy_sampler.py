@@ -73,6 +73,7 @@ class PolicySamplerTest(unittest.TestCase):
     def edge(self, edge_id, extra_cfg=""):
         subprocess.run([WTCTL, "pki", "issue-edge", "--ca", self.pki, "--edge-id", edge_id], check=True,
                        capture_output=True)
+        self.hub.allow_edge(edge_id)
         e = Edge(self, edge_id=edge_id,
                  hub={"url": self.hub.repl_url, "ca": os.path.join(self.pki, "ca.crt"),
                       "cert": os.path.join(self.pki, edge_id + ".crt"),

@@ -74,6 +74,7 @@ class ReplicationTest(unittest.TestCase):
 
     def edge(self, edge_id, cert_id=None, **kw):
         c = pki_edge(self.pki, cert_id or edge_id)
+        self.hub.allow_edge(edge_id)
         e = Edge(self, edge_id=edge_id,
                  hub={"url": self.hub.repl_url, "ca": os.path.join(self.pki, "ca.crt"),
                       "cert": c["crt"], "key": c["key"]},

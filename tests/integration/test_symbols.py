@@ -593,6 +593,7 @@ class SymbolsTest(unittest.TestCase):
         run(WTCTL, "pki", "issue-edge", "--ca", pki, "--edge-id", "edge-sym")
         hub = self.start_hub("wt_sym_ebpf", pki=pki, hub_extra="worker_interval_s = 0;")
         self.assertIn(hub.create_project("demo")[0], (200, 201))
+        hub.allow_edge("edge-sym")
         e = Edge(self, edge_id="edge-sym",
                  hub={"url": hub.repl_url, "ca": os.path.join(pki, "ca.crt"),
                       "cert": os.path.join(pki, "edge-sym.crt"), "key": os.path.join(pki, "edge-sym.key")},

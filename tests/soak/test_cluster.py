@@ -111,6 +111,7 @@ class ClusterSoak(unittest.TestCase):
         for k, name in enumerate(names):
             subprocess.run([WTCTL, "pki", "issue-edge", "--ca", self.pki, "--edge-id", name], check=True,
                            capture_output=True)
+            self.hubs[0].allow_edge(name)
             urls = [h.repl_url for h in self.hubs]
             if k % 2:
                 urls.reverse()

@@ -48,6 +48,7 @@ class ReplicationChaos(unittest.TestCase):
         for name in ("soak1", "soak2"):
             subprocess.run([WTCTL, "pki", "issue-edge", "--ca", pki, "--edge-id", name], check=True,
                            capture_output=True)
+            hub.allow_edge(name)
             edges.append(Edge(self, edge_id=name, hub={"url": hub.repl_url, "ca": f"{pki}/ca.crt",
                                                        "cert": f"{pki}/{name}.crt", "key": f"{pki}/{name}.key"},
                               replication="backoff_initial_ms = 50; backoff_max_ms = 1000;").start())

@@ -159,6 +159,15 @@ object_store = {{ {object_store} }};
             raise RuntimeError(f"token create: {st} {js}")
         return js["token"]
 
+    def allow_edge(self, edge_id, project="demo"):
+        """Register an edge to a project (the hub refuses its batches and
+        config for projects it is not registered to)."""
+        st, js = self.request("POST", f"/v1/admin/edges/{edge_id}/projects", json.dumps({"project": project}),
+                              token=self.admin_token)
+        if st not in (200, 201):
+            raise RuntimeError(f"edge allow: {st} {js}")
+        return js
+
     def upload(self, data, token, service, **params):
         q = {"service": service}
         q.update(params)

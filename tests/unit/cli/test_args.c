@@ -173,6 +173,37 @@ static void test_token_create(void **state)
 	assert_string_equal(a.role, "upload");
 }
 
+/* admin token list/revoke, admin edge allow/disallow/list; the global
+ * parser consumes --edge, so the edge id arrives as edge_default */
+static void test_admin(void **state)
+{
+	cli_admin_args a;
+	char err[CLI_ERR_MAX];
+	int argc = 8;
+	char *argv[] = {"wtctl", "admin", "edge", "allow", "--edge", "e1", "--project", "demo", NULL};
+	cli_global g;
+
+	(void)state;
+	assert_int_equal(cli_parse_global(&argc, argv, &g, NULL, err, sizeof(err)), 0);
+	assert_string_equal(g.edge_arg, "e1");
+	assert_int_equal(cli_parse_admin("edge allow", g.edge_arg, argc - 4, argv + 4, &a, err, sizeof(err)), 0);
+	assert_string_equal(a.edge, "e1");
+	assert_string_equal(a.project, "demo");
+	assert_int_equal(cli_parse_admin("edge disallow", NULL, 2, ARGV("--project", "demo"), &a, err, sizeof(err)),
+			 CLI_EXIT_USAGE);
+	assert_non_null(strstr(err, "--edge"));
+	assert_int_equal(cli_parse_admin("edge list", NULL, 0, ARGV(NULL), &a, err, sizeof(err)), 0);
+	assert_int_equal(cli_parse_admin("token revoke", NULL, 3, ARGV("--project", "demo", "abc123"), &a, err,
+					 sizeof(err)),
+			 0);
+	assert_string_equal(a.id, "abc123");
+	assert_int_equal(cli_parse_admin("token revoke", NULL, 2, ARGV("--project", "demo"), &a, err, sizeof(err)),
+			 CLI_EXIT_USAGE);
+	assert_int_equal(cli_parse_admin("token list", NULL, 1, ARGV("x"), &a, err, sizeof(err)), CLI_EXIT_USAGE);
+	assert_int_equal(cli_parse_admin("token list", NULL, 2, ARGV("--project=p", "--edge=e"), &a, err, sizeof(err)),
+			 CLI_EXIT_USAGE);
+}
+
 static void test_summary_convert(void **state)
 {
 	cli_summary_args s;
@@ -265,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_upload_errors),
 		cmocka_unit_test(test_project_create),
 		cmocka_unit_test(test_token_create),
+		cmocka_unit_test(test_admin),
 		cmocka_unit_test(test_summary_convert),
 		cmocka_unit_test(test_query),
 		cmocka_unit_test(test_config_set),

@@ -1,0 +1,38 @@
+/*
+ * failpoint.c — WT_FAILPOINT_WAIT (see failpoint.h).
+ */
+#include "failpoint.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+void hub_failpoint_wait(const char *name)
+{
+	const char *fp = getenv("WT_FAILPOINT_WAIT"), *colon;
+	char path[PATH_MAX];
+	size_t nl = strlen(name);
+	int fd, i;
+
+	if (!fp || !(colon = strchr(fp, ':')) || (size_t)(colon - fp) != nl || strncmp(fp, name, nl))
+		return;
+	snprintf(path, sizeof(path), "%s/armed", colon + 1);
+	if (unlink(path))
+		return; /* not armed: pass */
+	snprintf(path, sizeof(path), "%s/reached", colon + 1);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0)
+		close(fd);
+	wt_warn("msg=\"failpoint reached; waiting for release\" failpoint=%s", name);
+	snprintf(path, sizeof(path), "%s/release", colon + 1);
+	for (i = 0; i < HUB_FAILPOINT_MAX_WAIT_S * 100 && access(path, F_OK); i++) {
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	wt_warn("msg=\"failpoint released\" failpoint=%s", name);
+}

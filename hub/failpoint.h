@@ -1,0 +1,18 @@
+/*
+ * failpoint.h — test hooks that hold a request at a named point so an
+ * integration test can force an interleaving (e.g. an upload paused
+ * between its object-store put and its index row while a deletion runs).
+ *
+ * WT_FAILPOINT_WAIT=<name>:<dir> arms point <name>: when the code reaches
+ * it and <dir>/armed exists, the hub removes <dir>/armed (one shot),
+ * creates <dir>/reached, and waits until <dir>/release exists (at most
+ * HUB_FAILPOINT_MAX_WAIT_S). Unset (production) it costs one getenv.
+ */
+#ifndef HUB_FAILPOINT_H
+#define HUB_FAILPOINT_H
+
+#define HUB_FAILPOINT_MAX_WAIT_S 120
+
+void hub_failpoint_wait(const char *name);
+
+#endif
