@@ -213,6 +213,7 @@ class ReplicatedRules(unittest.TestCase):
         hub = Hub(self, ch, pki=pki).start()
         st, js = hub.create_project("demo")
         self.assertEqual(st, 201, js)
+        hub.allow_edge("edge1")  # edges write only into projects they are registered to
         rd = hub.create_token("demo", "read")
         st, js = hub.request("PUT", "/v1/projects/demo/recording-rules", json.dumps(RULES), token=hub.admin_token)
         self.assertEqual(st, 200, js)
