@@ -40,3 +40,31 @@ def fields(b):
             raise ValueError("wire type %d" % wt)
         out.append((num, wt, v))
     return out
+
+
+# ---- encoding (tests that build messages by hand, e.g. replication batches) ----
+
+def enc_varint(v):
+    out = bytearray()
+    while True:
+        c = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(c | 0x80)
+        else:
+            out.append(c)
+            return bytes(out)
+
+
+def f_varint(num, v):
+    """A VARINT field (negative int64 as its two's complement)."""
+    if v < 0:
+        v += 1 << 64
+    return enc_varint(num << 3) + enc_varint(v)
+
+
+def f_bytes(num, b):
+    """A LEN field (bytes, str as UTF-8, or an encoded message)."""
+    if isinstance(b, str):
+        b = b.encode()
+    return enc_varint(num << 3 | 2) + enc_varint(len(b)) + b
