@@ -527,7 +527,6 @@ static void putter_free(putter *p)
 	pthread_cond_destroy(&p->cv);
 }
 
-/* ---- rows ---------------------------------------------------------------------- */
 /* ---- rollup pieces ---------------------------------------------------------- */
 typedef struct rpiece {
 	uint16_t day;

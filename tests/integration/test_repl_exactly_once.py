@@ -113,11 +113,12 @@ class ExactlyOnceTest(unittest.TestCase):
                        check=True, capture_output=True)
         return os.path.join(self.pki, edge_id + ".crt"), os.path.join(self.pki, edge_id + ".key")
 
-    def post(self, cert, body, timeout=120):
-        """POST /v1/replicate as the edge of `cert`: (status, json, Retry-After)."""
+    def post(self, cert, body, timeout=120, port=None):
+        """POST /v1/replicate as the edge of `cert` (to self.hub unless
+        port says otherwise): (status, json, Retry-After)."""
         ctx = ssl.create_default_context(cafile=os.path.join(self.pki, "ca.crt"))
         ctx.load_cert_chain(*cert)
-        c = http.client.HTTPSConnection("127.0.0.1", self.hub.repl_port, context=ctx, timeout=timeout)
+        c = http.client.HTTPSConnection("127.0.0.1", port or self.hub.repl_port, context=ctx, timeout=timeout)
         try:
             c.request("POST", "/v1/replicate", body=body,
                       headers={"Content-Type": "application/x-wt-repl-batch", "Content-Encoding": "identity"})
@@ -182,6 +183,38 @@ class ExactlyOnceTest(unittest.TestCase):
                 self.assertEqual((again["applied"], again["duplicates"]), (0, 1), again)
         self.assertEqual(self.sums("overlap"), (total, 100000, total))
         self.assertEqual(self.applied_rows("edge-ov"), 1)
+
+    def test_overlapping_applies_on_two_hubs_store_one_copy(self):
+        """The same, with the two POSTs going to two hubs that share the
+        ClickHouse database (an edge failing over while the first hub is
+        still applying): the claim lives in ClickHouse, not in a hub."""
+        self.start_hub()
+        hub2 = Hub(self, self.ch, database=self.db, pki=self.pki)
+        hub2.start()
+        cert = self.cert("edge-2h")
+        data, total, leaves = folded("th", 30000)
+        body = batch_msg("edge-2h", [upload_msg(1, "demo", "two-hubs", data, leaves, time.time_ns())], 1, 1)
+        barrier = threading.Barrier(2)
+        answers = []
+
+        def one(port):
+            barrier.wait()
+            answers.append(self.post(cert, body, port=port))
+        ts = [threading.Thread(target=one, args=(p,)) for p in (self.hub.repl_port, hub2.repl_port)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        applied = sum(js.get("applied", 0) for st, js, _ in answers if st == 200)
+        self.assertEqual(applied, 1, f"both hubs answered applied: {answers}")
+        for st, js, ra in answers:
+            if st != 200:
+                self.assertEqual(st, 503, js)
+                self.assertIsNotNone(ra)
+                again = self.post_until_applied(cert, body)
+                self.assertEqual((again["applied"], again["duplicates"]), (0, 1), again)
+        self.assertEqual(self.sums("two-hubs"), (total, 30000, total))
+        self.assertEqual(self.applied_rows("edge-2h"), 1)
 
     # ---- 2. kill at every block of a multi-block insert -----------------------------
     def test_kill_at_every_block_of_a_multi_block_insert(self):
