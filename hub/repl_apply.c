@@ -1049,6 +1049,7 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	 * (recovery reads what is stored), else after decoding, which the wait
 	 * then overlaps. */
 	t0 = hub_now_ns();
+	hub_repl_claim_flush(ch);
 	if ((rc = hub_repl_claim_insert(ch, &claim, b->edge_id, inc, b->uploads[0]->seq,
 					b->uploads[b->n_uploads - 1]->seq, ctx->cfg.repl_claim_ttl_s,
 					ctx->cfg.repl_claim_settle_ms, hub_config_insert_budget_ms(&ctx->cfg), err)) ||

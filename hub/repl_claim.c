@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,15 +171,61 @@ int hub_repl_claim_keep(hub_ch *ch, hub_repl_claim *c, wt_err *err)
 	return 0;
 }
 
+/* Claims whose release failed (ClickHouse unreachable at the end of the
+ * apply): released again before the next apply on this hub, so a
+ * ClickHouse outage does not leave the edge's seqs blocked for a lease. */
+#define PENDING_MAX 64
+static hub_repl_claim pending[PENDING_MAX];
+static size_t npending;
+static pthread_mutex_t pending_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int release_row(hub_ch *ch, hub_repl_claim *c, wt_err *err)
+{
+	int64_t now = hub_now_ns(), v = now > c->version ? now : c->version + 1;
+	int rc = claim_row(ch, c, 0, v, err);
+
+	if (!rc)
+		c->version = v;
+	return rc;
+}
+
 void hub_repl_claim_release(hub_ch *ch, hub_repl_claim *c)
 {
 	wt_err err = {0, ""};
-	int64_t now = hub_now_ns(), v = now > c->version ? now : c->version + 1;
 
 	if (!c->inserted)
 		return;
 	c->inserted = 0;
-	if (claim_row(ch, c, 0, v, &err))
-		wt_warn("msg=\"replication claim not released (it expires by itself)\" edge=%s seqs=%" PRIu64 "..%" PRIu64
-			" error=\"%s\"", c->edge, c->lo, c->hi, err.msg);
+	if (!release_row(ch, c, &err))
+		return;
+	pthread_mutex_lock(&pending_mu);
+	if (npending < PENDING_MAX)
+		pending[npending++] = *c;
+	pthread_mutex_unlock(&pending_mu);
+	wt_warn("msg=\"replication claim not released; retried before the next apply (else it expires by itself)\""
+		" edge=%s seqs=%" PRIu64 "..%" PRIu64 " error=\"%s\"", c->edge, c->lo, c->hi, err.msg);
+}
+
+void hub_repl_claim_flush(hub_ch *ch)
+{
+	hub_repl_claim c;
+	wt_err err = {0, ""};
+
+	for (;;) {
+		pthread_mutex_lock(&pending_mu);
+		if (!npending) {
+			pthread_mutex_unlock(&pending_mu);
+			return;
+		}
+		c = pending[--npending];
+		pthread_mutex_unlock(&pending_mu);
+		if (release_row(ch, &c, &err)) {
+			pthread_mutex_lock(&pending_mu);
+			if (npending < PENDING_MAX)
+				pending[npending++] = c;
+			pthread_mutex_unlock(&pending_mu);
+			return; /* still unreachable: next time */
+		}
+		wt_info("msg=\"replication claim released late\" edge=%s seqs=%" PRIu64 "..%" PRIu64, c.edge, c.lo, c.hi);
+	}
 }

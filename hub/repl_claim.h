@@ -54,8 +54,13 @@ int hub_repl_claim_decide(hub_ch *ch, hub_repl_claim *c, wt_err *err);
  * timeout) before the lease others see runs out. */
 int hub_repl_claim_keep(hub_ch *ch, hub_repl_claim *c, wt_err *err);
 
-/* Mark the claim released (no-op when not inserted). Never fails: an
- * unreleased claim expires after its lease. */
+/* Mark the claim released (no-op when not inserted). Never fails: a
+ * release that cannot be written is kept and retried by
+ * hub_repl_claim_flush(); at worst the claim expires after its lease. */
 void hub_repl_claim_release(hub_ch *ch, hub_repl_claim *c);
+
+/* Retry the releases that failed in this process (call before an apply;
+ * no query when there are none). */
+void hub_repl_claim_flush(hub_ch *ch);
 
 #endif
