@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -99,12 +100,22 @@ object_store = {{ {object_store} }};
                 raise RuntimeError(f"wt-hub exited with {self.proc.returncode}: {self.read_log()[-2000:]}")
             try:
                 st, _ = self.request("GET", "/healthz")
-                if st == 200 or (st == 503 and not wait_ready):
+                if (st == 200 or (st == 503 and not wait_ready)) and self._repl_listening():
                     return self
             except OSError:
                 pass
             time.sleep(0.05)
         raise RuntimeError("wt-hub did not become ready: " + self.read_log()[-2000:])
+
+    def _repl_listening(self):
+        """The replication listener starts after the API one: accepting?"""
+        if not self.repl_port:
+            return True
+        try:
+            socket.create_connection(("127.0.0.1", self.repl_port), timeout=1).close()
+            return True
+        except OSError:
+            return False
 
     def stop(self):
         if self.proc and self.proc.poll() is not None and self.proc.returncode != 0:
