@@ -120,7 +120,7 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	    (rc = get_size(&cf, "clickhouse.insert_batch_rows", 200000, 1, 100000000,
 			   &c->ch_insert_batch_rows, err)) ||
 	    (rc = get_int(&cf, "replication.claim_ttl_s", 0, 0, 86400, &c->repl_claim_ttl_s, err)) ||
-	    (rc = get_int(&cf, "replication.claim_settle_ms", 500, 10, 60000, &c->repl_claim_settle_ms, err)) ||
+	    (rc = get_int(&cf, "replication.claim_settle_ms", 200, 10, 60000, &c->repl_claim_settle_ms, err)) ||
 	    (rc = get_int(&cf, "object_store.s3.timeout_ms", 30000, 100, 3600000, &c->s3_timeout_ms, err)) ||
 	    (rc = get_size(&cf, "symbols.max_file_bytes", 256ll << 20, 4096, 16ll << 30,
 			   &c->sym_max_file_bytes, err)) ||

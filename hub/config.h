@@ -66,7 +66,7 @@ typedef struct hub_config {
 	 * the batch is applied; must exceed twice the longest INSERT plus the
 	 * settle time; 0 (default) = that plus 10 s. Wait between writing a
 	 * claim and deciding who holds it: must exceed a claim insert's
-	 * latency plus twice the clock skew between hubs; 500 */
+	 * latency plus twice the clock skew between hubs; 200 */
 	int repl_claim_ttl_s;
 	int repl_claim_settle_ms;
 } hub_config;
