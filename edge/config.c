@@ -42,6 +42,7 @@ void edge_config_defaults(edge_config *c)
 	c->repl_backoff_max_ms = 30000;
 	c->repl_interval_ms = 500;
 	c->repl_zstd_level = 3;
+	c->repl_timeout_s = 300;
 	c->config_wait_s = 25;
 	c->config_poll_ms = 1000;
 	c->ebpf.enabled = 0;
@@ -419,6 +420,10 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 	if ((rc = get_int(rp, "zstd_level", 1, 19, &v, path, err)))
 		goto out;
 	c->repl_zstd_level = (int)v;
+	v = c->repl_timeout_s;
+	if ((rc = get_int(rp, "timeout_s", 5, 86400, &v, path, err)))
+		goto out;
+	c->repl_timeout_s = (int)v;
 
 	if ((rc = load_ebpf(&c->ebpf, config_lookup(&cf, "ebpf"), path, err)))
 		goto out;

@@ -90,6 +90,7 @@ typedef struct edge_config {
 	int repl_backoff_max_ms;
 	int repl_interval_ms;
 	int repl_zstd_level;
+	int repl_timeout_s; /* whole request: longer than the hub's apply of a full batch */
 
 	/* hub = { config_wait_s; config_poll_ms; } remote config (config_client.c) */
 	int config_wait_s;       /* long-poll seconds; 25; 0 = plain polling */

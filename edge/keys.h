@@ -12,6 +12,8 @@
  *              "types/" proj\0svc\0type → unit
  *              "repl/raw_cursor" → BE64 highest seq the hub acknowledged
  *              "repl/ledger/" BE64(seq) → LE64 unix ns when seqs ≤ seq were acked
+ *              "incarnation" → 32 hex chars, random, written when the data dir
+ *                              is created (absent: a data dir from before)
  *   config     "local" → text of the config file last loaded
  * Big-endian numbers keep RocksDB's bytewise order equal to numeric order.
  *
@@ -30,6 +32,7 @@
 #define EDGE_META_TYPES "types/"
 #define EDGE_META_REPL_CURSOR "repl/raw_cursor"
 #define EDGE_META_REPL_LEDGER "repl/ledger/"
+#define EDGE_META_INCARNATION "incarnation"
 
 void edge_be64_put(uint8_t *p, uint64_t v);
 uint64_t edge_be64_get(const uint8_t *p);

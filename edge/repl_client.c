@@ -48,10 +48,13 @@ static uint32_t le32(const uint8_t *p)
 
 typedef struct up {
 	Watchtower__Repl__Upload m;
+	Watchtower__Repl__UploadHeader h;
+	Watchtower__Repl__Label *labels;
+	Watchtower__Repl__Label **labelp;
 	Watchtower__Repl__RollupRow *rows;
 	Watchtower__Repl__RollupRow **rowp;
 	json_t *log;   /* decoded rolluplog; row strings point into it */
-	char *hdr;     /* header JSON (copied from the raw record, or synthesised) */
+	json_t *hdr;   /* the raw record's JSON header; h's strings point into it */
 	uint8_t *orig; /* decompressed original */
 	size_t est;    /* estimated serialised size */
 } up;
@@ -59,11 +62,80 @@ typedef struct up {
 static void up_free(up *u)
 {
 	json_decref(u->log);
+	json_decref(u->hdr);
+	free(u->labels);
+	free(u->labelp);
 	free(u->rows);
 	free(u->rowp);
-	free(u->hdr);
 	free(u->orig);
 	memset(u, 0, sizeof(*u));
+}
+
+static char *hstr(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_string(v) ? (char *)json_string_value(v) : (char *)"";
+}
+
+static int64_t hint64(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+}
+
+/* Fill the typed header u->h from a JSON header (the raw record's, as
+ * edge/ingest.c writes it, or the one made from the rolluplog) and attach
+ * it to the upload. Strings point into hdr, which u then owns. */
+static int header_from_json(up *u, json_t *hdr, wt_err *err)
+{
+	json_t *labels = json_object_get(hdr, "labels"), *v;
+	const char *k;
+	size_t n = json_is_object(labels) ? json_object_size(labels) : 0, i = 0;
+
+	json_decref(u->hdr);
+	free(u->labels);
+	free(u->labelp);
+	u->hdr = hdr;
+	u->labels = calloc(n ? n : 1, sizeof(*u->labels));
+	u->labelp = calloc(n ? n : 1, sizeof(*u->labelp));
+	if (!u->labels || !u->labelp)
+		return wt_err_set(err, WT_ENOMEM, "replication: out of memory for %zu labels", n);
+	watchtower__repl__upload_header__init(&u->h);
+	u->h.project = hstr(hdr, "project");
+	u->h.service = hstr(hdr, "service");
+	u->h.format = hstr(hdr, "format");
+	u->h.type = hstr(hdr, "type");
+	u->h.hint = hstr(hdr, "hint");
+	u->h.units = hstr(hdr, "units");
+	u->h.sample_rate = hint64(hdr, "sample_rate");
+	u->h.from_ns = hint64(hdr, "from_ns");
+	u->h.until_ns = hint64(hdr, "until_ns");
+	u->h.otlp_service = hstr(hdr, "otlp_service");
+	u->h.raw_dropped = json_is_true(json_object_get(hdr, "raw_dropped"));
+	u->h.endpoint = hstr(hdr, "endpoint");
+	u->h.requested_format = hstr(hdr, "requested_format");
+	u->h.spy_name = hstr(hdr, "spy_name");
+	u->h.aggregation = hstr(hdr, "aggregation");
+	k = hstr(hdr, "sample_type_config");
+	u->h.sample_type_config.data = (uint8_t *)k;
+	u->h.sample_type_config.len = strlen(k);
+	if (n) {
+		json_object_foreach(labels, k, v) {
+			if (!json_is_string(v) || i == n)
+				continue;
+			watchtower__repl__label__init(&u->labels[i]);
+			u->labels[i].key = (char *)k;
+			u->labels[i].value = (char *)json_string_value(v);
+			u->labelp[i] = &u->labels[i];
+			u->est += strlen(k) + strlen(u->labels[i].value) + 8;
+			i++;
+		}
+	}
+	u->h.n_labels = i;
+	u->h.labels = u->labelp;
+	/* u->m.header is set when the batch is packed: ups[] may still move */
+	u->est += strlen(u->h.project) + strlen(u->h.service) + 64;
+	return 0;
 }
 
 /* rolluplog value: LE64 received_ns, zstd(JSON {project, service,
@@ -156,21 +228,25 @@ static int decode_raw(up *u, uint64_t seq, const uint8_t *v, size_t vl, wt_err *
 			 (unsigned long long)seq, zerr.msg);
 		return 0;
 	}
-	u->hdr = malloc(hl + 1);
-	if (!u->hdr) {
-		*oom = 1;
-		wt_err_set(err, WT_ENOMEM, "replication: out of memory");
+	json_error_t je;
+	json_t *h = json_loadb((const char *)v + RAW_HDR, hl, 0, &je);
+	if (!json_is_object(h)) {
+		json_decref(h);
+		free(u->orig);
+		u->orig = NULL;
+		wt_error("replication: raw record of seq %llu has an unreadable header (line %d: %s); sending its "
+			 "rollup only", (unsigned long long)seq, je.line, je.text);
 		return 0;
 	}
-	memcpy(u->hdr, v + RAW_HDR, hl);
-	u->hdr[hl] = '\0';
-	u->m.header_json.data = (uint8_t *)u->hdr;
-	u->m.header_json.len = hl;
+	if (header_from_json(u, h, err)) {
+		*oom = 1;
+		return 0;
+	}
 	u->m.original.data = u->orig;
 	u->m.original.len = ol;
 	if (!u->m.received_ns)
 		u->m.received_ns = edge_le64_get(v + 4);
-	u->est += hl + ol;
+	u->est += ol;
 	return 1;
 }
 
@@ -196,19 +272,11 @@ static int synth_header(up *u, const char *edge_id, wt_err *err)
 	json_object_set_new(h, "received_ns", json_integer((json_int_t)u->m.received_ns));
 	json_object_set_new(h, "edge", json_string(edge_id));
 	json_object_set_new(h, "raw_dropped", json_true());
-	free(u->hdr);
-	u->hdr = json_dumps(h, JSON_COMPACT);
-	json_decref(h);
-	if (!u->hdr)
-		return wt_err_set(err, WT_ENOMEM, "replication: out of memory");
-	u->m.header_json.data = (uint8_t *)u->hdr;
-	u->m.header_json.len = strlen(u->hdr);
 	free(u->orig);
 	u->orig = NULL;
 	u->m.original.data = NULL;
 	u->m.original.len = 0;
-	u->est += u->m.header_json.len;
-	return 0;
+	return header_from_json(u, h, err);
 }
 
 static int iter_error(rocksdb_iterator_t *it, const char *what, wt_err *err)
@@ -328,10 +396,13 @@ int edge_repl_batch_build(edge_store *s, const char *edge_id, uint64_t after, si
 		if (!pp) {
 			rc = wt_err_set(err, WT_ENOMEM, "replication: out of memory");
 		} else {
-			for (size_t i = 0; i < n; i++)
+			for (size_t i = 0; i < n; i++) {
 				pp[i] = &ups[i].m;
+				ups[i].m.header = ups[i].hdr ? &ups[i].h : NULL;
+			}
 			watchtower__repl__batch__init(&m);
 			m.edge_id = (char *)edge_id;
+			m.incarnation = (char *)edge_store_incarnation(s);
 			m.first_seq = b->first_seq;
 			m.last_seq = b->last_seq;
 			m.n_uploads = n;
@@ -392,8 +463,16 @@ int edge_repl_ack_parse(const uint8_t *body, size_t len, edge_repl_ack *ack, wt_
 	}
 	if (!(rc = get_count(o, "last_seq", 1, &ack->last_seq, err)) &&
 	    !(rc = get_count(o, "applied", 0, &ack->applied, err)) &&
-	    !(rc = get_count(o, "duplicates", 0, &ack->duplicates, err)))
-		rc = get_count(o, "rejected", 0, &ack->rejected, err);
+	    !(rc = get_count(o, "duplicates", 0, &ack->duplicates, err)) &&
+	    !(rc = get_count(o, "rejected", 0, &ack->rejected, err)) &&
+	    !(rc = get_count(o, "other_last_seq", 0, &ack->other_last_seq, err))) {
+		json_t *oi = json_object_get(o, "other_incarnation");
+		if (oi && !json_is_string(oi))
+			rc = wt_err_set(err, WT_EINVAL, "hub answer: \"other_incarnation\" is not a string");
+		else if (oi)
+			snprintf(ack->other_incarnation, sizeof(ack->other_incarnation), "%s", json_string_value(oi));
+		ack->other_known = oi != NULL;
+	}
 	json_decref(o);
 	return rc;
 }
@@ -491,7 +570,8 @@ struct edge_repl {
 
 	/* metrics */
 	_Atomic uint64_t batches, uploads, bytes_sent, bytes_uncompressed, raw_missing;
-	_Atomic uint64_t applied, duplicates, rejected, retries, failovers;
+	_Atomic uint64_t applied, duplicates, rejected, retries, failovers, other_incarnation, busy;
+	int64_t busy_ms; /* thread state: wait asked by the last SEND_BUSY */
 	_Atomic uint64_t errors[R_COUNT];
 	_Atomic int64_t last_success_ns;
 	_Atomic int failing;
@@ -590,7 +670,21 @@ static void note_success(edge_repl *r)
 
 /* SEND_FAILOVER: the hub could not be reached or answered 5xx/timeout;
  * another hub of the list may take the batch at once. */
-enum { SEND_OK, SEND_RETRY, SEND_RETRY_CAP, SEND_FAILOVER };
+enum { SEND_OK, SEND_RETRY, SEND_RETRY_CAP, SEND_FAILOVER, SEND_BUSY };
+
+/* "retry_after_s" of a 409/503 JSON answer (the hub's Retry-After), in ms;
+ * 0 when absent. Capped at 10 minutes. */
+static int64_t retry_after_ms(const wt_buf *resp)
+{
+	json_t *o = json_loadb((const char *)resp->data, resp->len, 0, NULL);
+	json_t *v = o ? json_object_get(o, "retry_after_s") : NULL;
+	int64_t ms = 0;
+
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		ms = json_integer_value(v) > 600 ? 600000 : (int64_t)json_integer_value(v) * 1000;
+	json_decref(o);
+	return ms;
+}
 
 /* The start of an answer body, fit for one log line. */
 static void snippet(char *dst, size_t n, const wt_buf *resp)
@@ -628,6 +722,15 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 		goto done;
 	}
 	snippet(body, sizeof(body), &resp);
+	if ((status == 503 || status == 409) && (r->busy_ms = retry_after_ms(&resp)) > 0) {
+		/* the batch is being applied right now (by this hub or another
+		 * sharing the ledger): ask again when the hub says */
+		atomic_fetch_add(&r->busy, 1);
+		wt_info("replication: the hub is applying batch seq %llu..%llu already; asking again in %lld ms (%s)",
+			(unsigned long long)b->first_seq, (unsigned long long)b->last_seq, (long long)r->busy_ms, body);
+		out = SEND_BUSY;
+		goto done;
+	}
 	if (status != 200) {
 		snprintf(what, sizeof(what), "POST %s answered %ld: %s", url, status, body);
 		if (status >= 400 && status < 500 && status != 408 && status != 429) {
@@ -667,13 +770,17 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 		goto done;
 	}
 	uint64_t to = ack.last_seq;
-	if (to > b->last_seq) {
-		/* The hub has seqs this edge never sent in this batch: its buffer
-		 * was probably wiped while the hub remembers the old edge. */
-		wt_error("replication: the hub acknowledged last_seq=%llu beyond this batch (..%llu); was this edge's "
-			 "data_dir reset? Uploads with seqs the hub already has are counted as duplicates there",
-			 (unsigned long long)to, (unsigned long long)b->last_seq);
-		to = b->last_seq;
+	if (to > b->last_seq)
+		to = b->last_seq; /* never beyond what this batch carried */
+	if (ack.other_known) {
+		/* The hub last saw this edge id under another data dir: this one
+		 * was wiped or recreated (its seqs start over and are applied as
+		 * new), or two edges share one certificate. */
+		atomic_fetch_add(&r->other_incarnation, 1);
+		wt_warn("replication: the hub knows this edge under incarnation \"%s\" (last seq %llu); this data dir is "
+			"incarnation \"%s\": its uploads are applied as new. Expected once after a data_dir was reset; "
+			"repeated, two edges share the id %s", ack.other_incarnation, (unsigned long long)ack.other_last_seq,
+			edge_store_incarnation(r->store), r->cfg->id);
 	}
 	if (edge_repl_cursor_save(r->store, to, now_ns(), &err)) {
 		/* the hub has it: a restart will resend, the hub skips duplicates */
@@ -861,6 +968,11 @@ static void *repl_main(void *arg)
 		}
 		if (stopping(r))
 			break;
+		if (out == SEND_BUSY) {
+			/* not a failure: another hub would answer the same */
+			nap(r, r->busy_ms, 0);
+			continue;
+		}
 		if (out == SEND_FAILOVER && r->nurls > 1) {
 			/* next hub at once; back off only after a whole round failed.
 			 * A batch the failed hub may have applied is safe to resend:
@@ -966,6 +1078,7 @@ int edge_repl_start(const edge_config *cfg, edge_store *store, edge_repl **out, 
 	tc.ca_file = cfg->hub_ca;
 	tc.cert_file = cfg->hub_cert;
 	tc.key_file = cfg->hub_key;
+	tc.timeout_ms = (long)cfg->repl_timeout_s * 1000;
 	tc.cancel = cancel_cb;
 	tc.cancel_arg = r;
 	if ((rc = wt_tls_client_new(&tc, &r->tls, err))) {
@@ -1075,6 +1188,12 @@ void edge_repl_metrics(edge_repl *r, edge_store *store, const edge_store_stats *
 	COUNTER(b, "wt_edge_repl_hub_rejected_total", "Uploads the hub reported rejected.",
 		r ? atomic_load(&r->rejected) : 0);
 	COUNTER(b, "wt_edge_repl_retries_total", "Failed attempts followed by a backoff.", r ? atomic_load(&r->retries) : 0);
+	COUNTER(b, "wt_edge_repl_other_incarnation_total",
+		"Acknowledgements saying the hub last knew this edge id under another incarnation (data dir reset, "
+		"or two edges with one id).", r ? atomic_load(&r->other_incarnation) : 0);
+	COUNTER(b, "wt_edge_repl_hub_busy_total",
+		"Batches the hub deferred because it was applying them already (retried after Retry-After).",
+		r ? atomic_load(&r->busy) : 0);
 	COUNTER(b, "wt_edge_repl_failovers_total", "Switches to the next hub of hub.urls after a failure.",
 		r ? atomic_load(&r->failovers) : 0);
 	wt_buf_puts(b, "# HELP wt_edge_repl_errors_total Failed replication attempts by reason.\n"

@@ -58,6 +58,10 @@ void edge_repl_batch_free(edge_repl_batch *b);
 typedef struct edge_repl_ack {
 	uint64_t last_seq;
 	uint64_t applied, duplicates, rejected;
+	/* the hub last knew this edge id under another incarnation */
+	int other_known;
+	char other_incarnation[72];
+	uint64_t other_last_seq;
 } edge_repl_ack;
 int edge_repl_ack_parse(const uint8_t *body, size_t len, edge_repl_ack *ack, wt_err *err);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -46,6 +47,7 @@ struct edge_store {
 	pthread_t retention;
 	pthread_mutex_t retention_run_mu; /* one retention run at a time */
 
+	char incarnation[72]; /* hex; "" = pre-incarnation data dir */
 	uint64_t seq; /* last assigned, committer-only after open */
 	_Atomic uint64_t last_seq;
 	_Atomic uint64_t raw_dropped, raw_dropped_bytes, raw_expired;
@@ -401,6 +403,65 @@ static uint64_t get_be64_meta(edge_store *s, const char *key)
 	return r;
 }
 
+/* Read or create the incarnation (keys.h). A data dir with uploads but no
+ * incarnation predates them: it keeps replicating as "" so the hub's ledger
+ * of its seqs still applies; an empty one gets a fresh id. */
+static int incarnation_init(edge_store *s, wt_err *err)
+{
+	char *e = NULL;
+	size_t vl = 0, i;
+	char *v = rocksdb_get_cf(s->db, s->ropts, s->cf[EDGE_CF_META], EDGE_META_INCARNATION,
+				 strlen(EDGE_META_INCARNATION), &vl, &e);
+	uint8_t rnd[16];
+	int rc = 0;
+
+	if (e) {
+		rc = wt_err_set(err, WT_EIO, "reading the incarnation in %s: %s", s->cfg->data_dir, e);
+		goto out;
+	}
+	if (v) {
+		if (vl >= sizeof(s->incarnation)) {
+			rc = wt_err_set(err, WT_EIO, "incarnation in %s is %zu bytes (corrupt)", s->cfg->data_dir, vl);
+			goto out;
+		}
+		memcpy(s->incarnation, v, vl);
+		s->incarnation[vl] = '\0';
+		goto out;
+	}
+	if (s->seq) {
+		wt_info("msg=\"data dir holds uploads from before incarnations; replicating them under the legacy"
+			" (empty) incarnation\" data_dir=%s last_seq=%llu", s->cfg->data_dir, (unsigned long long)s->seq);
+		goto out;
+	}
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		rc = wt_err_set(err, WT_EIO, "getrandom for the incarnation failed: %s", strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < sizeof(rnd); i++)
+		snprintf(s->incarnation + 2 * i, 3, "%02x", rnd[i]);
+	{
+		rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+		rocksdb_writeoptions_set_sync(wo, 1);
+		rocksdb_put_cf(s->db, wo, s->cf[EDGE_CF_META], EDGE_META_INCARNATION, strlen(EDGE_META_INCARNATION),
+			       s->incarnation, strlen(s->incarnation), &e);
+		rocksdb_writeoptions_destroy(wo);
+	}
+	if (e)
+		rc = wt_err_set(err, WT_EIO, "writing the incarnation in %s: %s", s->cfg->data_dir, e);
+	else
+		wt_info("msg=\"new data dir: new incarnation\" data_dir=%s incarnation=%s", s->cfg->data_dir,
+			s->incarnation);
+out:
+	free(e);
+	free(v);
+	return rc;
+}
+
+const char *edge_store_incarnation(const edge_store *s)
+{
+	return s->incarnation;
+}
+
 void edge_store_stats_get(edge_store *s, edge_store_stats *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -662,6 +723,8 @@ int edge_store_open(const edge_config *cfg, const char *config_text, edge_store 
 	s->ropts = rocksdb_readoptions_create();
 	s->seq = get_be64_meta(s, EDGE_META_SEQ);
 	atomic_store(&s->last_seq, s->seq);
+	if ((rc = incarnation_init(s, err)))
+		goto fail;
 	if (config_text) {
 		rocksdb_put_cf(s->db, s->wopts, s->cf[EDGE_CF_CONFIG], "local", 5, config_text, strlen(config_text), &e);
 		free(e);
@@ -680,8 +743,8 @@ int edge_store_open(const edge_config *cfg, const char *config_text, edge_store 
 		rc = wt_err_set(err, WT_ENOMEM, "cannot start the retention thread");
 		goto fail;
 	}
-	wt_info("store opened data_dir=%s last_seq=%llu sync=%d rollup_mode=%s", cfg->data_dir,
-		(unsigned long long)s->seq, cfg->sync, cfg->rollup_mode == EDGE_ROLLUP_RMW ? "rmw" : "merge");
+	wt_info("store opened data_dir=%s last_seq=%llu incarnation=%s sync=%d rollup_mode=%s", cfg->data_dir,
+		(unsigned long long)s->seq, *s->incarnation ? s->incarnation : "(legacy)", cfg->sync, cfg->rollup_mode == EDGE_ROLLUP_RMW ? "rmw" : "merge");
 	*out = s;
 	return 0;
 fail:

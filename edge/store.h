@@ -80,6 +80,12 @@ void edge_store_submit(edge_store *s, edge_commit *c);
  * fn is not running and will not be called again. One hook at a time. */
 void edge_store_on_commit(edge_store *s, void (*fn)(void *arg), void *arg);
 
+/* The data dir's incarnation: 32 random hex chars created with it (seqs
+ * restart at 1 in a new one, so the hub keys its ledger by it), or "" for a
+ * data dir that holds uploads from before incarnations existed. Owned by
+ * the store; valid until close. */
+const char *edge_store_incarnation(const edge_store *s);
+
 rocksdb_t *edge_store_db(edge_store *s);
 rocksdb_column_family_handle_t *edge_store_cf(edge_store *s, int cf);
 void edge_store_stats_get(edge_store *s, edge_store_stats *st);

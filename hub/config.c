@@ -53,6 +53,19 @@ static int get_size(const config_t *cf, const char *key, long long def, long lon
 	return 0;
 }
 
+long long hub_config_insert_budget_ms(const hub_config *c)
+{
+	/* cluster mode retries an INSERT after a transport error (block
+	 * deduplication makes that safe); one server never does */
+	int tries = c->ch_cluster && *c->ch_cluster ? c->ch_retries + 1 : 1;
+	long long backoff = 0;
+	int i;
+
+	for (i = 1; i < tries; i++)
+		backoff += (long long)c->ch_backoff_ms << (i - 1);
+	return (long long)c->ch_timeout_ms * tries + backoff;
+}
+
 int hub_config_load(const char *path, hub_config *c, wt_err *err)
 {
 	config_t cf;
@@ -110,6 +123,8 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	    (rc = get_int(&cf, "clickhouse.backoff_ms", 100, 1, 60000, &c->ch_backoff_ms, err)) ||
 	    (rc = get_size(&cf, "clickhouse.insert_batch_rows", 200000, 1, 100000000,
 			   &c->ch_insert_batch_rows, err)) ||
+	    (rc = get_int(&cf, "replication.claim_ttl_s", 0, 0, 86400, &c->repl_claim_ttl_s, err)) ||
+	    (rc = get_int(&cf, "replication.claim_settle_ms", 200, 10, 60000, &c->repl_claim_settle_ms, err)) ||
 	    (rc = get_int(&cf, "object_store.s3.timeout_ms", 30000, 100, 3600000, &c->s3_timeout_ms, err)) ||
 	    (rc = get_size(&cf, "symbols.max_file_bytes", 256ll << 20, 4096, 16ll << 30,
 			   &c->sym_max_file_bytes, err)) ||
@@ -141,6 +156,20 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 		rc = wt_err_set(err, WT_EINVAL, "config %s: object_store.backend must be \"fs\" or \"s3\", not \"%s\"",
 				path, c->os_backend);
 		goto out;
+	}
+	{
+		/* an INSERT is only started with more lease left than it can
+		 * take (repl_claim.h), and the lease is renewed at half */
+		long long need = hub_config_insert_budget_ms(c) + c->repl_claim_settle_ms;
+		if (!c->repl_claim_ttl_s) /* derived: the least that is safe, and 10 s more */
+			c->repl_claim_ttl_s = (int)(2 * need / 1000 + 11);
+		if ((long long)c->repl_claim_ttl_s * 1000 <= 2 * need) {
+			rc = wt_err_set(err, WT_EINVAL, "config %s: replication.claim_ttl_s (%d) must exceed twice the"
+					" longest INSERT (clickhouse.timeout_ms, times retries + 1 in cluster mode) plus"
+					" replication.claim_settle_ms: more than %lld s", path, c->repl_claim_ttl_s,
+					2 * need / 1000);
+			goto out;
+		}
 	}
 	if (!strcmp(c->os_backend, "s3") && (!c->s3_endpoint || !c->s3_bucket || !c->s3_access_key ||
 					     !c->s3_secret_key)) {

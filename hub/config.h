@@ -66,10 +66,21 @@ typedef struct hub_config {
 	/* replication = { listen; ca; cert; key; } (next issue; parsed, unused) */
 	char *repl_listen;
 	char *repl_ca, *repl_cert, *repl_key;
+	/* claims on a batch's seqs (repl_claim.c): lease expiry, renewed while
+	 * the batch is applied; must exceed twice the longest INSERT plus the
+	 * settle time; 0 (default) = that plus 10 s. Wait between writing a
+	 * claim and deciding who holds it: must exceed a claim insert's
+	 * latency plus twice the clock skew between hubs; 200 */
+	int repl_claim_ttl_s;
+	int repl_claim_settle_ms;
 } hub_config;
 
 /* Load path. Errors (WT_EINVAL) name the file, line and key. */
 int hub_config_load(const char *path, hub_config *c, wt_err *err);
 void hub_config_free(hub_config *c);
+
+/* The longest one ClickHouse INSERT can take, ms (timeouts, and retries in
+ * cluster mode). */
+long long hub_config_insert_budget_ms(const hub_config *c);
 
 #endif

@@ -1,9 +1,9 @@
 /*
- * daysink.h — rows grouped by UTC day, so that each day's rows of a
- * replication batch go to ClickHouse as ONE insert into ONE partition.
- * ClickHouse writes such an insert as a single part, atomically: after a
- * crash it is either wholly there or not at all, which is what makes the
- * replication recovery check (repl_apply.c) exact.
+ * daysink.h — rows grouped by UTC day (one partition each), cut into
+ * blocks of at most block_rows rows, so that each INSERT of a replication
+ * batch touches one partition and stays one ClickHouse block: written as
+ * one part, wholly or not at all, and in order. The replication recovery
+ * check (repl_apply.c) relies on both.
  *
  * Ownership: the sink owns its buffers; hub_daysink_free releases them.
  */
@@ -19,15 +19,31 @@ typedef struct hub_dayrows {
 	uint16_t day; /* days since 1970-01-01 (UTC) */
 	wt_buf rows;  /* RowBinary rows */
 	size_t nrows;
+	size_t *cuts; /* byte offsets in rows where a block ends (every block_rows rows) */
+	size_t ncuts, capcuts;
+	int oom;
 } hub_dayrows;
 
 typedef struct hub_daysink {
 	hub_dayrows *d;
 	size_t n, cap;
+	size_t block_rows; /* 0 = one block per day */
 } hub_daysink;
+
+/* Rows already stored for one day (replication recovery). */
+typedef struct hub_day_count {
+	uint16_t day;
+	size_t rows;
+} hub_day_count;
 
 /* The buffer for day (created empty on first use), or NULL on OOM. */
 hub_dayrows *hub_daysink_get(hub_daysink *s, uint16_t day);
+/* Count one row just appended to dr->rows; ends a block every block_rows
+ * rows. 0 or WT_ENOMEM. */
+int hub_dayrows_row_done(const hub_daysink *s, hub_dayrows *dr);
+/* Block b (0 ≤ b ≤ dr->ncuts) of a day: [*off, *off + *len) of dr->rows
+ * (the last one may be empty). */
+void hub_dayrows_block(const hub_dayrows *dr, size_t b, size_t *off, size_t *len);
 void hub_daysink_free(hub_daysink *s);
 
 #endif

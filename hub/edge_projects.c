@@ -161,16 +161,26 @@ static int refuse(hub_ch *ch, const char *edge_id, const char *project, const ch
 	return wt_err_set(err, WT_EFORBIDDEN, "%s", msg);
 }
 
-/* Highest seq of edge_id the ledger shows applied or rejected (0: none). */
-static int last_done_seq(hub_ch *ch, const char *edge_id, uint64_t *out, wt_err *err)
+/* Highest seq of edge_id's incarnation inc the ledger shows applied or
+ * rejected (0: none); the legacy incarnation "" also in repl_ledger_v1,
+ * written before incarnations. */
+static int last_done_seq(hub_ch *ch, const char *edge_id, const char *inc, uint64_t *out, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
 	int rc;
 
 	*out = 0;
-	wt_buf_puts(&sql, "SELECT max(seq) FROM repl_ledger_v1 WHERE edge_id = ");
+	wt_buf_puts(&sql, "SELECT max(seq) FROM (SELECT seq FROM repl_ledger_v2 WHERE edge_id = ");
 	hub_sql_quote(&sql, edge_id);
-	wt_buf_puts(&sql, " AND state >= 2 FORMAT TabSeparated");
+	wt_buf_puts(&sql, " AND incarnation = ");
+	hub_sql_quote(&sql, inc);
+	wt_buf_puts(&sql, " AND state >= 2");
+	if (!*inc) {
+		wt_buf_puts(&sql, " UNION ALL SELECT seq FROM repl_ledger_v1 WHERE edge_id = ");
+		hub_sql_quote(&sql, edge_id);
+		wt_buf_puts(&sql, " AND state >= 2");
+	}
+	wt_buf_puts(&sql, ") FORMAT TabSeparated");
 	rc = hub_ch_query_buf(ch, &sql, &res, err);
 	if (!rc)
 		hub_tsv_each((char *)res.data, res.len, 1, max_row, out);
@@ -179,9 +189,9 @@ static int last_done_seq(hub_ch *ch, const char *edge_id, uint64_t *out, wt_err 
 	return rc;
 }
 
-int hub_edge_batch_admit(hub_ch *ch, const void *batch, wt_err *err)
+int hub_edge_batch_admit(hub_ch *ch, const char *edge_id, const char *inc, uint64_t last_seq, size_t n,
+			 const char *(*project_of)(const void *arg, size_t i), const void *arg, wt_err *err)
 {
-	const Watchtower__Repl__Batch *b = batch;
 	hub_edge_projects *ep = NULL;
 	char msg[WT_ERR_MSG_MAX];
 	const char *first_project = NULL;
@@ -189,38 +199,33 @@ int hub_edge_batch_admit(hub_ch *ch, const void *batch, wt_err *err)
 	size_t i;
 	int rc = 0;
 
-	if (!b->n_uploads)
+	if (!n)
 		return 0;
 	if (!(ep = malloc(sizeof(*ep))))
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
-	if ((rc = hub_edge_projects_load(ch, b->edge_id, ep, err)))
+	if ((rc = hub_edge_projects_load(ch, edge_id, ep, err)))
 		goto out;
-	for (i = 0; i < b->n_uploads; i++) {
-		const Watchtower__Repl__Upload *u = b->uploads[i];
-		json_t *h = json_loadb((const char *)u->header_json.data, u->header_json.len, 0, NULL);
-		json_t *jp = h ? json_object_get(h, "project") : NULL;
-		const char *p = json_is_string(jp) ? json_string_value(jp) : NULL;
+	for (i = 0; i < n; i++) {
+		const char *p = project_of(arg, i);
 
 		if (p && hub_project_name_valid(p) && !hub_edge_projects_has(ep, p)) {
 			snprintf(msg, sizeof(msg), "replication batch: edge \"%s\" is not registered to project \"%s\""
-				 " (upload seq %" PRIu64 "; nothing of the batch was applied; register it with"
-				 " `wtctl admin edge allow --edge %s --project %s`)", b->edge_id, p, u->seq, b->edge_id, p);
-			rc = refuse(ch, b->edge_id, p, "project", msg, err);
-			json_decref(h);
+				 " (upload %zu of the batch; nothing of the batch was applied; register it with"
+				 " `wtctl admin edge allow --edge %s --project %s`)", edge_id, p, i + 1, edge_id, p);
+			rc = refuse(ch, edge_id, p, "project", msg, err);
 			goto out;
 		}
 		for (size_t k = 0; p && !first_project && k < ep->n; k++)
 			if (!strcmp(ep->name[k], p))
-				first_project = ep->name[k]; /* ep outlives h */
-		json_decref(h);
+				first_project = ep->name[k];
 	}
-	if ((rc = last_done_seq(ch, b->edge_id, &done, err)))
+	if ((rc = last_done_seq(ch, edge_id, inc, &done, err)))
 		goto out;
-	if (b->last_seq > done && b->last_seq - done > b->n_uploads) {
+	if (last_seq > done && last_seq - done > n) {
 		snprintf(msg, sizeof(msg), "replication batch: seqs jump from %" PRIu64 " (the edge's last applied)"
 			 " to %" PRIu64 " in a batch of %zu uploads; an edge's seqs advance by one per upload",
-			 done, b->last_seq, b->n_uploads);
-		rc = refuse(ch, b->edge_id, first_project ? first_project : "", "seq", msg, err);
+			 done, last_seq, n);
+		rc = refuse(ch, edge_id, first_project ? first_project : "", "seq", msg, err);
 	}
 out:
 	free(ep);

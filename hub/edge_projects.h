@@ -14,9 +14,10 @@
  * hub_edge_batch_admit() refuses a whole batch (WT_EFORBIDDEN, 403, an
  * audit event `repl.refused` in the project concerned) when
  *   - any upload names a project the edge is not registered to, or
- *   - its seqs jump: last_seq may exceed the edge's highest applied seq in
- *     repl_ledger_v1 by at most the number of uploads in the batch (edge
- *     seqs are dense, so a larger jump is a forged seq that would poison
+ *   - its seqs jump: last_seq may exceed the highest seq applied for the
+ *     edge's incarnation (repl_ledger_v2; the legacy incarnation "" also
+ *     repl_ledger_v1) by at most the number of uploads in the batch (edge
+ *     seqs are dense; a new incarnation starts at 1, so a larger jump is a forged seq that would poison
  *     the edge's progress).
  */
 #ifndef HUB_EDGE_PROJECTS_H
@@ -53,9 +54,11 @@ int hub_edge_projects_has(const hub_edge_projects *ep, const char *project);
 int hub_edge_projects_set(hub_ch *ch, const char *edge_id, const char *project, int allowed,
 			  const char *actor, wt_err *err);
 
-/* Admission of one decoded batch (protobuf bytes are the caller's; batch
- * is a const Watchtower__Repl__Batch *). 0, WT_EFORBIDDEN (refused, audited)
+/* Admission of one batch of edge_id's incarnation inc ("" = the legacy
+ * one) ending at last_seq: project_of(arg, i) is the project of upload i
+ * of n (its header, already parsed). 0, WT_EFORBIDDEN (refused, audited)
  * or a ClickHouse error (WT_EUNAVAIL/WT_EIO: retry). */
-int hub_edge_batch_admit(hub_ch *ch, const void *batch, wt_err *err);
+int hub_edge_batch_admit(hub_ch *ch, const char *edge_id, const char *inc, uint64_t last_seq, size_t n,
+			 const char *(*project_of)(const void *arg, size_t i), const void *arg, wt_err *err);
 
 #endif

@@ -189,14 +189,15 @@ static int do_samples(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p,
 		      int64_t fallback_ns, hub_ingest_stats *st, wt_err *err)
 {
 	wt_buf rows = WT_BUF_INIT, prefix = WT_BUF_INIT, lab = WT_BUF_INIT, tail = WT_BUF_INIT;
-	size_t *lab_off = NULL, *lab_len = NULL, *type_off = NULL, i, t, batch = 0;
+	size_t *lab_off = NULL, *lab_len = NULL, *type_off = NULL, *skipped = NULL, i, t, batch = 0;
 	int rc = 0;
 
 	/* Per-labelset label columns, encoded once. */
 	lab_off = calloc(p->nlabelsets + 1, sizeof(size_t));
 	lab_len = calloc(p->nlabelsets + 1, sizeof(size_t));
 	type_off = calloc(p->ntypes + 1, sizeof(size_t));
-	if (!lab_off || !lab_len || !type_off) {
+	skipped = calloc(rq->nskip + 1, sizeof(size_t));
+	if (!lab_off || !lab_len || !type_off || !skipped) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -233,25 +234,25 @@ static int do_samples(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p,
 		uint16_t day = hub_date_of_ns(tns);
 		wt_buf *out = &rows;
 
+		hub_dayrows *dr = NULL;
+		size_t k = 0;
 		if (rq->sink) {
-			size_t k;
-			hub_dayrows *dr;
-			for (k = 0; k < rq->nskip_days; k++)
-				if (rq->skip_days[k] == day)
+			for (k = 0; k < rq->nskip; k++)
+				if (rq->skip[k].day == day)
 					break;
-			if (k < rq->nskip_days)
-				continue; /* this day's rows are already stored */
 			if (!(dr = hub_daysink_get(rq->sink, day))) {
 				rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 				goto out;
 			}
 			out = &dr->rows;
-			for (t = 0; t < p->ntypes; t++)
-				dr->nrows += v[t] != 0;
 		}
 		for (t = 0; t < p->ntypes; t++) {
 			if (!v[t])
 				continue;
+			if (dr && k < rq->nskip && skipped[k] < rq->skip[k].rows) {
+				skipped[k]++; /* stored by the interrupted apply */
+				continue;
+			}
 			hub_rb_u16(out, day);
 			hub_rb_u64(out, (uint64_t)tns);
 			wt_buf_append(out, prefix.data + type_off[t], type_off[t + 1] - type_off[t]);
@@ -260,7 +261,7 @@ static int do_samples(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p,
 			wt_buf_append(out, lab.data + lab_off[ls], lab_len[ls]);
 			wt_buf_append(out, tail.data, tail.len);
 			st->sample_rows++;
-			if (out->oom) {
+			if (out->oom || (dr && hub_dayrows_row_done(rq->sink, dr))) {
 				rc = wt_err_set(err, WT_ENOMEM, "out of memory encoding rows");
 				goto out;
 			}
@@ -276,6 +277,7 @@ out:
 	free(lab_off);
 	free(lab_len);
 	free(type_off);
+	free(skipped);
 	wt_buf_free(&rows);
 	wt_buf_free(&prefix);
 	wt_buf_free(&lab);

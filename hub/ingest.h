@@ -28,14 +28,15 @@ typedef struct hub_ingest_req {
 	long cache_generation;
 	/* Replication (repl_apply.c): with a sink, sample rows are appended to
 	 * the sink's per-day buffers instead of being inserted (the caller
-	 * inserts each day atomically), rows of days listed in skip_days are
-	 * left out (they are already stored), and no rollup is computed (the
-	 * edge's own rollup is stored instead). Stacks are still inserted
-	 * directly: profile_stacks_v1 is a ReplacingMergeTree, so repeating
-	 * them is harmless. */
+	 * inserts them in bounded blocks), the first skip[i].rows rows of day
+	 * skip[i].day are left out (already stored by an interrupted apply: the
+	 * rows of a day come in the same order every time), and no rollup is
+	 * computed (the edge's own rollup is stored instead). Stacks are still
+	 * inserted directly: profile_stacks_v1 is a ReplacingMergeTree, so
+	 * repeating them is harmless. */
 	hub_daysink *sink;
-	const uint16_t *skip_days;
-	size_t nskip_days;
+	const hub_day_count *skip;
+	size_t nskip;
 } hub_ingest_req;
 
 typedef struct hub_ingest_stats {

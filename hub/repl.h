@@ -3,21 +3,43 @@
  *
  * repl_server.c runs the mutual-TLS listener (common/tls_server.c) on the
  * replication port and hands each `POST /v1/replicate` batch to
- * hub_repl_apply() (repl_apply.c), which stores it exactly once.
+ * hub_repl_apply() (repl_apply.c), which stores it exactly once, also when
+ * several hubs share the ClickHouse database.
  *
  * Exactly-once on ClickHouse 18.16 (no insert deduplication on plain
- * MergeTree, no transactions) rests on three facts:
- *   1. every upload has a stable id, "<edge_id>-<seq>", stored in every
- *      sample row (upload_id) and in a marker row of the rollup table;
- *   2. the ledger (repl_ledger_v1) gets a "started" row for a seq BEFORE any
- *      of its data rows and an "applied" row AFTER all of them;
- *   3. data rows of a batch are inserted as one INSERT per table per UTC day
- *      (one partition), which ClickHouse writes as a single part: after a
- *      crash such an insert is either wholly present or absent.
+ * MergeTree, no transactions) rests on these facts:
+ *   1. every upload has a stable id, "<edge_id>-<incarnation>-<seq>"
+ *      ("<edge_id>-<seq>" for the legacy incarnation ""), stored in every
+ *      sample row (upload_id) and in marker rows of the rollup table; the
+ *      incarnation is a random id the edge creates with its data dir, so a
+ *      wiped edge whose seqs restart at 1 is a new stream, not duplicates;
+ *   2. one apply at a time per seq: an apply first writes a claim on its
+ *      seq range (repl_claim.c, table repl_claims_v1: token, claim_ns,
+ *      lease) and, replication.claim_settle_ms (S) after writing it, reads
+ *      the live claims overlapping its range; only the earliest (claim_ns,
+ *      token) proceeds, the others answer 503 with Retry-After. A claimant
+ *      whose claim insert took longer than S withdraws. So any claim
+ *      ranked before ours finished its insert before ours was written + S,
+ *      which is before our read: two claimants can never both see
+ *      themselves first (hubs' clocks must agree within (S - insert
+ *      latency) / 2). The winner renews its lease while it applies and
+ *      writes nothing once the lease is (nearly) gone, so an apply whose
+ *      hub died is taken over after the lease (replication.claim_ttl_s);
+ *   3. the ledger (repl_ledger_v2; v1 still read for incarnation "") gets a
+ *      "started" row for a seq BEFORE any of its data rows and an "applied"
+ *      row AFTER all of them;
+ *   4. data rows are inserted in blocks of at most
+ *      min(clickhouse.insert_batch_rows, 1048576) rows, one UTC day (one
+ *      partition) per INSERT: ClickHouse writes each as one part, wholly
+ *      or not at all, in order. The sample rows of an (upload, day) come in
+ *      the same order on every attempt, so what a crash left is a prefix
+ *      whose length is count(upload_id, day); rollup rows (a summing table:
+ *      counts mean nothing) go in pieces of at most block - 1 rows of one
+ *      (upload, day), each with its own marker row in the same block.
  * A seq whose ledger shows "applied" is a duplicate (skipped). A seq that
- * shows only "started" was interrupted: the hub asks which (upload, day)
- * parts exist — sample rows by upload_id, rollup rows by marker — and
- * inserts only the missing ones. Stacks (ReplacingMergeTree) and originals
+ * shows only "started" was interrupted: the new claim holder counts its
+ * sample rows per day and finds its rollup markers, and inserts only the
+ * missing rows and pieces. Stacks (ReplacingMergeTree) and originals
  * (one object per upload id) are idempotent by construction.
  */
 #ifndef HUB_REPL_H
@@ -42,13 +64,22 @@ typedef struct hub_repl_result {
 	 * overlapping prepare) and the wait for them after prepare; data
 	 * INSERTs */
 	int64_t ledger_ns, prepare_ns, objstore_ns, objstore_wait_ns, insert_ns;
+	/* the batch's incarnation; the one the ledger last knew the edge under
+	 * when that was another (other_known) */
+	char incarnation[72], other_incarnation[72];
+	int other_known;
+	uint64_t other_last_seq;
+	/* > 0 when refused because another apply holds the seqs: the edge
+	 * should resend after this many seconds */
+	int retry_after_s;
 } hub_repl_result;
 
 /* Apply one decoded batch (protobuf bytes, already decompressed) sent by
  * the edge whose certificate says peer_id. Returns 0 and fills *res, or:
  * WT_EFORBIDDEN (batch edge id ≠ certificate id; an upload for a project
- * the edge is not registered to, or a seq jump: edge_projects.h), WT_EINVAL (malformed
- * batch), WT_EUNAVAIL (ClickHouse or the object store is down: retry),
+ * the edge is not registered to, or a seq jump: edge_projects.h), WT_EINVAL
+ * (malformed batch), WT_EUNAVAIL (ClickHouse or the object store is down,
+ * or — res->retry_after_s > 0 — another apply holds these seqs: retry),
  * WT_ENOTFOUND (an upload names a project the hub does not know: retry
  * after creating it). Nothing is acknowledged unless 0 is returned. */
 int hub_repl_apply(struct hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t *batch,

@@ -3,12 +3,14 @@
  * and the argument for exactness are in repl.h; docs/operations.md
  * "## Replication" has the operator's view).
  *
- * Per batch: look up the ledger for the batch's seqs; write "started" rows
- * for new seqs; for every seq not yet applied decode the original (with the
- * same options the edge used), put it in the object store, and collect
- * sample rows and the edge's rollup rows into per-day buffers; insert each
- * day's rows with one INSERT; insert the raw-object index rows; then the
- * "applied" ledger rows. Only then is the batch acknowledged.
+ * Per batch: claim its seqs (repl_claim.c); look up the ledger for them;
+ * for every seq not yet applied decode the original (with the same options
+ * the edge used), put it in the object store, and collect sample rows and
+ * the edge's rollup rows into per-day buffers cut into bounded blocks; once
+ * the claim is decided, write "started" ledger rows, insert the blocks, the
+ * raw-object index rows, then the "applied" ledger rows. Only then is the
+ * batch acknowledged. A seq found "started" was interrupted: what its
+ * earlier attempt stored is counted first and only the rest is inserted.
  *
  * The object store puts (hash, write, fsync) run in a helper thread while
  * the next uploads are decoded; every put has finished, successfully,
@@ -24,15 +26,15 @@
 #include <unistd.h>
 
 #include "ch_format.h"
-#include "compress.h"
 #include "edge_projects.h"
 #include "format.h"
 #include "hub.h"
 #include "ingest.h"
 #include "log.h"
 #include "proto/repl.pb-c.h"
-#include "repl_decode.h"
 #include "recording_rules.h"
+#include "repl_claim.h"
+#include "repl_decode.h"
 #include "repl_rollup.h"
 
 typedef Watchtower__Repl__Batch pb_batch;
@@ -51,6 +53,9 @@ typedef Watchtower__Repl__RollupRow pb_rollup_row;
 #define LEDGER_APPLIED 2
 #define LEDGER_REJECTED 3
 #define MAX_DAYS 64 /* distinct days one upload may touch before we refuse it */
+/* Largest INSERT block: ClickHouse's default max_insert_block_size, so one
+ * INSERT of at most this many rows is one block (one part per partition). */
+#define MAX_BLOCK_ROWS 1048576
 
 /* What we know of one upload of the batch while applying it. */
 typedef struct up_state {
@@ -65,6 +70,7 @@ typedef struct up_state {
 	int raw_index;       /* write its raw_objects_v1 row once stored */
 	const char *format;  /* detected format (static string) */
 	char key[HUB_OBJSTORE_KEY_MAX]; /* object store key, set by the put */
+	hub_repl_header h; /* (repl_decode.h) */
 	hub_repl_rollup own; /* the hub's rollup of the original (repl_rollup.h) */
 	int has_own;
 	struct hub_rules_pending *rules; /* recording-rule values (recording_rules.h) */
@@ -77,12 +83,6 @@ typedef struct proj_ret {
 	int days;
 } proj_ret;
 
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 /* Crash injection for the recovery tests: WT_FAILPOINT=<name> makes the
  * hub die right there, as a kill -9 would, between two inserts. */
 static void failpoint(const char *name)
@@ -91,6 +91,20 @@ static void failpoint(const char *name)
 
 	if (fp && !strcmp(fp, name)) {
 		wt_error("msg=\"failpoint reached; exiting\" failpoint=%s", name);
+		_exit(137);
+	}
+}
+
+/* WT_FAILPOINT=repl_after_block:K dies right after the K-th data block
+ * INSERT (sample and rollup blocks, counted from 1 per hub process). */
+static void failpoint_block(void)
+{
+	static _Atomic long blocks;
+	const char *fp = getenv("WT_FAILPOINT");
+	long n = atomic_fetch_add(&blocks, 1) + 1;
+
+	if (fp && !strncmp(fp, "repl_after_block:", 17) && atol(fp + 17) == n) {
+		wt_error("msg=\"failpoint reached; exiting\" failpoint=%s", fp);
 		_exit(137);
 	}
 }
@@ -119,8 +133,9 @@ static int ledger_row(void *vctx, char **f, size_t n)
 	return 0;
 }
 
-static int ledger_lookup(hub_ch *ch, const char *edge, const pb_batch *b, up_state *ups, size_t n,
-			 wt_err *err)
+/* States of the batch's seqs in (edge, incarnation). The legacy
+ * incarnation "" also reads repl_ledger_v1, written before incarnations. */
+static int ledger_lookup(hub_ch *ch, const char *edge, const char *inc, up_state *ups, size_t n, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
 	ledger_ctx c = {ups, n};
@@ -129,16 +144,23 @@ static int ledger_lookup(hub_ch *ch, const char *edge, const pb_batch *b, up_sta
 	int rc;
 
 	for (i = 0; i < n; i++) {
+		ups[i].state = 0;
 		if (ups[i].u->seq < lo)
 			lo = ups[i].u->seq;
 		if (ups[i].u->seq > hi)
 			hi = ups[i].u->seq;
 	}
-	(void)b;
-	wt_buf_puts(&sql, "SELECT seq, max(state) FROM repl_ledger_v1 WHERE edge_id = ");
+	wt_buf_puts(&sql, "SELECT seq, max(state) FROM (SELECT seq, state FROM repl_ledger_v2 WHERE edge_id = ");
 	hub_sql_quote(&sql, edge);
-	wt_buf_printf(&sql, " AND seq BETWEEN %" PRIu64 " AND %" PRIu64 " GROUP BY seq FORMAT TabSeparated",
-		      lo, hi);
+	wt_buf_puts(&sql, " AND incarnation = ");
+	hub_sql_quote(&sql, inc);
+	wt_buf_printf(&sql, " AND seq BETWEEN %" PRIu64 " AND %" PRIu64, lo, hi);
+	if (!*inc) {
+		wt_buf_puts(&sql, " UNION ALL SELECT seq, state FROM repl_ledger_v1 WHERE edge_id = ");
+		hub_sql_quote(&sql, edge);
+		wt_buf_printf(&sql, " AND seq BETWEEN %" PRIu64 " AND %" PRIu64, lo, hi);
+	}
+	wt_buf_puts(&sql, ") GROUP BY seq FORMAT TabSeparated");
 	rc = hub_ch_query_buf(ch, &sql, &out, err);
 	if (!rc)
 		hub_tsv_each((char *)out.data, out.len, 2, ledger_row, &c);
@@ -147,14 +169,14 @@ static int ledger_lookup(hub_ch *ch, const char *edge, const pb_batch *b, up_sta
 	return rc;
 }
 
-static int ledger_write(hub_ch *ch, const char *edge, up_state *ups, size_t n, int which,
+static int ledger_write(hub_ch *ch, const char *edge, const char *inc, up_state *ups, size_t n, int which,
 			wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT;
 	size_t i, rows = 0;
 	int rc = 0;
 
-	wt_buf_puts(&sql, "INSERT INTO repl_ledger_v1 (edge_id, seq, state, upload_id, project, service,"
+	wt_buf_puts(&sql, "INSERT INTO repl_ledger_v2 (edge_id, incarnation, seq, state, upload_id, project, service,"
 			  " time_ns, detail) VALUES ");
 	for (i = 0; i < n; i++) {
 		up_state *s = &ups[i];
@@ -172,6 +194,8 @@ static int ledger_write(hub_ch *ch, const char *edge, up_state *ups, size_t n, i
 			wt_buf_puts(&sql, ", ");
 		wt_buf_puts(&sql, "(");
 		hub_sql_quote(&sql, edge);
+		wt_buf_puts(&sql, ", ");
+		hub_sql_quote(&sql, inc);
 		wt_buf_printf(&sql, ", %" PRIu64 ", %d, ", s->u->seq, st);
 		hub_sql_quote(&sql, s->upload_id);
 		wt_buf_puts(&sql, ", ");
@@ -189,76 +213,110 @@ static int ledger_write(hub_ch *ch, const char *edge, up_state *ups, size_t n, i
 }
 
 /* ---- recovery checks (only for seqs the ledger shows as started) ---------- */
-typedef struct days_ctx {
-	uint16_t days[MAX_DAYS];
-	size_t n;
-	int by_minute; /* values are unix seconds of a minute, not day numbers */
-} days_ctx;
+/* A rollup piece: at most block_rows - 1 rows of one upload and day plus
+ * their marker row, always inserted whole in one block. */
+typedef struct piece_id {
+	uint16_t day;
+	uint32_t k; /* 0, 1, ... per (upload, day) */
+} piece_id;
 
-static int day_row(void *vctx, char **f, size_t n)
+/* What an interrupted apply of one upload stored. */
+typedef struct stored_t {
+	hub_day_count *samples; /* sample rows per day */
+	size_t nsamples;
+	piece_id *pieces;       /* rollup pieces whose marker is there */
+	size_t npieces;
+	char marker[200];       /* "repl:<upload id>": piece 0; piece k: marker#k */
+} stored_t;
+
+static void stored_free(stored_t *st)
 {
-	days_ctx *c = vctx;
-	uint64_t v;
+	free(st->samples);
+	free(st->pieces);
+	memset(st, 0, sizeof(*st));
+}
 
-	if (n < 1 || c->n >= MAX_DAYS)
+static int sample_count_row(void *vctx, char **f, size_t n)
+{
+	stored_t *st = vctx;
+	hub_day_count *nc;
+
+	if (n < 2)
 		return 0;
-	v = strtoull(f[0], NULL, 10);
-	c->days[c->n++] = (uint16_t)(c->by_minute ? v / 86400 : v);
+	if (!(nc = realloc(st->samples, (st->nsamples + 1) * sizeof(*nc))))
+		return -1;
+	st->samples = nc;
+	nc[st->nsamples].day = (uint16_t)strtoul(f[0], NULL, 10);
+	nc[st->nsamples].rows = (size_t)strtoull(f[1], NULL, 10);
+	st->nsamples++;
 	return 0;
 }
 
-static int query_days(hub_ch *ch, const char *table_sql, const up_state *s, days_ctx *d, wt_err *err)
+static int marker_row(void *vctx, char **f, size_t n)
 {
-	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
+	stored_t *st = vctx;
+	size_t ml = strlen(st->marker);
+	piece_id *np;
+
+	if (n < 2 || strncmp(f[1], st->marker, ml) || (f[1][ml] && f[1][ml] != '#'))
+		return 0;
+	if (!(np = realloc(st->pieces, (st->npieces + 1) * sizeof(*np))))
+		return -1;
+	st->pieces = np;
+	np[st->npieces].day = (uint16_t)(strtoull(f[0], NULL, 10) / 86400);
+	np[st->npieces].k = f[1][ml] ? (uint32_t)strtoul(f[1] + ml + 1, NULL, 10) : 0;
+	st->npieces++;
+	return 0;
+}
+
+/* Count what upload s has in ClickHouse: sample rows per day (the rows of
+ * an (upload, day) are generated in the same order on every attempt and
+ * blocks commit in order, so the stored ones are a prefix) and the rollup
+ * pieces present (each one block: wholly there or absent). */
+static int stored_query(hub_ch *ch, const up_state *s, stored_t *st, wt_err *err)
+{
+	wt_buf q = WT_BUF_INIT, out = WT_BUF_INIT;
+	char pfx[210];
 	int rc;
 
-	wt_buf_puts(&sql, table_sql);
-	hub_sql_quote(&sql, s->project);
-	wt_buf_puts(&sql, " AND service = ");
-	hub_sql_quote(&sql, s->service);
-	rc = hub_ch_query_buf(ch, &sql, &out, err);
+	memset(st, 0, sizeof(*st));
+	snprintf(st->marker, sizeof(st->marker), "repl:%s", s->upload_id);
+	wt_buf_puts(&q, "SELECT toUInt16(date), count() FROM profile_samples_v1 WHERE project = ");
+	hub_sql_quote(&q, s->project);
+	wt_buf_puts(&q, " AND service = ");
+	hub_sql_quote(&q, s->service);
+	wt_buf_puts(&q, " AND upload_id = ");
+	hub_sql_quote(&q, s->upload_id);
+	wt_buf_puts(&q, " GROUP BY date FORMAT TabSeparated");
+	rc = hub_ch_query_buf(ch, &q, &out, err);
+	if (!rc && hub_tsv_each((char *)out.data, out.len, 2, sample_count_row, st) < 0)
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+	wt_buf_reset(&q);
+	wt_buf_reset(&out);
+	snprintf(pfx, sizeof(pfx), "%s#", st->marker);
+	wt_buf_puts(&q, "SELECT DISTINCT toUInt32(minute), function FROM function_rollup_v1 WHERE project = ");
+	hub_sql_quote(&q, s->project);
+	wt_buf_puts(&q, " AND service = ");
+	hub_sql_quote(&q, s->service);
+	wt_buf_puts(&q, " AND sample_type = '" MARKER_TYPE "' AND (function = ");
+	hub_sql_quote(&q, st->marker);
+	wt_buf_printf(&q, " OR substring(function, 1, %zu) = ", strlen(pfx));
+	hub_sql_quote(&q, pfx);
+	wt_buf_puts(&q, ") FORMAT TabSeparated");
 	if (!rc)
-		hub_tsv_each((char *)out.data, out.len, 1, day_row, d);
-	wt_buf_free(&sql);
+		rc = hub_ch_query_buf(ch, &q, &out, err);
+	if (!rc && hub_tsv_each((char *)out.data, out.len, 2, marker_row, st) < 0)
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+	wt_buf_free(&q);
 	wt_buf_free(&out);
 	return rc;
 }
 
-/* Days whose sample rows / rollup rows of upload s are already stored. */
-static int stored_days(hub_ch *ch, const up_state *s, days_ctx *samples, days_ctx *rollup, wt_err *err)
-{
-	wt_buf q = WT_BUF_INIT;
-	int rc;
-
-	memset(samples, 0, sizeof(*samples));
-	memset(rollup, 0, sizeof(*rollup));
-	rollup->by_minute = 1;
-	wt_buf_puts(&q, "SELECT DISTINCT toUInt16(date) FROM profile_samples_v1 WHERE upload_id = ");
-	hub_sql_quote(&q, s->upload_id);
-	wt_buf_puts(&q, " AND project = ");
-	wt_buf_putc(&q, 0);
-	rc = q.oom ? WT_ENOMEM : query_days(ch, (const char *)q.data, s, samples, err);
-	wt_buf_reset(&q);
-	wt_buf_puts(&q, "SELECT DISTINCT toUInt32(minute) FROM function_rollup_v1 WHERE sample_type = '"
-			MARKER_TYPE "' AND function = ");
-	{
-		char fn[200];
-		snprintf(fn, sizeof(fn), "repl:%s", s->upload_id);
-		hub_sql_quote(&q, fn);
-	}
-	wt_buf_puts(&q, " AND project = ");
-	wt_buf_putc(&q, 0);
-	if (!rc)
-		rc = q.oom ? WT_ENOMEM : query_days(ch, (const char *)q.data, s, rollup, err);
-	wt_buf_free(&q);
-	return rc;
-}
-
-static int day_in(const days_ctx *d, uint16_t day)
+static int piece_stored(const stored_t *st, uint16_t day, uint32_t k)
 {
 	size_t i;
-	for (i = 0; i < d->n; i++)
-		if (d->days[i] == day)
+	for (i = 0; i < st->npieces; i++)
+		if (st->pieces[i].day == day && st->pieces[i].k == k)
 			return 1;
 	return 0;
 }
@@ -379,11 +437,81 @@ static void putter_free(putter *p)
 	pthread_cond_destroy(&p->cv);
 }
 
-/* ---- rows ---------------------------------------------------------------------- */
-static int add_rollup_rows(const up_state *s, const days_ctx *skip, hub_daysink *sink, size_t *nrows)
+/* ---- rollup pieces ---------------------------------------------------------- */
+typedef struct rpiece {
+	uint16_t day;
+	uint32_t k;
+	size_t nrows; /* data rows, marker not counted */
+	int skip;     /* stored by an interrupted apply */
+	wt_buf rows;  /* RowBinary: the marker, then the rows */
+} rpiece;
+
+typedef struct rpieces {
+	rpiece *p;
+	size_t n, cap;
+	size_t block_rows; /* marker + rows of a piece never exceed it */
+} rpieces;
+
+static void rpieces_free(rpieces *ps)
 {
-	uint16_t marked[MAX_DAYS];
-	size_t nmarked = 0, i, k;
+	size_t i;
+	for (i = 0; i < ps->n; i++)
+		wt_buf_free(&ps->p[i].rows);
+	free(ps->p);
+	ps->p = NULL;
+	ps->n = ps->cap = 0;
+}
+
+/* A new piece k of (s, day) starting with its marker row (minute = the
+ * first row's, so the marker's day is the piece's). NULL on OOM. */
+static rpiece *piece_new(rpieces *ps, const up_state *s, const stored_t *st, uint16_t day, uint32_t k,
+			 uint32_t usec)
+{
+	rpiece *p;
+	char fn[220];
+
+	if (ps->n == ps->cap) {
+		size_t nc = ps->cap ? ps->cap * 2 : 16;
+		rpiece *np = realloc(ps->p, nc * sizeof(*np));
+		if (!np)
+			return NULL;
+		ps->p = np;
+		ps->cap = nc;
+	}
+	p = &ps->p[ps->n++];
+	memset(p, 0, sizeof(*p));
+	p->day = day;
+	p->k = k;
+	p->skip = st && piece_stored(st, day, k);
+	if (k)
+		snprintf(fn, sizeof(fn), "repl:%s#%u", s->upload_id, k);
+	else
+		snprintf(fn, sizeof(fn), "repl:%s", s->upload_id);
+	if (!p->skip) {
+		hub_rb_u32(&p->rows, usec);
+		hub_rb_cstr(&p->rows, s->project);
+		hub_rb_cstr(&p->rows, s->service);
+		hub_rb_cstr(&p->rows, MARKER_TYPE);
+		hub_rb_cstr(&p->rows, "");
+		hub_rb_cstr(&p->rows, fn);
+		hub_rb_i64(&p->rows, 1);
+		hub_rb_i64(&p->rows, 0);
+		hub_rb_u16(&p->rows, (uint16_t)s->retention_days);
+	}
+	return p;
+}
+
+/* The rollup rows of upload s (the hub's own from the original, else the
+ * edge's), cut into pieces per day in their order (the same on every
+ * attempt: the hub's rows come from the same bytes); pieces st says are
+ * stored are kept only as placeholders. */
+static int add_rollup_rows(const up_state *s, const stored_t *st, rpieces *ps, size_t *nrows)
+{
+	struct {
+		uint16_t day;
+		size_t piece; /* index in ps of the day's open piece */
+	} open[MAX_DAYS];
+	size_t nopen = 0, i, d;
 	/* the hub's own rows when it decoded the original; the edge's only
 	 * for an upload sent without one (raw dropped by the edge's quota) */
 	pb_rollup_row *const *rows = s->has_own ? s->own.ptrs : s->u->rollup;
@@ -394,46 +522,42 @@ static int add_rollup_rows(const up_state *s, const days_ctx *skip, hub_daysink 
 		int64_t sec = r->minute * 60;
 		uint32_t usec = sec < 0 ? 0 : sec > UINT32_MAX ? UINT32_MAX : (uint32_t)sec;
 		uint16_t day = (uint16_t)(usec / 86400);
-		hub_dayrows *dr;
+		rpiece *p;
 
-		if (day_in(skip, day))
-			continue;
-		if (!(dr = hub_daysink_get(sink, day)))
-			return WT_ENOMEM;
-		for (k = 0; k < nmarked; k++)
-			if (marked[k] == day)
+		for (d = 0; d < nopen; d++)
+			if (open[d].day == day)
 				break;
-		if (k == nmarked) {
-			char fn[200];
-			if (nmarked == MAX_DAYS)
+		if (d == nopen) {
+			if (nopen == MAX_DAYS)
 				return WT_ELIMIT;
-			marked[nmarked++] = day;
-			snprintf(fn, sizeof(fn), "repl:%s", s->upload_id);
-			hub_rb_u32(&dr->rows, usec);
-			hub_rb_cstr(&dr->rows, s->project);
-			hub_rb_cstr(&dr->rows, s->service);
-			hub_rb_cstr(&dr->rows, MARKER_TYPE);
-			hub_rb_cstr(&dr->rows, "");
-			hub_rb_cstr(&dr->rows, fn);
-			hub_rb_i64(&dr->rows, 1);
-			hub_rb_i64(&dr->rows, 0);
-			hub_rb_u16(&dr->rows, (uint16_t)s->retention_days);
-			dr->nrows++;
+			if (!(p = piece_new(ps, s, st, day, 0, usec)))
+				return WT_ENOMEM;
+			open[nopen].day = day;
+			open[nopen++].piece = (size_t)(p - ps->p);
 		}
 		if (!r->self && !r->total)
 			continue;
-		hub_rb_u32(&dr->rows, usec);
-		hub_rb_cstr(&dr->rows, s->project);
-		hub_rb_cstr(&dr->rows, s->service);
-		hub_rb_cstr(&dr->rows, r->type ? r->type : "");
-		hub_rb_cstr(&dr->rows, r->unit ? r->unit : "");
-		hub_rb_cstr(&dr->rows, r->function ? r->function : "");
-		hub_rb_i64(&dr->rows, r->self);
-		hub_rb_i64(&dr->rows, r->total);
-		hub_rb_u16(&dr->rows, (uint16_t)s->retention_days);
-		dr->nrows++;
+		p = &ps->p[open[d].piece];
+		if (p->nrows + 1 >= ps->block_rows) {
+			uint32_t k = p->k + 1;
+			if (!(p = piece_new(ps, s, st, day, k, usec)))
+				return WT_ENOMEM;
+			open[d].piece = (size_t)(p - ps->p);
+		}
+		p->nrows++;
+		if (p->skip)
+			continue;
+		hub_rb_u32(&p->rows, usec);
+		hub_rb_cstr(&p->rows, s->project);
+		hub_rb_cstr(&p->rows, s->service);
+		hub_rb_cstr(&p->rows, r->type ? r->type : "");
+		hub_rb_cstr(&p->rows, r->unit ? r->unit : "");
+		hub_rb_cstr(&p->rows, r->function ? r->function : "");
+		hub_rb_i64(&p->rows, r->self);
+		hub_rb_i64(&p->rows, r->total);
+		hub_rb_u16(&p->rows, (uint16_t)s->retention_days);
 		(*nrows)++;
-		if (dr->rows.oom)
+		if (p->rows.oom)
 			return WT_ENOMEM;
 	}
 	return 0;
@@ -461,49 +585,40 @@ static void raw_index_row(wt_buf *sql, size_t *nrows, const up_state *s, const c
 /* wt_format_decode, except that an OTLP request the edge split by service
  * (header "otlp_service") yields only that service's profile: the edge
  * stores the whole request once per service it contains. */
+
 /* Decode an upload's original exactly as the edge did, store it, and
- * append its sample rows to sink. A decode failure marks the upload
- * rejected (its rollup is still stored) rather than failing the batch. */
-static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, json_t *hdr, const days_ctx *skip,
-			  int recovery, hub_daysink *sink, putter *put, hub_repl_result *res, wt_err *err)
+ * append its sample rows to sink (leaving out what st says is stored). A
+ * decode failure marks the upload rejected (its rollup is still stored)
+ * rather than failing the batch. */
+static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, const stored_t *st, hub_daysink *sink,
+			  putter *put, hub_repl_result *res, wt_err *err)
 {
 	const pb_upload *u = s->u;
+	const hub_repl_header *h = &s->h;
 	wt_limits lim;
 	wt_format det = WT_FMT_AUTO;
 	wt_profile *p = NULL;
 	hub_ingest_req rq;
-	hub_ingest_stats st;
-	hub_label_param lp[64];
-	json_t *labels = json_object_get(hdr, "labels"), *v;
-	const char *k;
-	size_t nlp = 0;
+	hub_ingest_stats is;
 	wt_err derr = {0, ""}, rerr = {0, ""};
 	int rc = 0, exists = 0;
 
 	wt_limits_default(&lim);
 	lim.max_body = ctx->cfg.max_body;
-	if (hub_repl_decode_upload(u, hdr, &lim, &p, &det, &derr)) {
+	if (hub_repl_decode_upload(u, h, &lim, &p, &det, &derr)) {
 		s->rejected = 1;
 		snprintf(s->detail, sizeof(s->detail), "decode: %s", derr.msg);
 		wt_warn("msg=\"replicated upload rejected\" upload=%s error=\"%s\"", s->upload_id, derr.msg);
 		return 0;
 	}
 	s->time_ns = p->time_ns;
+	/* the rollup is the hub's own, from the original (repl_rollup.h) */
 	if ((rc = hub_repl_rollup_build(p, u->received_ns, &s->own, err)))
 		goto out;
 	s->has_own = 1;
 	if (hub_repl_rollup_diff(&s->own, u->rollup, u->n_rollup))
 		wt_warn("msg=\"the edge's rollup differs from its original; storing the hub's\" upload=%s"
 			" rows_differing=%zu", s->upload_id, hub_repl_rollup_diff(&s->own, u->rollup, u->n_rollup));
-	if (json_is_object(labels)) {
-		json_object_foreach(labels, k, v) {
-			if (nlp < sizeof(lp) / sizeof(lp[0]) && json_is_string(v)) {
-				lp[nlp].key = k;
-				lp[nlp].value = json_string_value(v);
-				nlp++;
-			}
-		}
-	}
 	if ((rc = putter_add(put, idx, err)))
 		goto out;
 	memset(&rq, 0, sizeof(rq));
@@ -511,21 +626,21 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, jso
 	rq.service = s->service;
 	rq.upload_id = s->upload_id;
 	rq.retention_days = s->retention_days;
-	rq.labels = lp;
-	rq.nlabels = nlp;
+	rq.labels = h->lp;
+	rq.nlabels = h->nlp;
 	rq.batch_rows = ctx->cfg.ch_insert_batch_rows;
 	rq.stacks = ctx->stacks;
 	rq.cache_generation = atomic_load(&ctx->store.transitions);
 	rq.sink = sink;
-	rq.skip_days = skip->days;
-	rq.nskip_days = skip->n;
-	if ((rc = hub_ingest_profile(ch, &rq, p, u->received_ns, &st, err)))
+	rq.skip = st ? st->samples : NULL;
+	rq.nskip = st ? st->nsamples : 0;
+	if ((rc = hub_ingest_profile(ch, &rq, p, u->received_ns, &is, err)))
 		goto out;
-	res->sample_rows += st.sample_rows;
-	s->recovery = recovery;
-	if (hub_rules_eval(ch, s->project, s->service, s->upload_id, lp, nlp, p, u->received_ns, &s->rules, &rerr))
+	res->sample_rows += is.sample_rows;
+	s->recovery = st != NULL;
+	if (hub_rules_eval(ch, s->project, s->service, s->upload_id, h->lp, h->nlp, p, u->received_ns, &s->rules, &rerr))
 		wt_warn("msg=\"recording rules not applied\" upload=%s error=\"%s\"", s->upload_id, rerr.msg);
-	if (recovery && (rc = raw_index_exists(ch, s, &exists, err)))
+	if (st && (rc = raw_index_exists(ch, s, &exists, err)))
 		goto out;
 	s->raw_index = !exists;
 	s->format = wt_format_name(det);
@@ -534,20 +649,176 @@ out:
 	return rc;
 }
 
-static int insert_days(hub_ch *ch, const char *sql, hub_daysink *sink, wt_err *err)
+/* ---- inserts: bounded blocks, each under a live claim ------------------------- */
+static int insert_block(hub_ch *ch, hub_repl_claim *claim, const char *sql, const void *data, size_t len,
+			wt_err *err)
 {
-	size_t i;
+	int rc;
+
+	if ((rc = hub_repl_claim_keep(ch, claim, err)) || (rc = hub_ch_insert(ch, sql, data, len, err)))
+		return rc;
+	failpoint_block();
+	return 0;
+}
+
+static int insert_sample_blocks(hub_ch *ch, hub_repl_claim *claim, hub_daysink *sink, wt_err *err)
+{
+	size_t i, b, off, len;
 	int rc;
 
 	for (i = 0; i < sink->n; i++) {
-		if (!sink->d[i].rows.len)
-			continue;
-		if (sink->d[i].rows.oom)
+		hub_dayrows *dr = &sink->d[i];
+		if (dr->rows.oom || dr->oom)
 			return wt_err_set(err, WT_ENOMEM, "out of memory encoding rows");
-		if ((rc = hub_ch_insert(ch, sql, sink->d[i].rows.data, sink->d[i].rows.len, err)))
-			return rc;
+		for (b = 0; b <= dr->ncuts; b++) {
+			hub_dayrows_block(dr, b, &off, &len);
+			if (len && (rc = insert_block(ch, claim, hub_samples_insert_sql, dr->rows.data + off, len, err)))
+				return rc;
+		}
 	}
 	return 0;
+}
+
+static int piece_cmp(const void *a, const void *b)
+{
+	const rpiece *x = *(const rpiece *const *)a, *y = *(const rpiece *const *)b;
+	if (x->day != y->day)
+		return x->day < y->day ? -1 : 1;
+	return x < y ? -1 : x > y; /* creation order within a day */
+}
+
+/* Whole pieces of one day per INSERT, at most block_rows rows each. */
+static int insert_rollup_pieces(hub_ch *ch, hub_repl_claim *claim, rpieces *ps, wt_err *err)
+{
+	rpiece **order = calloc(ps->n ? ps->n : 1, sizeof(*order));
+	wt_buf blk = WT_BUF_INIT;
+	size_t i, n = 0, rows = 0;
+	int day = -1, rc = 0;
+
+	if (!order)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	for (i = 0; i < ps->n; i++)
+		if (!ps->p[i].skip)
+			order[n++] = &ps->p[i];
+	qsort(order, n, sizeof(*order), piece_cmp);
+	for (i = 0; i <= n && !rc; i++) {
+		rpiece *p = i < n ? order[i] : NULL;
+		if (blk.len && (!p || p->day != day || rows + p->nrows + 1 > ps->block_rows)) {
+			rc = blk.oom ? wt_err_set(err, WT_ENOMEM, "out of memory encoding rows")
+				     : insert_block(ch, claim, ROLLUP_INSERT_SQL, blk.data, blk.len, err);
+			wt_buf_reset(&blk);
+			rows = 0;
+		}
+		if (!p || rc)
+			continue;
+		if (p->rows.oom) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory encoding rows");
+			continue;
+		}
+		wt_buf_append(&blk, p->rows.data, p->rows.len);
+		rows += p->nrows + 1;
+		day = p->day;
+	}
+	wt_buf_free(&blk);
+	free(order);
+	return rc;
+}
+
+/* ---- incarnations ---------------------------------------------------------------- */
+/* The incarnation each edge was last applied under by this process: the
+ * ledger is asked which incarnation it knows only when that changes. */
+#define INC_CACHE 1024
+static struct {
+	char edge[128], inc[72];
+} inc_cache[INC_CACHE];
+static size_t inc_cache_n;
+static pthread_mutex_t inc_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int inc_cached(const char *edge, const char *inc)
+{
+	size_t i;
+	int hit = 0;
+
+	pthread_mutex_lock(&inc_mu);
+	for (i = 0; i < inc_cache_n; i++)
+		if (!strcmp(inc_cache[i].edge, edge)) {
+			hit = !strcmp(inc_cache[i].inc, inc);
+			break;
+		}
+	pthread_mutex_unlock(&inc_mu);
+	return hit;
+}
+
+static void inc_remember(const char *edge, const char *inc)
+{
+	size_t i;
+
+	pthread_mutex_lock(&inc_mu);
+	for (i = 0; i < inc_cache_n; i++)
+		if (!strcmp(inc_cache[i].edge, edge))
+			break;
+	if (i == inc_cache_n && inc_cache_n < INC_CACHE)
+		inc_cache_n++;
+	if (i < INC_CACHE) {
+		snprintf(inc_cache[i].edge, sizeof(inc_cache[i].edge), "%s", edge);
+		snprintf(inc_cache[i].inc, sizeof(inc_cache[i].inc), "%s", inc);
+	}
+	pthread_mutex_unlock(&inc_mu);
+}
+
+static int newest_inc_row(void *vctx, char **f, size_t n)
+{
+	hub_repl_result *res = vctx;
+
+	if (n < 3 || res->other_known)
+		return 0;
+	res->other_known = 1;
+	snprintf(res->other_incarnation, sizeof(res->other_incarnation), "%s", f[0]);
+	res->other_last_seq = strtoull(f[1], NULL, 10);
+	return 0;
+}
+
+/* Before this batch's ledger rows: the incarnation the ledger last saw
+ * edge under, when it is not inc (res->other_*). */
+static int incarnation_check(hub_ch *ch, const char *edge, const char *inc, hub_repl_result *res, wt_err *err)
+{
+	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
+	int rc;
+
+	if (inc_cached(edge, inc))
+		return 0;
+	wt_buf_puts(&sql, "SELECT incarnation, maxIf(seq, state = 2) AS s, max(time_ns) AS t FROM (SELECT incarnation,"
+			  " seq, state, time_ns FROM repl_ledger_v2 WHERE edge_id = ");
+	hub_sql_quote(&sql, edge);
+	wt_buf_puts(&sql, " UNION ALL SELECT '' AS incarnation, seq, state, time_ns FROM repl_ledger_v1 WHERE edge_id = ");
+	hub_sql_quote(&sql, edge);
+	wt_buf_puts(&sql, ") GROUP BY incarnation ORDER BY t DESC LIMIT 1 FORMAT TabSeparated");
+	rc = hub_ch_query_buf(ch, &sql, &out, err);
+	if (!rc)
+		hub_tsv_each((char *)out.data, out.len, 3, newest_inc_row, res);
+	if (res->other_known && !strcmp(res->other_incarnation, inc))
+		res->other_known = 0; /* the newest is this one: nothing to say */
+	if (res->other_known)
+		wt_warn("msg=\"edge replicates under a new incarnation (data dir reset, or two edges with one id);"
+			" its seqs start clean\" edge=%s incarnation=%s previous_incarnation=%s previous_last_seq=%" PRIu64,
+			edge, *inc ? inc : "(legacy)", *res->other_incarnation ? res->other_incarnation : "(legacy)",
+			res->other_last_seq);
+	wt_buf_free(&sql);
+	wt_buf_free(&out);
+	return rc;
+}
+
+static int incarnation_valid(const char *inc)
+{
+	size_t n = strlen(inc);
+	return n < 72 && strspn(inc, "0123456789abcdef") == n;
+}
+
+/* ---- the batch ------------------------------------------------------------------- */
+/* hub_edge_batch_admit's view of the uploads' projects */
+static const char *edge_project_of(const void *arg, size_t i)
+{
+	return ((const up_state *)arg)[i].project;
 }
 
 int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t *buf, size_t len,
@@ -556,16 +827,21 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	pb_batch *b = NULL;
 	up_state *ups = NULL;
 	proj_ret *rets = NULL;
+	int *tentative = NULL;
 	size_t nrets = 0, i, nraw = 0;
-	hub_daysink samples = {0}, rollups = {0};
+	hub_daysink samples = {0};
+	rpieces rollups = {0};
 	wt_buf rawsql = WT_BUF_INIT;
 	json_t **hdrs = NULL;
+	hub_repl_claim claim;
+	const char *inc;
 	putter put;
-	int put_on = 0;
+	int put_on = 0, any_started = 0;
 	int64_t t0, t1;
 	int rc = 0;
 
 	memset(res, 0, sizeof(*res));
+	memset(&claim, 0, sizeof(claim));
 	b = watchtower__repl__batch__unpack(NULL, len, buf);
 	if (!b)
 		return wt_err_set(err, WT_EINVAL, "replication batch: not a valid protobuf Batch (%zu bytes)", len);
@@ -575,6 +851,13 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 				b->edge_id ? b->edge_id : "", peer_id);
 		goto out;
 	}
+	inc = b->incarnation ? b->incarnation : "";
+	if (!incarnation_valid(inc)) {
+		rc = wt_err_set(err, WT_EINVAL, "replication batch: incarnation \"%.80s\" is not lowercase hex"
+				" (at most 71 characters)", inc);
+		goto out;
+	}
+	snprintf(res->incarnation, sizeof(res->incarnation), "%s", inc);
 	for (i = 0; i < b->n_uploads; i++) {
 		uint64_t seq = b->uploads[i]->seq;
 		if (seq < b->first_seq || seq > b->last_seq || (i && seq <= b->uploads[i - 1]->seq)) {
@@ -589,87 +872,121 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 		goto out;
 	if ((rc = hub_store_check(&ctx->store, err)))
 		goto out;
-	/* the edge's registered projects and its seq bound (edge_projects.h);
-	 * before anything else looks at a project, so an edge cannot probe
-	 * which projects exist */
-	if ((rc = hub_edge_batch_admit(ch, b, err)))
-		goto out;
 
 	ups = calloc(b->n_uploads, sizeof(*ups));
 	hdrs = calloc(b->n_uploads, sizeof(*hdrs));
 	rets = calloc(b->n_uploads, sizeof(*rets));
-	if (!ups || !hdrs || !rets) {
+	tentative = calloc(b->n_uploads, sizeof(*tentative));
+	if (!ups || !hdrs || !rets || !tentative) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
-	/* Headers first: a malformed batch is refused before anything is written. */
+	/* Claim the seqs first: the settle wait (hub_repl_claim_decide) then
+	 * overlaps the header checks, the ledger lookup and decoding. */
+	t0 = hub_now_ns();
+	hub_repl_claim_flush(ch);
+	if ((rc = hub_repl_claim_insert(ch, &claim, b->edge_id, inc, b->uploads[0]->seq,
+					b->uploads[b->n_uploads - 1]->seq, ctx->cfg.repl_claim_ttl_s,
+					ctx->cfg.repl_claim_settle_ms, hub_config_insert_budget_ms(&ctx->cfg), err)))
+		goto out;
+	res->ledger_ns += hub_now_ns() - t0;
+	/* Headers next: a malformed batch is refused before anything is written. */
 	for (i = 0; i < b->n_uploads; i++) {
 		up_state *s = &ups[i];
-		json_error_t je;
-		const char *proj, *svc;
-		size_t r;
 
 		s->u = b->uploads[i];
-		snprintf(s->upload_id, sizeof(s->upload_id), "%s-%" PRIu64, b->edge_id, s->u->seq);
-		hdrs[i] = json_loadb((const char *)s->u->header_json.data, s->u->header_json.len, 0, &je);
-		proj = hdrs[i] ? jstr(hdrs[i], "project") : NULL;
-		svc = hdrs[i] ? jstr(hdrs[i], "service") : NULL;
-		if (!proj || !svc || !hub_project_name_valid(proj)) {
+		if (*inc)
+			snprintf(s->upload_id, sizeof(s->upload_id), "%s-%s-%" PRIu64, b->edge_id, inc, s->u->seq);
+		else
+			snprintf(s->upload_id, sizeof(s->upload_id), "%s-%" PRIu64, b->edge_id, s->u->seq);
+		if (hub_repl_header_init(s->u, &hdrs[i], &s->h) || !hub_project_name_valid(s->h.project)) {
 			rc = wt_err_set(err, WT_EINVAL, "replication batch: upload seq %" PRIu64
 					": header lacks a valid project/service", s->u->seq);
 			goto out;
 		}
-		s->project = strdup(proj);
-		s->service = strdup(svc);
+		s->project = strdup(s->h.project);
+		s->service = strdup(s->h.service);
 		s->time_ns = s->u->received_ns;
 		if (!s->project || !s->service) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 			goto out;
 		}
+	}
+	/* the edge's registered projects and its seq bound (edge_projects.h),
+	 * before anything else looks at a project, so an edge cannot probe
+	 * which projects exist */
+	if ((rc = hub_edge_batch_admit(ch, b->edge_id, inc, b->last_seq, b->n_uploads, edge_project_of, ups, err)))
+		goto out;
+	for (i = 0; i < b->n_uploads; i++) {
+		up_state *s = &ups[i];
+		size_t r;
+
 		for (r = 0; r < nrets; r++)
-			if (!strcmp(rets[r].name, proj))
+			if (!strcmp(rets[r].name, s->project))
 				break;
 		if (r == nrets) {
-			snprintf(rets[r].name, sizeof(rets[r].name), "%s", proj);
-			if ((rc = hub_project_retention(ch, proj, &rets[r].days, err)))
+			snprintf(rets[r].name, sizeof(rets[r].name), "%s", s->project);
+			if ((rc = hub_project_retention(ch, s->project, &rets[r].days, err)))
 				goto out; /* unknown project: retry once it exists */
 			nrets++;
 		}
 		s->retention_days = rets[r].days;
 	}
 
+	/* Read the ledger. The claim is decided (which waits
+	 * replication.claim_settle_ms after writing it) before anything
+	 * depends on being the only apply: at once when a seq was interrupted
+	 * (recovery reads what is stored), else after decoding, which the wait
+	 * then overlaps. */
 	t0 = hub_now_ns();
-	if ((rc = ledger_lookup(ch, b->edge_id, b, ups, b->n_uploads, err)) ||
-	    (rc = ledger_write(ch, b->edge_id, ups, b->n_uploads, LEDGER_STARTED, err)))
+	if ((rc = ledger_lookup(ch, b->edge_id, inc, ups, b->n_uploads, err)))
 		goto out;
+	for (i = 0; i < b->n_uploads; i++)
+		any_started |= ups[i].state == LEDGER_STARTED;
+	if (any_started && ((rc = hub_repl_claim_decide(ch, &claim, err)) ||
+			    (rc = ledger_lookup(ch, b->edge_id, inc, ups, b->n_uploads, err))))
+		goto out;
+	for (i = 0; i < b->n_uploads; i++)
+		tentative[i] = ups[i].state;
 	t1 = hub_now_ns();
 	res->ledger_ns += t1 - t0;
 
 	wt_buf_puts(&rawsql, "INSERT INTO raw_objects_v1 (date, time_ns, project, service, upload_id,"
 			     " object_key, format, size, deleted) VALUES ");
+	samples.block_rows = ctx->cfg.ch_insert_batch_rows < MAX_BLOCK_ROWS ? ctx->cfg.ch_insert_batch_rows
+									     : MAX_BLOCK_ROWS;
+	rollups.block_rows = samples.block_rows < 2 ? 2 : samples.block_rows;
 	putter_start(&put, ctx, ups, b->n_uploads);
 	put_on = 1;
 	for (i = 0; i < b->n_uploads; i++) {
 		up_state *s = &ups[i];
-		days_ctx skip_s = {{0}, 0, 0}, skip_r = {{0}, 0, 1};
+		stored_t st;
 		int recovery = s->state == LEDGER_STARTED;
 
 		if (s->state >= LEDGER_APPLIED) {
 			res->duplicates++;
 			continue;
 		}
+		memset(&st, 0, sizeof(st));
 		if (recovery) {
-			if ((rc = stored_days(ch, s, &skip_s, &skip_r, err)))
+			size_t k, nrows = 0;
+			if ((rc = stored_query(ch, s, &st, err)))
 				goto out;
+			for (k = 0; k < st.nsamples; k++)
+				nrows += st.samples[k].rows;
 			res->recovered++;
-			wt_info("msg=\"recovering interrupted replicated upload\" upload=%s sample_days_done=%zu"
-				" rollup_days_done=%zu", s->upload_id, skip_s.n, skip_r.n);
+			wt_info("msg=\"recovering interrupted replicated upload\" upload=%s sample_rows_done=%zu"
+				" sample_days=%zu rollup_pieces_done=%zu", s->upload_id, nrows, st.nsamples, st.npieces);
 		}
 		if (s->u->original.len &&
-		    (rc = apply_original(ctx, ch, s, i, hdrs[i], &skip_s, recovery, &samples, &put, res, err)))
+		    (rc = apply_original(ctx, ch, s, i, recovery ? &st : NULL, &samples, &put, res, err))) {
+			stored_free(&st);
 			goto out;
+		}
 		/* a rejected original: no rollup of it is trusted */
-		if (!s->rejected && (rc = add_rollup_rows(s, &skip_r, &rollups, &res->rollup_rows))) {
+		rc = s->rejected ? 0 : add_rollup_rows(s, recovery ? &st : NULL, &rollups, &res->rollup_rows);
+		stored_free(&st);
+		if (rc) {
 			rc = wt_err_set(err, rc, "replication batch: upload seq %" PRIu64
 					": rollup rows (%s)", s->u->seq, rc == WT_ELIMIT ? "too many days" : "out of memory");
 			goto out;
@@ -686,48 +1003,77 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 		goto out;
 	res->objstore_ns = put.ns;
 	res->objstore_wait_ns = hub_now_ns() - t0;
+	t0 = hub_now_ns();
+	if (!claim.won) {
+		/* decided only now: what was prepared holds only if the ledger
+		 * did not move meanwhile (it can only by an apply that held the
+		 * seqs before us and has finished: ask the edge to resend) */
+		if ((rc = hub_repl_claim_decide(ch, &claim, err)) ||
+		    (rc = ledger_lookup(ch, b->edge_id, inc, ups, b->n_uploads, err)))
+			goto out;
+		for (i = 0; i < b->n_uploads; i++)
+			if (ups[i].state != tentative[i]) {
+				claim.retry_after_s = 1;
+				rc = wt_err_set(err, WT_EUNAVAIL, "seq %" PRIu64 " of edge %s was applied by another"
+						" request meanwhile; retry", ups[i].u->seq, b->edge_id);
+				goto out;
+			}
+	}
+	if ((rc = incarnation_check(ch, b->edge_id, inc, res, err)) ||
+	    (rc = ledger_write(ch, b->edge_id, inc, ups, b->n_uploads, LEDGER_STARTED, err)))
+		goto out;
 	for (i = 0; i < b->n_uploads; i++)
 		if (ups[i].raw_index)
 			raw_index_row(&rawsql, &nraw, &ups[i], ups[i].key, ups[i].format, ups[i].u->original.len);
-	t0 = hub_now_ns();
-	if ((rc = insert_days(ch, hub_samples_insert_sql, &samples, err)))
+	t1 = hub_now_ns();
+	res->ledger_ns += t1 - t0;
+	if ((rc = insert_sample_blocks(ch, &claim, &samples, err)))
 		goto out;
 	failpoint("repl_after_samples");
-	if ((rc = insert_days(ch, ROLLUP_INSERT_SQL, &rollups, err)))
+	if ((rc = insert_rollup_pieces(ch, &claim, &rollups, err)))
 		goto out;
 	failpoint("repl_after_rollups");
-	if (nraw && (rc = hub_ch_query_buf(ch, &rawsql, NULL, err)))
+	if (nraw && ((rc = hub_repl_claim_keep(ch, &claim, err)) || (rc = hub_ch_query_buf(ch, &rawsql, NULL, err))))
 		goto out;
+	t0 = hub_now_ns();
+	res->insert_ns += t0 - t1;
 	for (i = 0; i < b->n_uploads; i++) {
 		wt_err rerr = {0, ""};
 		if (ups[i].rules && hub_rules_store(ch, ups[i].rules, ups[i].recovery, &rerr))
 			wt_warn("msg=\"recording rule values not stored\" upload=%s error=\"%s\"", ups[i].upload_id,
 				rerr.msg);
 	}
-	t1 = hub_now_ns();
-	res->insert_ns += t1 - t0;
-	rc = ledger_write(ch, b->edge_id, ups, b->n_uploads, LEDGER_APPLIED, err);
-	for (i = 0; !rc && i < b->n_uploads; i++)
-		hub_rules_count(ups[i].rules);
-	res->ledger_ns += hub_now_ns() - t1;
+	if ((rc = hub_repl_claim_keep(ch, &claim, err)))
+		goto out;
+	rc = ledger_write(ch, b->edge_id, inc, ups, b->n_uploads, LEDGER_APPLIED, err);
+	res->ledger_ns += hub_now_ns() - t0;
+	if (!rc) {
+		inc_remember(b->edge_id, inc);
+		for (i = 0; i < b->n_uploads; i++)
+			hub_rules_count(ups[i].rules);
+	}
 out:
 	if (put_on)
 		putter_free(&put);
-	if (rc == WT_EIO || rc == WT_EUNAVAIL)
+	hub_repl_claim_release(ch, &claim);
+	if (rc && claim.retry_after_s)
+		res->retry_after_s = claim.retry_after_s;
+	else if (rc == WT_EIO || rc == WT_EUNAVAIL)
 		atomic_fetch_add(&ctx->metrics.ch_errors_total, 1);
 	if (ups)
 		for (i = 0; i < b->n_uploads; i++) {
 			free(ups[i].project);
 			free(ups[i].service);
-			hub_rules_pending_free(ups[i].rules);
 			hub_repl_rollup_free(&ups[i].own);
+			hub_rules_pending_free(ups[i].rules);
 			json_decref(hdrs ? hdrs[i] : NULL);
 		}
 	free(ups);
 	free(hdrs);
 	free(rets);
+	free(tentative);
 	hub_daysink_free(&samples);
-	hub_daysink_free(&rollups);
+	rpieces_free(&rollups);
 	wt_buf_free(&rawsql);
 	watchtower__repl__batch__free_unpacked(b, NULL);
 	return rc;

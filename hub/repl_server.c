@@ -27,10 +27,12 @@
 
 typedef struct edge_prog {
 	char id[128];
+	char incarnation[72];  /* of its latest applied batch */
+	uint64_t inc_last_seq; /* highest seq applied in that incarnation */
 	uint64_t last_seq;
 	int64_t last_ok_ns;       /* when its last batch was applied */
 	int64_t newest_received_ns; /* received_ns of the newest upload applied */
-	uint64_t batches, applied, duplicates, rejected, recovered, errors;
+	uint64_t batches, applied, duplicates, rejected, recovered, errors, busy;
 } edge_prog;
 
 typedef struct hub_repl_server {
@@ -108,6 +110,8 @@ static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
 	int64_t t_start = hub_now_ns();
 	int rc;
 
+	memset(&res, 0, sizeof(res));
+
 	if (!strcmp(req->path, "/healthz")) {
 		snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
 		wt_buf_printf(&resp->body, "{\"status\":\"ok\",\"peer\":\"%s\"}", req->peer_id);
@@ -147,6 +151,12 @@ static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
 		goto fail;
 	pthread_mutex_lock(&prog_mu);
 	if ((pg = prog_of(req->peer_id))) {
+		if (strcmp(pg->incarnation, res.incarnation)) {
+			snprintf(pg->incarnation, sizeof(pg->incarnation), "%s", res.incarnation);
+			pg->inc_last_seq = 0;
+		}
+		if (res.last_seq > pg->inc_last_seq)
+			pg->inc_last_seq = res.last_seq;
 		if (res.last_seq > pg->last_seq)
 			pg->last_seq = res.last_seq;
 		pg->last_ok_ns = hub_now_ns();
@@ -165,18 +175,43 @@ static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
 			(double)(hub_now_ns() - t_start) / 1e6, (double)res.ledger_ns / 1e6, (double)res.prepare_ns / 1e6,
 			(double)res.objstore_ns / 1e6, (double)res.objstore_wait_ns / 1e6, (double)res.insert_ns / 1e6);
 	snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
-	wt_buf_printf(&resp->body, "{\"last_seq\":%" PRIu64 ",\"applied\":%u,\"duplicates\":%u,\"rejected\":%u}",
-		      res.last_seq, res.applied, res.duplicates, res.rejected);
+	wt_buf_printf(&resp->body, "{\"last_seq\":%" PRIu64 ",\"applied\":%u,\"duplicates\":%u,\"rejected\":%u,"
+		      "\"incarnation\":\"%s\"", res.last_seq, res.applied, res.duplicates, res.rejected, res.incarnation);
+	if (res.other_known)
+		wt_buf_printf(&resp->body, ",\"other_incarnation\":\"%s\",\"other_last_seq\":%" PRIu64,
+			      res.other_incarnation, res.other_last_seq); /* both hex/digits: no escaping */
+	wt_buf_putc(&resp->body, '}');
 	free(plain);
 	return 0;
 fail:
 	pthread_mutex_lock(&prog_mu);
-	if ((pg = prog_of(req->peer_id)))
-		pg->errors++;
+	if ((pg = prog_of(req->peer_id))) {
+		if (rc == WT_EUNAVAIL && res.retry_after_s > 0)
+			pg->busy++;
+		else
+			pg->errors++;
+	}
 	pthread_mutex_unlock(&prog_mu);
+	free(plain);
+	if (rc == WT_EUNAVAIL && res.retry_after_s > 0) {
+		/* being applied (here or by another hub): not an error, the
+		 * edge asks again after Retry-After */
+		json_t *j = json_pack("{s:s,s:s,s:i}", "error", "busy", "detail", err.msg, "retry_after_s",
+				      res.retry_after_s);
+		char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		wt_info("msg=\"batch deferred: being applied\" edge=%s retry_after_s=%d detail=\"%s\"", req->peer_id,
+			res.retry_after_s, err.msg);
+		resp->status = 503;
+		snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
+		wt_buf_printf(&resp->headers, "Retry-After: %d\r\n", res.retry_after_s);
+		if (txt)
+			wt_buf_puts(&resp->body, txt);
+		free(txt);
+		json_decref(j);
+		return 0;
+	}
 	wt_warn("msg=\"batch refused\" edge=%s status=%d error=\"%s\"", req->peer_id, wt_err_http_status(rc),
 		err.msg);
-	free(plain);
 	return reply_error(resp, rc, err.msg);
 }
 
@@ -271,6 +306,17 @@ int hub_repl_metrics_render(wt_buf *out)
 			 "# TYPE wt_hub_repl_errors_total counter\n");
 	for (i = 0; i < nprogs; i++)
 		wt_buf_printf(out, "wt_hub_repl_errors_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id, progs[i].errors);
+	wt_buf_puts(out, "# HELP wt_hub_repl_busy_total Batches deferred (503 Retry-After) because another request"
+			 " was applying their seqs.\n# TYPE wt_hub_repl_busy_total counter\n");
+	for (i = 0; i < nprogs; i++)
+		wt_buf_printf(out, "wt_hub_repl_busy_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id, progs[i].busy);
+	wt_buf_puts(out, "# HELP wt_hub_repl_incarnation_last_seq Highest seq applied in the edge's current"
+			 " incarnation (its data dir; seqs restart in a new one).\n"
+			 "# TYPE wt_hub_repl_incarnation_last_seq gauge\n");
+	for (i = 0; i < nprogs; i++)
+		if (progs[i].batches)
+			wt_buf_printf(out, "wt_hub_repl_incarnation_last_seq{edge=\"%s\",incarnation=\"%s\"} %" PRIu64 "\n",
+				      progs[i].id, progs[i].incarnation, progs[i].inc_last_seq);
 	wt_buf_puts(out, "# HELP wt_hub_repl_last_seq Highest sequence acknowledged to the edge.\n"
 			 "# TYPE wt_hub_repl_last_seq gauge\n");
 	for (i = 0; i < nprogs; i++)

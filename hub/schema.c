@@ -246,6 +246,35 @@ static int m_repl_ledger(wt_buf *b, const ddl_ctx *cx)
 		" ORDER BY (edge_id, seq, state)");
 }
 
+/* Ledger keyed by the edge's incarnation (its data dir: seqs start at 1 in
+ * each; repl.h). States as in repl_ledger_v1, which stays readable for the
+ * legacy incarnation "" (edges from before incarnations). */
+static int m_repl_ledger2(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "repl_ledger_v2");
+	wt_buf_puts(b,
+		" ("
+		" edge_id String, incarnation String, seq UInt64, state UInt8, upload_id String,"
+		" project String, service String, time_ns UInt64, detail String)");
+	ddl_engine(b, cx, "repl_ledger_v2", "MergeTree", "");
+	return wt_buf_puts(b,
+		" ORDER BY (edge_id, incarnation, seq, state)");
+}
+
+/* Claims on a batch's seqs (repl_claim.c): append-only; the newest version
+ * of a token's rows holds its lease (expires_ns, 0 = released). */
+static int m_repl_claims(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "repl_claims_v1");
+	wt_buf_puts(b,
+		" ("
+		" edge_id String, incarnation String, first_seq UInt64, last_seq UInt64,"
+		" token String, claim_ns UInt64, expires_ns UInt64, version UInt64)");
+	ddl_engine(b, cx, "repl_claims_v1", "MergeTree", "");
+	return wt_buf_puts(b,
+		" ORDER BY (edge_id, incarnation, token, version)");
+}
+
 /* Control plane (versions 30-39): policies, worker leases, object
  * deletions left to retry. */
 static int m_policies(wt_buf *b, const ddl_ctx *cx)
@@ -519,6 +548,8 @@ static const migration migrations[] = {
 	{7, "audit_events_v1", m_audit, "cityHash64(project)"},
 	{8, "raw_objects_v1", m_raw_objects, "cityHash64(project, service)"},
 	{9, "repl_ledger_v1", m_repl_ledger, "cityHash64(edge_id)"},
+	{10, "repl_ledger_v2", m_repl_ledger2, "cityHash64(edge_id)"},
+	{11, "repl_claims_v1", m_repl_claims, "cityHash64(edge_id)"},
 	{20, "issues_v1", m_issues, "cityHash64(project, issue_id)"},
 	{21, "issue_states_v1", m_issue_states, "cityHash64(project, issue_id)"},
 	{30, "policies_v1", m_policies, "cityHash64(project)"},

@@ -1,7 +1,8 @@
 /*
  * fuzz_repl_batch.c — libFuzzer target: what the hub does with a
  * replication batch's bytes before ClickHouse (hub/repl_apply.c): unpack
- * the protobuf Batch, check its seq order, parse every upload's JSON header
+ * the protobuf Batch, check its seq order, read every upload's header
+ * (typed, or the JSON header of older edges: hub_repl_header_init)
  * and decode its original with hub_repl_decode_upload (hub/repl_decode.c),
  * the function hub_repl_apply calls, with small limits.
  * Seeds: tests/fuzz/seed/fuzz_repl_batch/ (made by tests/fuzz/make_repl_seeds.py).
@@ -28,24 +29,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < b->n_uploads; i++) {
 		const Watchtower__Repl__Upload *u = b->uploads[i];
 		uint64_t seq = u->seq;
-		json_error_t je;
-		json_t *hdr;
+		json_t *js = NULL;
+		hub_repl_header h;
 		wt_profile *p = NULL;
 		wt_format det;
 		wt_err e = {0, ""};
 
 		if (seq < b->first_seq || seq > b->last_seq || (i && seq <= b->uploads[i - 1]->seq))
 			break; /* hub_repl_apply refuses the batch */
-		hdr = json_loadb((const char *)u->header_json.data, u->header_json.len, 0, &je);
-		if (!hdr)
-			break;
-		(void)json_string_value(json_object_get(hdr, "project"));
-		if (u->original.len && hub_repl_decode_upload(u, hdr, &lim, &p, &det, &e) == 0) {
+		if (hub_repl_header_init(u, &js, &h)) {
+			json_decref(js);
+			break; /* hub_repl_apply refuses the batch */
+		}
+		if (u->original.len && hub_repl_decode_upload(u, &h, &lim, &p, &det, &e) == 0) {
 			if (!p)
 				abort();
 			wt_profile_free(p);
 		}
-		json_decref(hdr);
+		json_decref(js);
 	}
 	watchtower__repl__batch__free_unpacked(b, NULL);
 	return 0;

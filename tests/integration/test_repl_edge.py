@@ -13,7 +13,8 @@ failed handshake and no request); a hub certificate without the URL's name
 is refused by the edge; backoff cadence against a closed port; SIGTERM
 while a request hangs exits cleanly within 2 s; against a fake hub (Python
 ssl) that acknowledges only part of each batch, every batch starts right
-after the last acknowledged seq (the prefetched next batch is dropped).
+after the last acknowledged seq (the prefetched next batch is dropped); a
+hub answering 503 busy with retry_after_s is asked again after that long.
 """
 import http.server
 import json
@@ -137,8 +138,12 @@ class PartialAckHub:
     """An mTLS hub that acknowledges at most `ack` uploads of each batch
     (503 until open() is called) and records (first_seq, last_seq, ack)."""
 
-    def __init__(self, site, ack=2):
-        self.requests, self.gate = [], threading.Event()
+    def __init__(self, site, ack=2, busy=0):
+        """busy: answer the first `busy` requests 503 {"error":"busy",
+        "retry_after_s":1} with Retry-After (a hub applying the batch
+        already); self.times records when each request arrived."""
+        self.requests, self.gate, self.times = [], threading.Event(), []
+        self.busy = busy
         outer = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -149,16 +154,23 @@ class PartialAckHub:
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.times.append(time.monotonic())
                 if not outer.gate.is_set():
                     return self.answer(503, b'{"error":"unavailable"}')
+                if outer.busy > 0:
+                    outer.busy -= 1
+                    return self.answer(503, b'{"error":"busy","detail":"being applied","retry_after_s":1}',
+                                       {"Retry-After": "1"})
                 pb = subprocess.run(["zstd", "-d", "-c", "-q"], input=body, capture_output=True, check=True).stdout
                 first, last = batch_seqs(pb)
                 acked = min(last, first + ack - 1)
                 outer.requests.append((first, last, acked))
                 self.answer(200, json.dumps({"last_seq": acked, "applied": acked - first + 1}).encode())
 
-            def answer(self, status, body):
+            def answer(self, status, body, headers=None):
                 self.send_response(status)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -338,6 +350,28 @@ class ReplEdgeTest(unittest.TestCase):
         for prev, cur in zip(reqs, reqs[1:]):
             self.assertEqual(cur[0], prev[2] + 1, reqs)  # never the prefetched batch after a partial ack
         self.assertTrue(any(last > acked for _, last, acked in reqs), reqs)  # partial acks did happen
+        self.assertEqual(e.stop(), 0)
+
+    def test_busy_hub_is_asked_again_after_retry_after(self):
+        """A hub that is applying the batch already answers 503 busy with
+        retry_after_s: the edge sends the same batch again after that
+        long (not after its 50-200 ms backoff), counts it as busy, not as
+        an error, and then goes on."""
+        hub = PartialAckHub(self.site, ack=100, busy=2)
+        self.addCleanup(hub.close)
+        hub.gate.set()
+        e = self.edge("edge-a", hub.port)
+        self.upload(e, 3)
+        self.assertTrue(wait_for(lambda: e.metrics()["wt_edge_repl_cursor"] == 3), e.read_log()[-2000:])
+        m = e.metrics()
+        self.assertEqual(m["wt_edge_repl_hub_busy_total"], 2)
+        self.assertEqual(self.err(m, "http_5xx"), 0)
+        t = hub.times
+        self.assertGreaterEqual(len(t), 3)
+        self.assertGreaterEqual(t[1] - t[0], 0.95, t)
+        self.assertGreaterEqual(t[2] - t[1], 0.95, t)
+        self.assertEqual(hub.requests[0][0], 1)  # the same batch, from the start
+        self.assertIn("is applying batch seq", e.read_log())
         self.assertEqual(e.stop(), 0)
 
     def test_sigterm_while_a_request_hangs(self):

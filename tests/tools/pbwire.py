@@ -43,23 +43,39 @@ def fields(b):
     return out
 
 
-def put_varint(n):
-    """n (negative: as int64 two's complement) as a base-128 varint."""
+# ---- encoding (tests that build messages by hand, e.g. replication batches) ----
+
+def enc_varint(v):
     out = bytearray()
-    n &= (1 << 64) - 1
     while True:
-        c = n & 0x7F
-        n >>= 7
-        if not n:
+        c = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(c | 0x80)
+        else:
             out.append(c)
             return bytes(out)
-        out.append(c | 0x80)
+
+
+def f_varint(num, v):
+    """A VARINT field (negative int64 as its two's complement)."""
+    if v < 0:
+        v += 1 << 64
+    return enc_varint(num << 3) + enc_varint(v)
+
+
+def f_bytes(num, b):
+    """A LEN field (bytes, str as UTF-8, or an encoded message)."""
+    if isinstance(b, str):
+        b = b.encode()
+    return enc_varint(num << 3 | 2) + enc_varint(len(b)) + b
+
+
+def put_varint(n):
+    """n (negative: as int64 two's complement) as a base-128 varint."""
+    return enc_varint(n & ((1 << 64) - 1))
 
 
 def put_field(num, v):
     """Field num: an int as VARINT, bytes or str as LEN."""
-    if isinstance(v, int):
-        return put_varint(num << 3) + put_varint(v)
-    if isinstance(v, str):
-        v = v.encode()
-    return put_varint(num << 3 | 2) + put_varint(len(v)) + v
+    return f_varint(num, v) if isinstance(v, int) else f_bytes(num, v)

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -34,10 +35,12 @@ ADMIN_TOKEN = "test-admin-token-0123456789abcdef"
 
 class Hub:
     def __init__(self, testcase, ch, database="watchtower", workers=4, hub_extra="",
-                 clickhouse_extra="", object_store=None, pki=None):
+                 clickhouse_extra="", object_store=None, pki=None, repl_extra="", ch_timeout_ms=30000):
         """pki: None (replication listener off) or a directory made by
         `wtctl pki init` (ca.crt, hub.crt, hub.key): the replication
-        listener then runs on self.repl_port with mutual TLS."""
+        listener then runs on self.repl_port with mutual TLS; repl_extra:
+        more lines for its section (e.g. "claim_ttl_s = 8;", which must
+        exceed twice ch_timeout_ms + claim_settle_ms)."""
         self.dir = tempfile.mkdtemp(prefix="wt-hub-test-")
         self.port = free_port()
         self.repl_port = free_port() if pki else 0
@@ -62,7 +65,7 @@ clickhouse = {{
   database = "{database}";
   user = "default";
   password = "";
-  timeout_ms = 30000;
+  timeout_ms = {ch_timeout_ms};
   connect_timeout_ms = 1000;
   retries = 1;
   backoff_ms = 50;
@@ -72,7 +75,7 @@ object_store = {{ {object_store} }};
 """)
             if pki:
                 f.write(f'replication = {{ listen = "127.0.0.1:{self.repl_port}"; ca = "{pki}/ca.crt"; '
-                        f'cert = "{pki}/hub.crt"; key = "{pki}/hub.key"; }};\n')
+                        f'cert = "{pki}/hub.crt"; key = "{pki}/hub.key"; {repl_extra} }};\n')
             else:
                 f.write('replication = { listen = ""; };\n')
         if testcase is not None:
@@ -97,12 +100,22 @@ object_store = {{ {object_store} }};
                 raise RuntimeError(f"wt-hub exited with {self.proc.returncode}: {self.read_log()[-2000:]}")
             try:
                 st, _ = self.request("GET", "/healthz")
-                if st == 200 or (st == 503 and not wait_ready):
+                if (st == 200 or (st == 503 and not wait_ready)) and self._repl_listening():
                     return self
             except OSError:
                 pass
             time.sleep(0.05)
         raise RuntimeError("wt-hub did not become ready: " + self.read_log()[-2000:])
+
+    def _repl_listening(self):
+        """The replication listener starts after the API one: accepting?"""
+        if not self.repl_port:
+            return True
+        try:
+            socket.create_connection(("127.0.0.1", self.repl_port), timeout=1).close()
+            return True
+        except OSError:
+            return False
 
     def stop(self):
         if self.proc and self.proc.poll() is not None and self.proc.returncode != 0:

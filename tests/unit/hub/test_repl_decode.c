@@ -27,20 +27,26 @@ static int decode(const void *data, size_t len, const char *hdr_text, wt_profile
 		  wt_err *e)
 {
 	pb_upload u = WATCHTOWER__REPL__UPLOAD__INIT;
-	json_error_t je;
-	json_t *hdr = json_loads(hdr_text, 0, &je);
+	json_t *js = NULL;
+	hub_repl_header h;
 	wt_limits lim;
 	int rc;
 
-	assert_non_null(hdr);
+	/* the JSON header of edges from before the typed one; these carry
+	 * only decode options (no project/service: init says WT_EINVAL but
+	 * fills the view) */
+	u.header_json.data = (uint8_t *)hdr_text;
+	u.header_json.len = strlen(hdr_text);
+	(void)hub_repl_header_init(&u, &js, &h);
+	assert_non_null(js);
 	u.seq = 1;
 	u.original.data = (uint8_t *)data;
 	u.original.len = len;
 	u.received_ns = RECV_NS;
 	wt_limits_default(&lim);
 	memset(e, 0, sizeof(*e));
-	rc = hub_repl_decode_upload(&u, hdr, &lim, p, det, e);
-	json_decref(hdr);
+	rc = hub_repl_decode_upload(&u, &h, &lim, p, det, e);
+	json_decref(js);
 	return rc;
 }
 
