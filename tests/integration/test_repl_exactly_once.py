@@ -111,6 +111,7 @@ class ExactlyOnceTest(unittest.TestCase):
     def cert(self, edge_id):
         subprocess.run([WTCTL, "pki", "issue-edge", "--ca", self.pki, "--edge-id", edge_id],
                        check=True, capture_output=True)
+        self.hub.allow_edge(edge_id)  # edges write only into projects they are registered to
         return os.path.join(self.pki, edge_id + ".crt"), os.path.join(self.pki, edge_id + ".key")
 
     def post(self, cert, body, timeout=120, port=None):
