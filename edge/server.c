@@ -153,6 +153,20 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 	wt_buf_printf(&b, "# HELP wt_edge_busy_total Requests answered 503 because the worker queue was full.\n"
 			  "# TYPE wt_edge_busy_total counter\nwt_edge_busy_total %llu\n",
 		      (unsigned long long)atomic_load(&srv->m.busy));
+	wt_buf_printf(&b, "# HELP wt_edge_inflight_bytes Request bytes held by uploads in flight "
+			  "(bounded by limits.max_inflight_mb).\n"
+			  "# TYPE wt_edge_inflight_bytes gauge\nwt_edge_inflight_bytes %llu\n",
+		      (unsigned long long)atomic_load(&srv->inflight.used));
+	wt_buf_printf(&b, "# HELP wt_edge_inflight_refused_total Requests refused because the in-flight "
+			  "budget was full.\n# TYPE wt_edge_inflight_refused_total counter\n"
+			  "wt_edge_inflight_refused_total %llu\n",
+		      (unsigned long long)atomic_load(&srv->inflight.refused));
+	wt_buf_printf(&b, "# HELP wt_edge_connections_refused_total Connections closed at accept "
+			  "(edge.max_connections).\n# TYPE wt_edge_connections_refused_total counter\n"
+			  "wt_edge_connections_refused_total %llu\n",
+		      (unsigned long long)atomic_load(&srv->m.conns_refused));
+	wt_buf_printf(&b, "# HELP wt_edge_connections Open client connections (HTTP and OTLP).\n"
+			  "# TYPE wt_edge_connections gauge\nwt_edge_connections %d\n", srv->nconns);
 	wt_buf_printf(&b, "# HELP wt_edge_queries_total Local queries served.\n"
 			  "# TYPE wt_edge_queries_total counter\nwt_edge_queries_total %llu\n",
 		      (unsigned long long)atomic_load(&srv->m.queries));
@@ -300,6 +314,7 @@ int edge_server_init(edge_server *srv, const edge_config *cfg, edge_store *store
 	srv->cfg = cfg;
 	srv->store = store;
 	srv->started_ns = now_ns();
+	wt_budget_init(&srv->inflight, cfg->max_inflight);
 	if (!threads_ready) {
 		if (evthread_use_pthreads() != 0)
 			return wt_err_set(err, WT_EIO, "libevent: pthreads support unavailable");

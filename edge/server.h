@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "config.h"
 #include "err.h"
 #include "format.h"
@@ -31,7 +32,8 @@ typedef struct edge_metrics {
 	_Atomic uint64_t upload_samples;
 	_Atomic uint64_t rejects[EDGE_NERRCODES]; /* by -WT_E* code */
 	_Atomic uint64_t queries;
-	_Atomic uint64_t busy;                   /* 503: worker queue full */
+	_Atomic uint64_t busy;                   /* 503: worker queue full or in-flight budget spent */
+	_Atomic uint64_t conns_refused;          /* closed at accept: edge.max_connections */
 } edge_metrics;
 
 struct edge_repl;
@@ -48,6 +50,8 @@ typedef struct edge_server {
 	struct evhttp_bound_socket *sock;
 	struct event *sigterm, *sigint, *drain_timer;
 	int pending;         /* tasks in flight (loop thread only) */
+	int nconns;          /* open client connections, HTTP + OTLP (loop thread only) */
+	wt_budget inflight;  /* request bodies held (limits.max_inflight_mb) */
 	int shutting_down;
 	int64_t started_ns;
 	edge_metrics m;
