@@ -42,6 +42,7 @@
 #include "buf.h"
 #include "compress.h"
 #include "config.h"
+#include "http_guard.h"
 #include "http_server.h"
 #include "log.h"
 #include "otlp.h"
@@ -321,6 +322,7 @@ static void http_cb(struct evhttp_request *req, void *arg)
 	char tok[512];
 	job *j;
 
+	wt_http_guard_request(srv->guard, req);
 	if (!path || strcmp(path, HTTP_PATH)) {
 		wt_http_send_error(req, WT_ENOTFOUND, "the OTLP/HTTP listener serves only POST " HTTP_PATH);
 		return;
@@ -899,6 +901,7 @@ int edge_otlp_init(edge_server *srv, wt_err *err)
 		evhttp_set_timeout(o->http, HTTP_TIMEOUT_S);
 		evhttp_set_allowed_methods(o->http, EVHTTP_REQ_POST | EVHTTP_REQ_GET);
 		evhttp_set_gencb(o->http, http_cb, o);
+		wt_http_guard_attach(srv->guard, o->http); /* server.c: token on the head, budget */
 		o->http_sock = evhttp_bind_socket_with_handle(o->http, host, (ev_uint16_t)port);
 		if (!o->http_sock) {
 			if (cfg->otlp_http_set)

@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "config_client.h"
 #include "ebpf.h"
+#include "http_guard.h"
 #include "http_server.h"
 #include "log.h"
 #include "otlp_recv.h"
@@ -215,6 +216,43 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 	wt_buf_free(&b);
 }
 
+/* ---- admission on the request head (common/http_guard.c) ------------------------ */
+
+/* An upload must carry an upload token before its body is read; other
+ * endpoints take no body beyond WT_HTTP_GUARD_SMALL_BODY. */
+static int guard_decide(void *arg, const wt_http_head *h, wt_err *err)
+{
+	edge_server *srv = arg;
+	const char *a = h->authorization;
+	char tok[512];
+	size_t n;
+
+	if (strcmp(h->method, "POST") || (strcmp(h->path, "/v1/profiles") && strcmp(h->path, "/ingest") &&
+					  strcmp(h->path, "/v1development/profiles"))) {
+		if (h->body_max > WT_HTTP_GUARD_SMALL_BODY)
+			return wt_err_set(err, WT_ELIMIT, "%s %.200s takes no request body over %u bytes",
+					  h->method, h->path, WT_HTTP_GUARD_SMALL_BODY);
+		return 0;
+	}
+	if (strncasecmp(a, "Bearer", 6) || (a[6] != ' ' && a[6] != '\t')) {
+		atomic_fetch_add(&srv->m.rejects[-WT_EAUTH], 1);
+		return wt_err_set(err, WT_EAUTH, "missing or malformed Authorization: Bearer <upload token>");
+	}
+	for (a += 6; *a == ' ' || *a == '\t'; a++)
+		;
+	n = strlen(a);
+	if (n == 0 || n >= sizeof(tok)) {
+		atomic_fetch_add(&srv->m.rejects[-WT_EAUTH], 1);
+		return wt_err_set(err, WT_EAUTH, "missing or malformed Authorization: Bearer <upload token>");
+	}
+	memcpy(tok, a, n + 1);
+	if (!edge_config_auth(srv->cfg, tok, EDGE_ROLE_UPLOAD)) {
+		atomic_fetch_add(&srv->m.rejects[-WT_EAUTH], 1);
+		return wt_err_set(err, WT_EAUTH, "the token is not an upload token of any project on this edge");
+	}
+	return 0;
+}
+
 /* ---- routing ---------------------------------------------------------------- */
 
 static void router(struct evhttp_request *req, void *arg)
@@ -225,6 +263,7 @@ static void router(struct evhttp_request *req, void *arg)
 	enum evhttp_cmd_type m = evhttp_request_get_command(req);
 	int get = m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD;
 
+	wt_http_guard_request(srv->guard, req);
 	if (!path) {
 		edge_reject(srv, req, WT_EINVAL, "request URI has no path");
 		return;
@@ -331,6 +370,17 @@ int edge_server_init(edge_server *srv, const edge_config *cfg, edge_store *store
 	evhttp_set_timeout(srv->http, HTTP_TIMEOUT_S);
 	evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
 	evhttp_set_gencb(srv->http, router, srv);
+	{
+		wt_http_guard_cfg gc = {
+			.decide = guard_decide, .arg = srv, .budget = &srv->inflight,
+			.max_body = cfg->max_body + MULTIPART_SLACK, .nconns = &srv->nconns,
+			.max_connections = cfg->max_connections,
+			.max_connections_key = "edge.max_connections", .budget_key = "limits.max_inflight_mb",
+		};
+		if (!(srv->guard = wt_http_guard_new(&gc)))
+			return wt_err_set(err, WT_ENOMEM, "out of memory");
+		wt_http_guard_attach(srv->guard, srv->http);
+	}
 	srv->sock = evhttp_bind_socket_with_handle(srv->http, cfg->listen_host, (ev_uint16_t)cfg->listen_port);
 	if (!srv->sock)
 		return wt_err_set(err, WT_EIO, "cannot listen on %s:%d", cfg->listen_host, cfg->listen_port);
@@ -361,6 +411,7 @@ void edge_server_free(edge_server *srv)
 	edge_otlp_free(srv);
 	if (srv->http)
 		evhttp_free(srv->http);
+	wt_http_guard_free(srv->guard); /* after every evhttp it guards */
 	if (srv->drain_timer)
 		event_free(srv->drain_timer);
 	if (srv->sigterm)

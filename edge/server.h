@@ -50,7 +50,8 @@ typedef struct edge_server {
 	struct evhttp_bound_socket *sock;
 	struct event *sigterm, *sigint, *drain_timer;
 	int pending;         /* tasks in flight (loop thread only) */
-	int nconns;          /* open client connections, HTTP + OTLP (loop thread only) */
+	_Atomic int nconns;  /* open client connections, HTTP + OTLP */
+	struct wt_http_guard *guard; /* admits HTTP requests on their headers (server.c) */
 	wt_budget inflight;  /* request bodies held (limits.max_inflight_mb) */
 	int shutting_down;
 	int64_t started_ns;

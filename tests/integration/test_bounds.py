@@ -1,5 +1,10 @@
 """test_bounds.py — memory bounds of the edge's receivers under abuse.
 
+HTTP ingest (common/http_guard.c in front of evhttp): a request is
+admitted on its head — an upload needs its token before any body byte is
+read, bodies reserve the in-flight budget (503 + Retry-After past it),
+connections past edge.max_connections are answered 503.
+
 OTLP/gRPC (edge/otlp_recv.c): a client without a token opens many streams
 and sends large bodies it never ends; a client with a token does the same
 within the in-flight budget (limits.max_inflight_mb), the per-connection
@@ -10,6 +15,7 @@ during the flood.
 """
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +24,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness.edge import CORPUS, ROOT, UPLOAD_TOKEN, Edge  # noqa: E402
+from harness.clickhouse import ClickHouse  # noqa: E402
+from harness.hub import Hub  # noqa: E402
 from test_otlp import GOOD, GRPC_CLIENT, METHOD, SYSPY, have_grpc  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
@@ -133,6 +141,161 @@ class GrpcFlood(unittest.TestCase):
         self.legit_uploads(edge, "after")
         m = edge.metrics()
         self.assertEqual(m["wt_edge_inflight_bytes"], 0)
+
+
+def raw_request(port, head, body_bytes=0, chunk=1 << 20):
+    """Send a request head and body_bytes zero bytes of its body; return the
+    socket (the caller reads and closes)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(head.encode())
+    zeros = bytes(chunk)
+    sent = 0
+    while sent < body_bytes:
+        n = min(chunk, body_bytes - sent)
+        s.sendall(zeros[:n])
+        sent += n
+    return s
+
+
+def read_response(s, timeout=10):
+    """(status, headers dict, body) of one response, or (None, {}, b"") on timeout."""
+    s.settimeout(timeout)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            got = s.recv(65536)
+            if not got:
+                break
+            data += got
+        head, _, rest = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        hdrs = {k.strip().lower(): v.strip() for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
+        n = int(hdrs.get("content-length", "0"))
+        while len(rest) < n:
+            got = s.recv(65536)
+            if not got:
+                break
+            rest += got
+        return status, hdrs, rest
+    except (socket.timeout, IndexError, ValueError):
+        return None, {}, b""
+
+
+def post_head(path, length, token=None):
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    return (f"POST {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/octet-stream\r\n"
+            f"Content-Length: {length}\r\n\r\n")
+
+
+class HttpGuard(unittest.TestCase):
+    def test_unauthenticated_bodies_not_read(self):
+        """10 connections x 40 MB declared, 30 MB sent, never ended, no token:
+        each is answered 401 on its head and nothing is kept."""
+        edge = Edge(self).start()
+        st, body = edge.upload(folded_sample(), format="folded", service="warm")
+        self.assertEqual(st, 200, body)
+        base = rss_mb(edge.proc.pid)
+        s = Sampler(edge.proc.pid)
+        socks = []
+        for path in ["/v1/profiles?format=folded&service=x", "/ingest?name=x.cpu"] * 5:
+            socks.append(raw_request(edge.port, post_head(path, 40 * MB), 30 * MB))
+        st, body = edge.upload(folded_sample(), format="folded", service="legit-during")
+        self.assertEqual(st, 200, body)
+        answers = [read_response(x) for x in socks]
+        peak = s.done()
+        for x in socks:
+            x.close()
+        self.assertLess(peak, base + 50, f"edge RSS {base:.0f} -> {peak:.0f} MB")
+        for status, hdrs, body in answers:
+            self.assertEqual(status, 401, body)
+            self.assertEqual(json.loads(body)["error"], "unauthorized")
+            self.assertEqual(hdrs.get("www-authenticate"), "Bearer")
+        # OTLP/HTTP is guarded the same way
+        x = raw_request(edge.otlp_http_port, post_head("/v1development/profiles", 40 * MB, "wrong"), 4 * MB)
+        status, _, body = read_response(x)
+        x.close()
+        self.assertEqual(status, 401, body)
+        # a non-upload endpoint takes no large body, token or not
+        x = raw_request(edge.port, post_head("/healthz", 10 * MB), 1 * MB)
+        status, _, body = read_response(x)
+        x.close()
+        self.assertEqual(status, 413, body)
+
+    def test_inflight_budget_and_connections(self):
+        """Bodies reserve limits.max_inflight_mb: past it 503 + Retry-After;
+        past edge.max_connections 503; both recover without a restart."""
+        edge = Edge(self, extra_limits="max_inflight_mb = 64;", extra_edge="max_connections = 6;").start()
+        path = "/v1/profiles?format=folded&service=big"
+        a = raw_request(edge.port, post_head(path, 30 * MB, UPLOAD_TOKEN), 10 * MB)
+        b = raw_request(edge.port, post_head(path, 30 * MB, UPLOAD_TOKEN), 10 * MB)
+        time.sleep(0.3)
+        c = raw_request(edge.port, post_head(path, 30 * MB, UPLOAD_TOKEN), 0)
+        status, hdrs, body = read_response(c)
+        c.close()
+        self.assertEqual(status, 503, body)
+        self.assertEqual(hdrs.get("retry-after"), "1")
+        self.assertIn("limits.max_inflight_mb", json.loads(body)["detail"])
+        m = edge.metrics()
+        self.assertEqual(m["wt_edge_inflight_bytes"], 60 * MB)
+        self.assertGreaterEqual(m["wt_edge_inflight_refused_total"], 1)
+        # a small upload still fits
+        st, body = edge.upload(folded_sample(), format="folded", service="small")
+        self.assertEqual(st, 200, body)
+        a.close()
+        b.close()
+        deadline = time.time() + 5
+        while time.time() < deadline and edge.metrics()["wt_edge_inflight_bytes"] != 0:
+            time.sleep(0.1)
+        self.assertEqual(edge.metrics()["wt_edge_inflight_bytes"], 0)
+        # connections: 6 idle ones fill edge.max_connections
+        idle = [socket.create_connection(("127.0.0.1", edge.port)) for _ in range(6)]
+        time.sleep(0.3)
+        x = raw_request(edge.port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _, body = read_response(x)
+        x.close()
+        self.assertEqual(status, 503, body)
+        self.assertIn("edge.max_connections", json.loads(body)["detail"])
+        for i in idle:
+            i.close()
+        time.sleep(0.3)
+        st, body = edge.upload(folded_sample(), format="folded", service="after")
+        self.assertEqual(st, 200, body)
+
+
+class HubGuard(unittest.TestCase):
+    def test_unauthenticated_bodies_not_read(self):
+        """The hub reads a body over 64 KiB only for a valid token: 10
+        connections x 40 MB declared (30 MB sent, never ended) without one
+        are answered 401 on their head, RSS stays flat, uploads succeed."""
+        ch = ClickHouse(self).start()
+        hub = Hub(self, ch).start()
+        st, js = hub.create_project("demo")
+        self.assertIn(st, (200, 201), js)
+        tok = hub.create_token("demo", "upload")
+        data = folded_sample()
+        st, js = hub.upload(data, tok, "warm", format="folded")
+        self.assertEqual(st, 200, js)
+        base = rss_mb(hub.proc.pid)
+        s = Sampler(hub.proc.pid)
+        socks = []
+        for i in range(10):
+            path = ["/v1/profiles?service=x", "/v1/projects/demo/debuginfo/abcd", "/v1/admin/tokens"][i % 3]
+            socks.append(raw_request(hub.port, post_head(path, 40 * MB, "wrong" if i % 2 else None),
+                                     30 * MB))
+        st, js = hub.upload(data, tok, "legit-during", format="folded")
+        self.assertEqual(st, 200, js)
+        answers = [read_response(x) for x in socks]
+        peak = s.done()
+        for x in socks:
+            x.close()
+        self.assertLess(peak, base + 50, f"hub RSS {base:.0f} -> {peak:.0f} MB")
+        for status, hdrs, body in answers:
+            self.assertEqual(status, 401, body)
+            self.assertEqual(json.loads(body)["error"], "unauthorized")
+        # small requests without a token still reach their handler (same answer as before)
+        st, js = hub.request("POST", "/v1/profiles?service=x", b"main 1\n")
+        self.assertEqual(st, 401, js)
 
 
 if __name__ == "__main__":
