@@ -14,9 +14,15 @@
  * answers uploads after the group commit) would never leave. So every
  * addition to a connection's output schedules a flush on the next loop
  * turn (kick_cb).
+ *
+ * The filter also reports a reply written only once its bytes are in the
+ * kernel (guard_out): evhttp frees a "Connection: close" connection, and
+ * shuts the socket down, as soon as its filter says so, which would drop
+ * whatever still waited in the socket bufferevent's output.
  */
 #include "http_guard.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <jansson.h>
@@ -24,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "log.h"
 
@@ -37,6 +44,7 @@ struct gconn {
 	wt_http_guard *g;
 	struct bufferevent *bev; /* the filter: what evhttp reads from */
 	struct event *kick;      /* pushes a reply added while writing was off */
+	struct event *wev;       /* the socket is writable again (guard_out) */
 	int state;
 	int over;                /* past max_connections: refuse the first request */
 	uint64_t left;           /* bytes of the body / chunk still to pass */
@@ -336,6 +344,52 @@ static enum bufferevent_filter_result guard_in(struct evbuffer *src, struct evbu
 	return moved ? BEV_OK : BEV_NEED_MORE;
 }
 
+static void wev_cb(evutil_socket_t fd, short what, void *arg)
+{
+	gconn *c = arg;
+	bufferevent_flush(c->bev, EV_WRITE, BEV_NORMAL);
+}
+
+/* Output goes straight to the socket; what the socket does not take stays
+ * in the filter's output and is retried when the socket is writable
+ * (c->wev), so evhttp's write callback runs only once every byte is in the
+ * kernel. */
+static enum bufferevent_filter_result guard_out(struct evbuffer *src, struct evbuffer *dst,
+						ev_ssize_t lim, enum bufferevent_flush_mode mode, void *arg)
+{
+	gconn *c = arg;
+	struct bufferevent *under = bufferevent_get_underlying(c->bev);
+	evutil_socket_t fd = under ? bufferevent_getfd(under) : -1;
+	size_t len = evbuffer_get_length(src), moved = 0;
+
+	if (!len)
+		return BEV_NEED_MORE;
+	if (fd < 0) /* not connected (cannot happen for a server connection) */
+		return evbuffer_remove_buffer(src, dst, len) > 0 ? BEV_OK : BEV_NEED_MORE;
+	if (evbuffer_get_length(dst))
+		return BEV_NEED_MORE; /* a refusal still draining; be_filter_writecb calls again */
+	while (len) {
+		size_t n = len > 65536 ? 65536 : len;
+		const uint8_t *p = evbuffer_pullup(src, (ev_ssize_t)n);
+		ssize_t w = send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (!c->wev)
+				c->wev = event_new(bufferevent_get_base(c->bev), fd, EV_WRITE, wev_cb, c);
+			if (!c->wev || event_add(c->wev, NULL) != 0)
+				return BEV_ERROR;
+			break;
+		}
+		if (w <= 0)
+			return BEV_ERROR;
+		evbuffer_drain(src, (size_t)w);
+		moved += (size_t)w;
+		len -= (size_t)w;
+	}
+	return moved ? BEV_OK : BEV_NEED_MORE;
+}
+
 static void gconn_free(void *arg)
 {
 	gconn *c = arg;
@@ -343,6 +397,8 @@ static void gconn_free(void *arg)
 
 	if (c->kick)
 		event_free(c->kick);
+	if (c->wev)
+		event_free(c->wev);
 	give_back(c);
 	if (g) {
 		if (c->prev)
@@ -382,7 +438,7 @@ static struct bufferevent *bev_cb(struct event_base *base, void *arg)
 		free(c);
 		return NULL; /* evhttp then makes a plain one: this connection is unguarded */
 	}
-	f = bufferevent_filter_new(under, guard_in, NULL, BEV_OPT_CLOSE_ON_FREE, gconn_free, c);
+	f = bufferevent_filter_new(under, guard_in, guard_out, BEV_OPT_CLOSE_ON_FREE, gconn_free, c);
 	if (!f) {
 		bufferevent_free(under);
 		free(c);

@@ -298,5 +298,59 @@ class HubGuard(unittest.TestCase):
         self.assertEqual(st, 401, js)
 
 
+class OfflineBomb(unittest.TestCase):
+    """wtctl profile summary/convert of a gzip bomb (1 GiB of zeros in ~1 MB)."""
+
+    @classmethod
+    def setUpClass(cls):
+        import gzip
+        import tempfile
+        cls.dir = tempfile.mkdtemp(prefix="wt-bounds-bomb-")
+        cls.bomb = os.path.join(cls.dir, "bomb.gz")
+        zeros = bytes(8 * MB)
+        with gzip.open(cls.bomb, "wb", compresslevel=9) as f:
+            for _ in range(128):
+                f.write(zeros)
+        cls.good = os.path.join(cls.dir, "good.folded.gz")
+        with gzip.open(cls.good, "wb") as f:
+            f.write(folded_sample() * 40)
+
+    @classmethod
+    def tearDownClass(cls):
+        import shutil
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def wtctl(self, *args):
+        """(rc, stdout, stderr, max RSS MB) of one wtctl run (GNU time's %M)."""
+        tf = os.path.join(self.dir, "time.out")
+        cmd = ["/usr/bin/time", "-o", tf, "-f", "%M", os.path.join(ROOT, BUILD, "bin", "wtctl")] + list(args)
+        if os.environ.get("WT_BIN"):
+            cmd[5] = os.path.join(os.environ["WT_BIN"], "wtctl")
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        with open(tf) as f:
+            rss = int(f.read().split()[-1]) / 1024
+        return r.returncode, r.stdout, r.stderr, rss
+
+    def test_bomb_summary_bounded(self):
+        self.assertLess(os.path.getsize(self.bomb), 2 * MB)
+        for extra in ([], ["--format", "folded"], ["--format", "pprof"]):
+            rc, out, err, rss = self.wtctl("profile", "summary", *extra, self.bomb)
+            self.assertNotEqual(rc, 0, out)
+            self.assertLess(rss, 200, f"wtctl profile summary {extra} of the bomb: {rss:.0f} MB RSS; {err}")
+            self.assertIn("after decompression", err)
+        rc, out, err, rss = self.wtctl("profile", "convert", "--to", "folded", self.bomb)
+        self.assertNotEqual(rc, 0, out)
+        self.assertLess(rss, 200, err)
+
+    def test_max_decompressed_flag(self):
+        rc, out, err, _ = self.wtctl("profile", "summary", self.good)
+        self.assertEqual(rc, 0, err)
+        rc, out, err, _ = self.wtctl("profile", "summary", "--max-decompressed", "1K", self.good)
+        self.assertNotEqual(rc, 0, out)
+        self.assertIn("--max-decompressed", err)
+        rc, out, err, _ = self.wtctl("profile", "summary", "--max-decompressed", "64M", self.good)
+        self.assertEqual(rc, 0, err)
+
+
 if __name__ == "__main__":
     unittest.main()
