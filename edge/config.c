@@ -35,6 +35,8 @@ void edge_config_defaults(edge_config *c)
 	c->rollup_days = 7;
 	c->disk_quota_bytes = (uint64_t)10240 * MB;
 	c->retention_interval_s = 60;
+	c->min_free_bytes = 64 * MB;
+	c->reserve_bytes = 16 * MB;
 	c->hub_url = strdup("");
 	c->hub_ca = strdup("");
 	c->hub_cert = strdup("");
@@ -354,6 +356,14 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 	if ((rc = get_int(r, "interval_s", 1, 86400, &v, path, err)))
 		goto out;
 	c->retention_interval_s = (int)v;
+	v = (long long)(c->min_free_bytes / MB);
+	if ((rc = get_int(r, "min_free_mb", 0, 1LL << 30, &v, path, err)))
+		goto out;
+	c->min_free_bytes = (uint64_t)v * MB;
+	v = (long long)(c->reserve_bytes / MB);
+	if ((rc = get_int(r, "reserve_mb", 0, 1LL << 20, &v, path, err)))
+		goto out;
+	c->reserve_bytes = (uint64_t)v * MB;
 
 	config_setting_t *h = config_lookup(&cf, "hub");
 	if ((rc = get_str(h, "url", &c->hub_url, path, err)) || (rc = get_str(h, "ca", &c->hub_ca, path, err)) ||

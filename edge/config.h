@@ -75,6 +75,8 @@ typedef struct edge_config {
 	int64_t rollup_days;
 	uint64_t disk_quota_bytes;
 	int retention_interval_s;
+	uint64_t min_free_bytes;  /* commits refused below this free space in data_dir */
+	uint64_t reserve_bytes;   /* ballast file given up when the disk fills */
 
 	edge_project_cfg *projects;
 	size_t nprojects;

@@ -166,10 +166,7 @@ static void job_done_cb(evutil_socket_t fd, short what, void *arg)
 	edge_server *srv = j->srv;
 
 	if (!j->err.code && atomic_load(&j->commit_rc)) {
-		int rc = atomic_load(&j->commit_rc);
-		wt_err_set(&j->err, rc == WT_EUNAVAIL ? WT_EUNAVAIL : WT_EIO,
-			   rc == WT_EUNAVAIL ? "the edge is shutting down; the upload was not stored"
-					     : "writing the upload to the buffer failed; nothing was stored");
+		edge_commit_error(srv->store, atomic_load(&j->commit_rc), &j->err);
 	}
 	if (j->err.code) {
 		int i = -j->err.code;

@@ -195,6 +195,16 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 		      (unsigned long long)st.raw_dropped_bytes);
 	wt_buf_printf(&b, "# HELP wt_edge_over_quota 1 when the disk quota is exceeded and nothing droppable is left.\n"
 			  "# TYPE wt_edge_over_quota gauge\nwt_edge_over_quota %d\n", st.over_quota);
+	wt_buf_printf(&b, "# HELP wt_edge_disk_full 1 while edge.data_dir has less than retention.min_free_mb "
+			  "free (uploads and sampler batches refused).\n# TYPE wt_edge_disk_full gauge\n"
+			  "wt_edge_disk_full %d\n", st.disk_full);
+	wt_buf_printf(&b, "# HELP wt_edge_disk_free_bytes Free bytes in edge.data_dir at the last commit.\n"
+			  "# TYPE wt_edge_disk_free_bytes gauge\nwt_edge_disk_free_bytes %llu\n",
+		      (unsigned long long)st.disk_free);
+	wt_buf_printf(&b, "# HELP wt_edge_disk_full_refused_total Uploads and sampler batches refused "
+			  "because the disk was full (nothing of them stored).\n"
+			  "# TYPE wt_edge_disk_full_refused_total counter\nwt_edge_disk_full_refused_total %llu\n",
+		      (unsigned long long)st.disk_full_refused);
 	wt_buf_printf(&b, "# HELP wt_edge_commit_groups_total Synced group commits.\n"
 			  "# TYPE wt_edge_commit_groups_total counter\nwt_edge_commit_groups_total %llu\n",
 		      (unsigned long long)st.commit_groups);

@@ -352,5 +352,65 @@ class OfflineBomb(unittest.TestCase):
         self.assertEqual(rc, 0, err)
 
 
+def can_mount():
+    return os.geteuid() == 0 and os.path.exists("/bin/mount")
+
+
+@unittest.skipUnless(can_mount(), "needs root to mount a small tmpfs (the test machine runs tests as root)")
+class DiskFull(unittest.TestCase):
+    """The edge's data_dir on a 24 MiB tmpfs filled by another file: uploads
+    are refused 503 with a clear message and nothing half-stored, the edge
+    accepts again once space returns, without a restart."""
+
+    def setUp(self):
+        import tempfile
+        self.mnt = tempfile.mkdtemp(prefix="wt-bounds-disk-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", self.mnt], check=True)
+        self.addCleanup(self.unmount)
+
+    def unmount(self):
+        import shutil
+        subprocess.run(["umount", "-l", self.mnt])
+        shutil.rmtree(self.mnt, ignore_errors=True)
+
+    def test_edge_disk_full(self):
+        edge = Edge(self, retention={"min_free_mb": 4, "reserve_mb": 2})
+        data_dir = os.path.join(self.mnt, "data")
+        with open(edge.cfg) as f:
+            cfg = f.read().replace(f'data_dir = "{edge.dir}/data"', f'data_dir = "{data_dir}"')
+        with open(edge.cfg, "w") as f:
+            f.write(cfg)
+        edge.start()
+        self.addCleanup(edge.kill9)  # before the unmount
+        pid = edge.proc.pid
+        data = folded_sample()
+        st, body = edge.upload(data, format="folded", service="before")
+        self.assertEqual(st, 200, body)
+        seq = json.loads(body)["seq"]
+        filler = os.path.join(self.mnt, "filler")
+        subprocess.run(f"dd if=/dev/zero of={filler} bs=1M 2>/dev/null", shell=True)
+        for i in range(3):
+            st, body = edge.upload(data, format="folded", service="during")
+            self.assertEqual(st, 503, body)
+            self.assertIn("disk is full", json.loads(body)["detail"])
+            self.assertIn("retention.min_free_mb", json.loads(body)["detail"])
+        m = edge.metrics()
+        self.assertEqual(m["wt_edge_disk_full"], 1)
+        self.assertGreaterEqual(m["wt_edge_disk_full_refused_total"], 3)
+        self.assertEqual(m["wt_edge_last_seq"], seq)  # nothing half-stored
+        st, js = edge.query("services")
+        self.assertEqual(st, 200, js)
+        self.assertNotIn("during", json.dumps(js))
+        os.remove(filler)
+        st, body = edge.upload(data, format="folded", service="after")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(edge.proc.pid, pid)
+        self.assertEqual(edge.metrics()["wt_edge_disk_full"], 0)
+        st, js = edge.query("services")
+        self.assertIn("before", json.dumps(js))
+        self.assertIn("after", json.dumps(js))
+        self.assertTrue(os.path.exists(os.path.join(data_dir, "wt-reserve")))
+
+
 if __name__ == "__main__":
     unittest.main()
