@@ -412,5 +412,99 @@ class DiskFull(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(data_dir, "wt-reserve")))
 
 
+def mount_tmpfs(testcase, size):
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="wt-bounds-disk-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", d], check=True)
+
+    def unmount():
+        subprocess.run(["umount", "-l", d])
+        shutil.rmtree(d, ignore_errors=True)
+    testcase.addCleanup(unmount)
+    return d
+
+
+def fill(path):
+    subprocess.run(f"dd if=/dev/zero of={path} bs=1M 2>/dev/null", shell=True)
+
+
+@unittest.skipUnless(can_mount(), "needs root to mount a small tmpfs (the test machine runs tests as root)")
+class DiskFullReplication(unittest.TestCase):
+    """Edge buffer full while the hub was away: replication still drains the
+    backlog. Hub object store full: its uploads are answered 503, batches
+    are refused whole and retried, nothing acknowledged is lost."""
+
+    def test_full_disks_and_replication(self):
+        import shutil
+        import tempfile
+        from test_replication import pki_edge, pki_init
+        edge_mnt = mount_tmpfs(self, "24m")
+        hub_mnt = mount_tmpfs(self, "16m")
+        pki = tempfile.mkdtemp(prefix="wt-pki-")
+        self.addCleanup(shutil.rmtree, pki, True)
+        pki_init(pki)
+        ch = ClickHouse(self).start()
+        hub = Hub(self, ch, pki=pki, object_store=f'backend = "fs"; path = "{hub_mnt}/objects";').start()
+        self.assertIn(hub.create_project("demo")[0], (200, 201))
+        read, up = hub.create_token("demo", "read"), hub.create_token("demo", "upload")
+        c = pki_edge(pki, "edge1")
+        edge = Edge(self, edge_id="edge1", retention={"min_free_mb": 4, "reserve_mb": 2},
+                    hub={"url": hub.repl_url, "ca": os.path.join(pki, "ca.crt"), "cert": c["crt"], "key": c["key"]},
+                    replication="backoff_initial_ms = 50; backoff_max_ms = 500; interval_ms = 100;")
+        with open(edge.cfg) as f:
+            cfg = f.read().replace(f'data_dir = "{edge.dir}/data"', f'data_dir = "{edge_mnt}/data"')
+        with open(edge.cfg, "w") as f:
+            f.write(cfg)
+        edge.start()
+        self.addCleanup(edge.kill9)
+        self.addCleanup(hub.stop)
+        data = b"main;work;leaf 7\nmain;idle 3\n"
+
+        def hub_total(svc):
+            st, js = hub.query("demo", "table", read, service=svc, **{"from": "0", "until": str(int(time.time()) + 3600)})
+            return js.get("total") if st == 200 else None
+
+        def wait(cond, what, timeout=60):
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                if cond():
+                    return
+                time.sleep(0.3)
+            self.fail(f"{what}; hub log: {hub.read_log()[-1200:]}; edge log: {edge.read_log()[-1200:]}")
+
+        self.assertEqual(edge.upload(data, format="folded", service="s")[0], 200)
+        wait(lambda: hub_total("s") == 10, "first upload replicated")
+        # hub away: a backlog builds, then the edge's disk fills
+        hub.stop()
+        for _ in range(3):
+            self.assertEqual(edge.upload(data, format="folded", service="s")[0], 200)
+        fill(os.path.join(edge_mnt, "filler"))
+        st, body = edge.upload(data, format="folded", service="s")
+        self.assertEqual(st, 503, body)
+        self.assertIn("disk is full", body.decode())
+        self.assertGreater(edge.metrics()["wt_edge_unreplicated_uploads"], 0)
+        # the hub returns: the backlog drains although the edge's disk is full
+        hub.start()
+        wait(lambda: hub_total("s") == 40, "backlog drained with the edge's disk full")
+        wait(lambda: edge.metrics()["wt_edge_unreplicated_uploads"] == 0, "edge cursor advanced")
+        self.assertEqual(edge.metrics()["wt_edge_disk_full"], 1)
+        os.remove(os.path.join(edge_mnt, "filler"))
+        # the hub's object store fills: direct uploads 503, batches refused whole
+        fill(os.path.join(hub_mnt, "filler"))
+        st, js = hub.upload(data, up, "direct", format="folded")
+        self.assertEqual(st, 503, js)
+        self.assertIn("object store is full", js["detail"])
+        self.assertEqual(edge.upload(data, format="folded", service="s")[0], 200)
+        time.sleep(2)
+        self.assertEqual(hub_total("s"), 40)
+        self.assertEqual(edge.metrics()["wt_edge_unreplicated_uploads"], 1)
+        os.remove(os.path.join(hub_mnt, "filler"))
+        wait(lambda: hub_total("s") == 50, "batch stored once space returned")
+        st, js = hub.upload(data, up, "direct", format="folded")
+        self.assertEqual(st, 200, js)
+        self.assertEqual(edge.metrics()["wt_edge_disk_full"], 0)
+
+
 if __name__ == "__main__":
     unittest.main()
