@@ -190,7 +190,11 @@ static void job_done_cb(evutil_socket_t fd, short what, void *arg)
 		grpc_reply(j);
 	}
 	srv->pending--;
-	job_free(j);
+	{
+		uint64_t big = j->len;
+		job_free(j);
+		edge_memory_trim(big);
+	}
 }
 
 static void commit_done(edge_commit *c)

@@ -7,6 +7,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/thread.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,16 @@
 #define MULTIPART_SLACK (1u << 20)
 #define MAX_HEADERS (64u << 10)
 #define HTTP_TIMEOUT_S 60
+/* After an upload of at least this many bytes, free heap pages go back to
+ * the kernel (decoding a large upload grows every worker's arena by
+ * hundreds of MB that glibc would otherwise keep). */
+#define EDGE_TRIM_AFTER_BYTES ((uint64_t)1 << 20)
+
+void edge_memory_trim(uint64_t request_bytes)
+{
+	if (request_bytes >= EDGE_TRIM_AFTER_BYTES)
+		malloc_trim(0);
+}
 
 static int64_t now_ns(void)
 {
@@ -73,8 +84,12 @@ static void task_reply_cb(evutil_socket_t fd, short what, void *arg)
 	free(t->commit.rolluplog);
 	wt_buf_free(&t->commit.ops);
 	event_free(t->ev);
-	free(t);
-	srv->pending--;
+	{
+		uint64_t big = t->bytes;
+		free(t);
+		srv->pending--;
+		edge_memory_trim(big);
+	}
 }
 
 edge_task *edge_task_new(edge_server *srv, struct evhttp_request *req)

@@ -84,6 +84,10 @@ void edge_task_start(edge_task *t);
 /* Worker/committer side: the reply is ready. Thread-safe. */
 void edge_task_finish(edge_task *t);
 
+/* Give free heap memory back to the kernel when request_bytes (the body
+ * just finished with) was large; costs a walk over the malloc arenas. */
+void edge_memory_trim(uint64_t request_bytes);
+
 /* Count a rejected request and send the JSON error (loop thread). */
 void edge_reject(edge_server *srv, struct evhttp_request *req, int code, const char *detail);
 

@@ -6,11 +6,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -175,7 +177,7 @@ static int guard_decide(void *arg, const wt_http_head *h, wt_err *err)
 	return hub_auth_lookup(w->ctx->auth, w->ch, tok, &p, err);
 }
 
-static void route(struct evhttp_request *req, void *arg)
+static void route_request(struct evhttp_request *req, void *arg)
 {
 	worker *w = arg;
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
@@ -246,6 +248,21 @@ static void route(struct evhttp_request *req, void *arg)
 		}
 	}
 	not_found(&r);
+}
+
+/* After a request with a large body (an upload, a debug file) the heap
+ * pages its decoding used go back to the kernel: glibc keeps each worker
+ * thread's arena at its high-water mark otherwise. */
+#define HUB_TRIM_AFTER_BYTES ((size_t)1 << 20)
+
+static void route(struct evhttp_request *req, void *arg)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t body = in ? evbuffer_get_length(in) : 0;
+
+	route_request(req, arg);
+	if (body >= HUB_TRIM_AFTER_BYTES)
+		malloc_trim(0);
 }
 
 static void *worker_main(void *arg)
