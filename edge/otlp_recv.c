@@ -193,7 +193,7 @@ static void job_done_cb(evutil_socket_t fd, short what, void *arg)
 	{
 		uint64_t big = j->len;
 		job_free(j);
-		edge_memory_trim(big);
+		edge_memory_trim(srv, big);
 	}
 }
 

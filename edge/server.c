@@ -31,10 +31,24 @@
  * hundreds of MB that glibc would otherwise keep). */
 #define EDGE_TRIM_AFTER_BYTES ((uint64_t)1 << 20)
 
-void edge_memory_trim(uint64_t request_bytes)
+/* Again this long after a large request: RocksDB frees the memtable that
+ * took the upload only after its flush, which ends later. */
+#define EDGE_TRIM_AGAIN_S 10
+
+static void trim_cb(evutil_socket_t fd, short what, void *arg)
 {
-	if (request_bytes >= EDGE_TRIM_AFTER_BYTES)
-		malloc_trim(0);
+	malloc_trim(0);
+}
+
+void edge_memory_trim(edge_server *srv, uint64_t request_bytes)
+{
+	struct timeval later = {EDGE_TRIM_AGAIN_S, 0};
+
+	if (request_bytes < EDGE_TRIM_AFTER_BYTES)
+		return;
+	malloc_trim(0);
+	if (srv->trim_timer)
+		event_add(srv->trim_timer, &later); /* re-arming pushes it back: one trim per quiet spell */
 }
 
 static int64_t now_ns(void)
@@ -88,7 +102,7 @@ static void task_reply_cb(evutil_socket_t fd, short what, void *arg)
 		uint64_t big = t->bytes;
 		free(t);
 		srv->pending--;
-		edge_memory_trim(big);
+		edge_memory_trim(srv, big);
 	}
 }
 
@@ -409,6 +423,7 @@ int edge_server_init(edge_server *srv, const edge_config *cfg, edge_store *store
 	srv->sock = evhttp_bind_socket_with_handle(srv->http, cfg->listen_host, (ev_uint16_t)cfg->listen_port);
 	if (!srv->sock)
 		return wt_err_set(err, WT_EIO, "cannot listen on %s:%d", cfg->listen_host, cfg->listen_port);
+	srv->trim_timer = event_new(srv->base, -1, 0, trim_cb, srv);
 	srv->pool = edge_pool_new(cfg->workers);
 	if (!srv->pool)
 		return wt_err_set(err, WT_ENOMEM, "cannot start %d worker threads", cfg->workers);
@@ -439,6 +454,8 @@ void edge_server_free(edge_server *srv)
 	wt_http_guard_free(srv->guard); /* after every evhttp it guards */
 	if (srv->drain_timer)
 		event_free(srv->drain_timer);
+	if (srv->trim_timer)
+		event_free(srv->trim_timer);
 	if (srv->sigterm)
 		event_free(srv->sigterm);
 	if (srv->sigint)

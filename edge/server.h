@@ -49,6 +49,7 @@ typedef struct edge_server {
 	struct evhttp *http;
 	struct evhttp_bound_socket *sock;
 	struct event *sigterm, *sigint, *drain_timer;
+	struct event *trim_timer; /* malloc_trim again after a large request (server.c) */
 	int pending;         /* tasks in flight (loop thread only) */
 	_Atomic int nconns;  /* open client connections, HTTP + OTLP */
 	struct wt_http_guard *guard; /* admits HTTP requests on their headers (server.c) */
@@ -86,7 +87,8 @@ void edge_task_finish(edge_task *t);
 
 /* Give free heap memory back to the kernel when request_bytes (the body
  * just finished with) was large; costs a walk over the malloc arenas. */
-void edge_memory_trim(uint64_t request_bytes);
+struct edge_server;
+void edge_memory_trim(struct edge_server *srv, uint64_t request_bytes);
 
 /* Count a rejected request and send the JSON error (loop thread). */
 void edge_reject(edge_server *srv, struct evhttp_request *req, int code, const char *detail);
