@@ -137,7 +137,7 @@ static void copy_val(char *dst, size_t cap, const char *v, size_t n)
 int wt_http_guard_parse_head(const char *p, size_t n, uint64_t max_body, wt_http_head *h)
 {
 	const char *end = p + n, *line = p, *nl;
-	int first = 1;
+	int first = 1, seen_te = 0;
 
 	memset(h, 0, sizeof(*h));
 	h->content_length = -1;
@@ -162,6 +162,10 @@ int wt_http_guard_parse_head(const char *p, size_t n, uint64_t max_body, wt_http
 		}
 		if (!ll)
 			break;
+		/* evhttp would join a folded line to the previous header; framing
+		 * must be read the same way by both, so refuse what could differ */
+		if (line[0] == ' ' || line[0] == '\t')
+			return WT_EINVAL;
 		const char *colon = memchr(line, ':', ll);
 		size_t nlen;
 		if (!colon)
@@ -176,11 +180,13 @@ int wt_http_guard_parse_head(const char *p, size_t n, uint64_t max_body, wt_http
 			char *e;
 			copy_val(num, sizeof(num), v, vl);
 			long long cl = strtoll(num, &e, 10);
-			if (!*num || *e || cl < 0)
-				return WT_EINVAL;
+			if (!*num || *e || cl < 0 || h->content_length >= 0)
+				return WT_EINVAL; /* also a second Content-Length */
 			h->content_length = cl;
 		} else if (nlen == 17 && !strncasecmp(line, "transfer-encoding", 17)) {
 			char te[64];
+			if (seen_te++)
+				return WT_EINVAL;
 			copy_val(te, sizeof(te), v, vl);
 			h->chunked = !strcasecmp(te, "chunked");
 		}

@@ -37,6 +37,12 @@ static void head(void **state)
 	assert_int_equal(parse("POST /x HTTP/1.1\r\nContent-Length: 12x\r\n\r\n", &h), WT_EINVAL);
 	assert_int_equal(parse("garbage\r\n\r\n", &h), WT_EINVAL);
 	assert_int_equal(parse("POST /x HTTP/1.1\r\nno colon here\r\n\r\n", &h), WT_EINVAL);
+	/* framing evhttp could read differently: refused */
+	assert_int_equal(parse("POST /x HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 900\r\n\r\n", &h),
+			 WT_EINVAL);
+	assert_int_equal(parse("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: x\r\n\r\n",
+			       &h), WT_EINVAL);
+	assert_int_equal(parse("POST /x HTTP/1.1\r\nX: a\r\n Content-Length: 9\r\n\r\n", &h), WT_EINVAL);
 }
 
 static void budget(void **state)
