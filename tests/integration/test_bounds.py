@@ -32,6 +32,11 @@ BUILD = os.environ.get("BUILD", "build")
 H2FLOOD = os.path.join(ROOT, BUILD, "tests", "tools", "h2flood")
 FOLDED = os.path.join(CORPUS, "folded")
 MB = 1 << 20
+# Under ASan (make asan: BUILD=build-asan) freed memory sits in the
+# allocator's quarantine and RSS says nothing about what is held: the RSS
+# bounds are checked only in the normal build; every other assertion runs
+# in both.
+SANITIZED = "asan" in BUILD or os.environ.get("SANITIZE") == "1"
 
 
 def rss_mb(pid):
@@ -109,7 +114,8 @@ class GrpcFlood(unittest.TestCase):
         self.legit_uploads(edge, "during")
         res = self.finish(p)
         peak = s.done()
-        self.assertLess(peak, base + 50, f"edge RSS {base:.0f} -> {peak:.0f} MB under the flood: {res}")
+        if not SANITIZED:
+            self.assertLess(peak, base + 50, f"edge RSS {base:.0f} -> {peak:.0f} MB under the flood: {res}")
         self.assertEqual(len(res["streams"]), 10, res)
         for st in res["streams"]:
             self.assertEqual(st["status"], 16, res)  # UNAUTHENTICATED
@@ -131,7 +137,8 @@ class GrpcFlood(unittest.TestCase):
         p = self.flood(edge.otlp_grpc_port, 10, 40 * MB, 10, UPLOAD_TOKEN)
         res = self.finish(p)
         peak = s.done()
-        self.assertLess(peak, base + 64 + 50, f"edge RSS {base:.0f} -> {peak:.0f} MB: {res}")
+        if not SANITIZED:
+            self.assertLess(peak, base + 64 + 50, f"edge RSS {base:.0f} -> {peak:.0f} MB: {res}")
         statuses = [st["status"] for st in res["streams"]]
         rsts = [st["rst"] for st in res["streams"]]
         self.assertEqual(rsts.count(7), 4, res)      # REFUSED_STREAM past max_streams
@@ -206,7 +213,8 @@ class HttpGuard(unittest.TestCase):
         peak = s.done()
         for x in socks:
             x.close()
-        self.assertLess(peak, base + 50, f"edge RSS {base:.0f} -> {peak:.0f} MB")
+        if not SANITIZED:
+            self.assertLess(peak, base + 50, f"edge RSS {base:.0f} -> {peak:.0f} MB")
         for status, hdrs, body in answers:
             self.assertEqual(status, 401, body)
             self.assertEqual(json.loads(body)["error"], "unauthorized")
@@ -289,7 +297,8 @@ class HubGuard(unittest.TestCase):
         peak = s.done()
         for x in socks:
             x.close()
-        self.assertLess(peak, base + 50, f"hub RSS {base:.0f} -> {peak:.0f} MB")
+        if not SANITIZED:
+            self.assertLess(peak, base + 50, f"hub RSS {base:.0f} -> {peak:.0f} MB")
         for status, hdrs, body in answers:
             self.assertEqual(status, 401, body)
             self.assertEqual(json.loads(body)["error"], "unauthorized")
@@ -336,11 +345,13 @@ class OfflineBomb(unittest.TestCase):
         for extra in ([], ["--format", "folded"], ["--format", "pprof"]):
             rc, out, err, rss = self.wtctl("profile", "summary", *extra, self.bomb)
             self.assertNotEqual(rc, 0, out)
-            self.assertLess(rss, 200, f"wtctl profile summary {extra} of the bomb: {rss:.0f} MB RSS; {err}")
+            if not SANITIZED:
+                self.assertLess(rss, 200, f"wtctl profile summary {extra} of the bomb: {rss:.0f} MB RSS; {err}")
             self.assertIn("after decompression", err)
         rc, out, err, rss = self.wtctl("profile", "convert", "--to", "folded", self.bomb)
         self.assertNotEqual(rc, 0, out)
-        self.assertLess(rss, 200, err)
+        if not SANITIZED:
+            self.assertLess(rss, 200, err)
 
     def test_max_decompressed_flag(self):
         rc, out, err, _ = self.wtctl("profile", "summary", self.good)
@@ -541,7 +552,8 @@ class LargeUploadMemory(unittest.TestCase):
         peak = s.done()
         rss = self.settle(edge.proc.pid, 200)
         # before: peak 377-433 MB, then 271-327 MB held; now ~95 MB (RocksDB memtables)
-        self.assertLess(rss, 200, f"edge RSS {rss:.0f} MB 30 s after the upload (peak {peak:.0f} MB)")
+        if not SANITIZED:
+            self.assertLess(rss, 200, f"edge RSS {rss:.0f} MB 30 s after the upload (peak {peak:.0f} MB)")
 
     def test_hub_gives_memory_back(self):
         ch = ClickHouse(self).start()
@@ -553,7 +565,8 @@ class LargeUploadMemory(unittest.TestCase):
         self.assertEqual(st, 200, js)
         rss = self.settle(hub.proc.pid, base + 40)
         # before: 14 -> 77 MB held (peak 205); now ~32 MB
-        self.assertLess(rss, base + 40, f"hub RSS {base:.0f} -> {rss:.0f} MB 30 s after the upload")
+        if not SANITIZED:
+            self.assertLess(rss, base + 40, f"hub RSS {base:.0f} -> {rss:.0f} MB 30 s after the upload")
 
 
 if __name__ == "__main__":
