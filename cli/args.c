@@ -352,10 +352,39 @@ int cli_parse_admin(const char *verb, const char *edge_default, int argc, char *
 
 /* ---- offline profile commands --------------------------------------------------- */
 
+int cli_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	else if (*end)
+		return -1;
+	if (shift && (end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B")))
+		return -1;
+	if (v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 int cli_parse_summary(int argc, char **argv, cli_summary_args *a, char *err, size_t errlen)
 {
 	static const cli_optspec specs[] = {
-		{"--format", "-f", 1}, {"--type", "-t", 1}, {"--top", "-n", 1}, {NULL, NULL, 0},
+		{"--format", "-f", 1}, {"--type", "-t", 1}, {"--top", "-n", 1},
+		{"--max-decompressed", NULL, 1}, {NULL, NULL, 0},
 	};
 	cli_argiter it;
 	const char *v;
@@ -363,6 +392,7 @@ int cli_parse_summary(int argc, char **argv, cli_summary_args *a, char *err, siz
 
 	memset(a, 0, sizeof(*a));
 	a->top = CLI_SUMMARY_TOP;
+	a->max_decompressed = CLI_OFFLINE_MAX_DECOMPRESSED;
 	cli_argiter_init(&it, argc, argv);
 	while ((k = cli_arg_next(&it, specs, &v, err, errlen)) != CLI_ARG_END) {
 		switch (k) {
@@ -377,6 +407,11 @@ int cli_parse_summary(int argc, char **argv, cli_summary_args *a, char *err, siz
 			if (cli_parse_u64(v, &a->top))
 				return usage_err(err, errlen, "--top %s: expected a number (0 = all)", v);
 			break;
+		case 3:
+			if (cli_parse_size(v, &a->max_decompressed) || !a->max_decompressed)
+				return usage_err(err, errlen, "--max-decompressed %s: expected a size "
+						 "(bytes, or with K, M, G)", v);
+			break;
 		}
 	}
 	if (!a->file)
@@ -388,13 +423,14 @@ int cli_parse_convert(int argc, char **argv, cli_convert_args *a, char *err, siz
 {
 	static const cli_optspec specs[] = {
 		{"--to", NULL, 1}, {"--format", "-f", 1}, {"--type", "-t", 1},
-		{"--output", "-o", 1}, {NULL, NULL, 0},
+		{"--output", "-o", 1}, {"--max-decompressed", NULL, 1}, {NULL, NULL, 0},
 	};
 	cli_argiter it;
 	const char *v, *to = NULL;
 	int k, rc;
 
 	memset(a, 0, sizeof(*a));
+	a->max_decompressed = CLI_OFFLINE_MAX_DECOMPRESSED;
 	cli_argiter_init(&it, argc, argv);
 	while ((k = cli_arg_next(&it, specs, &v, err, errlen)) != CLI_ARG_END) {
 		switch (k) {
@@ -407,6 +443,11 @@ int cli_parse_convert(int argc, char **argv, cli_convert_args *a, char *err, siz
 		case 1: a->format = v; break;
 		case 2: a->type = v; break;
 		case 3: a->out = v; break;
+		case 4:
+			if (cli_parse_size(v, &a->max_decompressed) || !a->max_decompressed)
+				return usage_err(err, errlen, "--max-decompressed %s: expected a size "
+						 "(bytes, or with K, M, G)", v);
+			break;
 		}
 	}
 	if (!a->file)

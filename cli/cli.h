@@ -128,7 +128,14 @@ typedef struct cli_summary_args {
 	const char *format; /* NULL = auto */
 	const char *type;   /* NULL = the profile's default type */
 	uint64_t top;       /* rows; default CLI_SUMMARY_TOP */
+	uint64_t max_decompressed; /* --max-decompressed; default CLI_OFFLINE_MAX_DECOMPRESSED */
 } cli_summary_args;
+
+/* Offline commands inflate a compressed input at most this far unless
+ * --max-decompressed says otherwise: a size a laptop survives. */
+#define CLI_OFFLINE_MAX_DECOMPRESSED ((uint64_t)1 << 30)
+/* "1073741824", "512K", "64M", "2G" (binary units) → bytes; 0 or -1. */
+int cli_parse_size(const char *s, uint64_t *out);
 
 #define CLI_SUMMARY_TOP 20
 
@@ -142,6 +149,7 @@ typedef struct cli_convert_args {
 	cli_out_format to;
 	const char *type; /* folded: which sample type; NULL = default */
 	const char *out;  /* -o FILE; NULL = stdout */
+	uint64_t max_decompressed; /* as in cli_summary_args */
 } cli_convert_args;
 
 int cli_parse_convert(int argc, char **argv, cli_convert_args *a, char *err, size_t errlen);

@@ -32,12 +32,12 @@
 /* Offline commands run on the operator's machine: allow larger inputs than
  * the daemons' upload limits. */
 #define CLI_OFFLINE_MAX ((size_t)2 << 30)
-#define CLI_OFFLINE_MAX_DECOMPRESSED ((size_t)8 << 30)
 #define CLI_OFFLINE_MAX_SAMPLES ((size_t)100000000)
 
 /* ---- shared offline decode ------------------------------------------------------------ */
 
-static int decode_file(const char *path, const char *format, wt_profile **p, wt_format *detected)
+static int decode_file(const char *path, const char *format, uint64_t max_decompressed, wt_profile **p,
+		       wt_format *detected)
 {
 	wt_decode_opts o;
 	wt_format fmt = WT_FMT_AUTO;
@@ -54,7 +54,7 @@ static int decode_file(const char *path, const char *format, wt_profile **p, wt_
 		return -1;
 	wt_decode_opts_default(&o);
 	o.lim.max_body = CLI_OFFLINE_MAX;
-	o.lim.max_decompressed = CLI_OFFLINE_MAX_DECOMPRESSED;
+	o.lim.max_decompressed = (size_t)max_decompressed;
 	o.lim.max_samples = CLI_OFFLINE_MAX_SAMPLES;
 	pr = cli_progress_start(&in, "decoding");
 	rc = wt_format_decode(in.data, in.len, fmt, &o, p, detected, &e);
@@ -62,6 +62,10 @@ static int decode_file(const char *path, const char *format, wt_profile **p, wt_
 	cli_input_close(&in);
 	if (rc) {
 		fprintf(stderr, "wtctl: %s: %s\n", path, e.msg[0] ? e.msg : wt_err_name(rc));
+		if (rc == WT_ELIMIT && strstr(e.msg, "decompressed size exceeds"))
+			fprintf(stderr, "wtctl: %s: offline commands decompress at most %" PRIu64 " bytes "
+				"unless told otherwise: give --max-decompressed SIZE (e.g. 4G) to allow more\n",
+				path, max_decompressed);
 		return -1;
 	}
 	for (size_t i = 0; i < (*p)->nwarnings; i++)
@@ -303,7 +307,7 @@ int cli_cmd_summary(const cli_global *g, int argc, char **argv)
 		fprintf(stderr, "wtctl: %s\n", err);
 		return CLI_EXIT_USAGE;
 	}
-	if (decode_file(a.file, a.format, &p, &fmt))
+	if (decode_file(a.file, a.format, a.max_decompressed, &p, &fmt))
 		goto out;
 	if ((type = pick_type(p, a.type, a.file)) < 0)
 		goto out;
@@ -412,7 +416,7 @@ int cli_cmd_convert(const cli_global *g, int argc, char **argv)
 		fprintf(stderr, "wtctl: %s\n", err);
 		return CLI_EXIT_USAGE;
 	}
-	if (decode_file(a.file, a.format, &p, &fmt))
+	if (decode_file(a.file, a.format, a.max_decompressed, &p, &fmt))
 		goto out;
 	if (!(types = calloc(p->ntypes ? p->ntypes : 1, sizeof(*types)))) {
 		fprintf(stderr, "wtctl: out of memory\n");

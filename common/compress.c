@@ -330,3 +330,57 @@ cleanup:
 	free(o.data);
 	return rc;
 }
+
+int wt_decompress_head(const uint8_t *in, size_t inlen, uint8_t *out, size_t cap, size_t *outlen,
+		       wt_err *err)
+{
+	int rc = 0;
+
+	*outlen = 0;
+	if (wt_is_gzip(in, inlen)) {
+		z_stream zs;
+		int zrc;
+
+		memset(&zs, 0, sizeof(zs));
+		if (inflateInit2(&zs, 15 + 32) != Z_OK)
+			return wt_err_set(err, WT_ENOMEM, "gzip: inflateInit2 failed");
+		zs.next_in = (Bytef *)in;
+		zs.avail_in = (uInt)(inlen > (1u << 30) ? (1u << 30) : inlen);
+		zs.next_out = out;
+		zs.avail_out = (uInt)cap;
+		/* stops when cap bytes are out, the member ends or input runs out */
+		while ((zrc = inflate(&zs, Z_NO_FLUSH)) == Z_OK && zs.avail_out && zs.avail_in)
+			;
+		if (zrc != Z_OK && zrc != Z_STREAM_END && zrc != Z_BUF_ERROR)
+			rc = wt_err_set(err, WT_EINVAL, "gzip: corrupt data near byte %zu of %zu: %s",
+					(size_t)(zs.next_in - in), inlen, zs.msg ? zs.msg : "inflate error");
+		*outlen = cap - zs.avail_out;
+		inflateEnd(&zs);
+	} else if (wt_is_zstd(in, inlen)) {
+		ZSTD_DCtx *dctx = ZSTD_createDCtx();
+		ZSTD_inBuffer ib = {in, inlen, 0};
+		ZSTD_outBuffer ob = {out, cap, 0};
+		size_t zr;
+
+		if (!dctx)
+			return wt_err_set(err, WT_ENOMEM, "zstd: cannot create context");
+		ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, 27);
+		while (ob.pos < ob.size && ib.pos < ib.size) {
+			size_t before_in = ib.pos, before_out = ob.pos;
+			zr = ZSTD_decompressStream(dctx, &ob, &ib);
+			if (ZSTD_isError(zr)) {
+				rc = wt_err_set(err, WT_EINVAL, "zstd: corrupt data near byte %zu of %zu: %s",
+						ib.pos, inlen, ZSTD_getErrorName(zr));
+				break;
+			}
+			if (ib.pos == before_in && ob.pos == before_out)
+				break;
+		}
+		*outlen = ob.pos;
+		ZSTD_freeDCtx(dctx);
+	} else {
+		*outlen = inlen < cap ? inlen : cap;
+		memcpy(out, in, *outlen);
+	}
+	return rc;
+}

@@ -25,4 +25,12 @@ int wt_zstd_compress(const uint8_t *in, size_t inlen, int level,
 int wt_zstd_decompress(const uint8_t *in, size_t inlen, size_t max_out,
 		       uint8_t **out, size_t *outlen, wt_err *err);
 
+/* The first (at most) cap bytes of what in decompresses to (gzip or zstd;
+ * other input is copied as it is) into out, without decompressing the
+ * rest: enough to sniff a format before committing memory to a body.
+ * *outlen < cap when the stream is shorter. Returns 0 or WT_EINVAL
+ * (corrupt within the head). */
+int wt_decompress_head(const uint8_t *in, size_t inlen, uint8_t *out, size_t cap, size_t *outlen,
+		       wt_err *err);
+
 #endif

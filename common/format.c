@@ -6,6 +6,11 @@
  * max_decompressed) → detect (when asked for auto, or when "folded" was
  * asked for but the text is perf script) → the format's parser. Formats
  * whose parsers other issues add answer WT_EFORMAT naming the format.
+ *
+ * A compressed body is first sniffed from its first HEAD_BYTES after
+ * decompression (wt_decompress_head): when those cannot start the asked
+ * (or any) format — a bomb of zeros, say — the body is refused before it
+ * is inflated, so rubbish costs a KiB, not max_decompressed.
  */
 #include "format.h"
 
@@ -373,6 +378,52 @@ wt_format wt_format_detect(const uint8_t *buf, size_t len)
 	return WT_FMT_AUTO;
 }
 
+/* ---- the first decompressed bytes ---------------------------------------------- */
+#define HEAD_BYTES 1024
+
+static int head_json(const uint8_t *h, size_t n)
+{
+	size_t i = n >= 3 && !memcmp(h, "\xef\xbb\xbf", 3) ? 3 : 0; /* UTF-8 BOM */
+	while (i < n && (h[i] == ' ' || h[i] == '\t' || h[i] == '\r' || h[i] == '\n'))
+		i++;
+	return i == n || h[i] == '{' || h[i] == '[';
+}
+
+/* Text: at most one byte in ten a control character other than white space. */
+static int head_text(const uint8_t *h, size_t n)
+{
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad += h[i] < 0x20 && h[i] != '\t' && h[i] != '\n' && h[i] != '\r' && h[i] != '\f' &&
+		       h[i] != '\v';
+	return bad * 10 <= n;
+}
+
+/* Protobuf: the first key names a field (number > 0) with a valid wire type. */
+static int head_pb(const uint8_t *h, size_t n)
+{
+	unsigned wt = h[0] & 7;
+	return (wt == 0 || wt == 1 || wt == 2 || wt == 5) && (h[0] & 0xf8);
+}
+
+static int head_plausible(const uint8_t *h, size_t n, wt_format fmt)
+{
+	if (n == 0)
+		return 1; /* empty: the parser says what is missing */
+	switch (fmt) {
+	case WT_FMT_PPROF: return head_pb(h, n);
+	case WT_FMT_OTLP: return head_pb(h, n) || head_json(h, n);
+	case WT_FMT_JFR: return n >= 4 && !memcmp(h, "FLR\0", 4);
+	case WT_FMT_CPUPROFILE:
+	case WT_FMT_SPEEDSCOPE: return head_json(h, n);
+	case WT_FMT_FOLDED:
+	case WT_FMT_PERF: return head_text(h, n);
+	default:
+		return head_pb(h, n) || head_json(h, n) || head_text(h, n) ||
+		       (n >= 4 && !memcmp(h, "FLR\0", 4));
+	}
+}
+
 /* ---- decode ----------------------------------------------------------------- */
 int wt_format_decode(const uint8_t *body, size_t len, wt_format fmt,
 		     const wt_decode_opts *opts_in, wt_profile **out,
@@ -394,6 +445,18 @@ int wt_format_decode(const uint8_t *body, size_t len, wt_format fmt,
 	if (len > opts.lim.max_body)
 		return wt_err_set(err, WT_ELIMIT, "body of %zu bytes exceeds the limit of %zu",
 				  len, opts.lim.max_body);
+	if (wt_is_gzip(body, len) || wt_is_zstd(body, len)) {
+		uint8_t head[HEAD_BYTES];
+		size_t hn;
+		if ((rc = wt_decompress_head(body, len, head, sizeof(head), &hn, err)))
+			return wt_err_prefix(err, "%s", wt_format_name(fmt));
+		if (!head_plausible(head, hn, fmt))
+			return wt_err_set(err, WT_EFORMAT, "%s: the first %zu bytes after decompression %s; "
+					  "nothing more was decompressed", wt_format_name(fmt), hn,
+					  fmt == WT_FMT_AUTO ? "start no supported format (protobuf, JSON, "
+							       "JFR or text)"
+							     : "cannot start this format");
+	}
 	if (wt_is_gzip(body, len)) {
 		if ((rc = wt_gunzip(body, len, opts.lim.max_decompressed, &raw, &n, err)))
 			return wt_err_prefix(err, "%s", wt_format_name(fmt));

@@ -24,6 +24,9 @@ void edge_config_defaults(edge_config *c)
 	c->workers = 4;
 	c->rollup_mode = EDGE_ROLLUP_MERGE;
 	c->max_connections = 1024;
+	c->max_streams = 16;
+	c->stream_timeout_s = 60;
+	c->max_inflight = 256 * MB;
 	c->max_body = 64 * MB;
 	c->max_decompressed = 512 * MB;
 	c->max_samples = 5000000;
@@ -32,6 +35,8 @@ void edge_config_defaults(edge_config *c)
 	c->rollup_days = 7;
 	c->disk_quota_bytes = (uint64_t)10240 * MB;
 	c->retention_interval_s = 60;
+	c->min_free_bytes = 64 * MB;
+	c->reserve_bytes = 16 * MB;
 	c->hub_url = strdup("");
 	c->hub_ca = strdup("");
 	c->hub_cert = strdup("");
@@ -276,6 +281,14 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 	if ((rc = get_int(e, "max_connections", 1, 1000000, &v, path, err)))
 		goto out;
 	c->max_connections = (int)v;
+	v = c->max_streams;
+	if ((rc = get_int(e, "max_streams", 1, 1000, &v, path, err)))
+		goto out;
+	c->max_streams = (int)v;
+	v = c->stream_timeout_s;
+	if ((rc = get_int(e, "stream_timeout_s", 1, 3600, &v, path, err)))
+		goto out;
+	c->stream_timeout_s = (int)v;
 	if (listen) {
 		char *colon = strrchr(listen, ':');
 		char *end;
@@ -309,6 +322,15 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 	if ((rc = get_int(l, "max_decompressed_mb", 1, 65536, &v, path, err)))
 		goto out;
 	c->max_decompressed = (size_t)v * MB;
+	v = (long long)(c->max_inflight / MB);
+	if ((rc = get_int(l, "max_inflight_mb", 1, 65536, &v, path, err)))
+		goto out;
+	c->max_inflight = (size_t)v * MB;
+	if (c->max_inflight < c->max_body) {
+		rc = wt_err_set(err, WT_EINVAL, "%s: limits.max_inflight_mb (%zu) must be at least "
+				"limits.max_body_mb (%zu)", path, c->max_inflight / MB, c->max_body / MB);
+		goto out;
+	}
 	v = (long long)c->max_samples;
 	if ((rc = get_int(l, "max_samples", 1, 1000000000LL, &v, path, err)))
 		goto out;
@@ -335,6 +357,14 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 	if ((rc = get_int(r, "interval_s", 1, 86400, &v, path, err)))
 		goto out;
 	c->retention_interval_s = (int)v;
+	v = (long long)(c->min_free_bytes / MB);
+	if ((rc = get_int(r, "min_free_mb", 0, 1LL << 30, &v, path, err)))
+		goto out;
+	c->min_free_bytes = (uint64_t)v * MB;
+	v = (long long)(c->reserve_bytes / MB);
+	if ((rc = get_int(r, "reserve_mb", 0, 1LL << 20, &v, path, err)))
+		goto out;
+	c->reserve_bytes = (uint64_t)v * MB;
 
 	config_setting_t *h = config_lookup(&cf, "hub");
 	if ((rc = get_str(h, "url", &c->hub_url, path, err)) || (rc = get_str(h, "ca", &c->hub_ca, path, err)) ||

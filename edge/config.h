@@ -61,10 +61,13 @@ typedef struct edge_config {
 	int sync;
 	int workers;
 	int rollup_mode;
-	int max_connections;
+	int max_connections;   /* open client connections, HTTP + OTLP (edge.max_connections) */
+	int max_streams;       /* concurrent OTLP/gRPC streams per connection */
+	int stream_timeout_s;  /* a request body must be complete within this */
 
 	size_t max_body;
 	size_t max_decompressed;
+	size_t max_inflight;   /* request bodies held by all requests (limits.max_inflight_mb) */
 	size_t max_samples;
 	size_t max_stack_depth;
 
@@ -72,6 +75,8 @@ typedef struct edge_config {
 	int64_t rollup_days;
 	uint64_t disk_quota_bytes;
 	int retention_interval_s;
+	uint64_t min_free_bytes;  /* commits refused below this free space in data_dir */
+	uint64_t reserve_bytes;   /* ballast file given up when the disk fills */
 
 	edge_project_cfg *projects;
 	size_t nprojects;

@@ -416,9 +416,7 @@ static void commit_done(edge_commit *c)
 {
 	edge_task *t = c->arg;
 	if (c->rc) {
-		wt_err_set(&t->err, c->rc == WT_EUNAVAIL ? WT_EUNAVAIL : WT_EIO,
-			   c->rc == WT_EUNAVAIL ? "the edge is shutting down; the upload was not stored"
-						: "writing the upload to the buffer failed; nothing was stored");
+		edge_commit_error(t->srv->store, c->rc, &t->err);
 		if (t->reply) {
 			json_decref(t->reply);
 			t->reply = NULL;

@@ -11,6 +11,15 @@
  * (compressed flag + BE32 length; grpc-encoding gzip accepted); the answer
  * is an empty ExportProfilesServiceResponse and grpc-status 0, or a
  * trailers-only response with grpc-status / grpc-message.
+ *
+ * Bounds (docs/operations.md, "Request limits"): the token, path and
+ * content type are checked when a stream's HEADERS arrive, and a refused
+ * stream is answered at once and reset, so no body byte of it is kept; body
+ * bytes reserve room in the edge's in-flight budget (srv->inflight) as they
+ * arrive and give it back when the job is freed; a connection carries at
+ * most edge.max_streams concurrent streams; a stream whose body is not
+ * complete within edge.stream_timeout_s is answered DEADLINE_EXCEEDED; and
+ * connections beyond edge.max_connections are closed at accept.
  */
 #include "otlp_recv.h"
 
@@ -33,6 +42,7 @@
 #include "buf.h"
 #include "compress.h"
 #include "config.h"
+#include "http_guard.h"
 #include "http_server.h"
 #include "log.h"
 #include "otlp.h"
@@ -44,11 +54,10 @@
 #define ENDPOINT_GRPC "otlp-grpc ProfilesService/Export"
 #define MAX_NAME 256
 #define HTTP_TIMEOUT_S 60
-#define GRPC_MAX_STREAMS 100
 #define GRPC_WINDOW (1u << 20)
 
 /* gRPC status codes (grpc/status.h) */
-enum { G_OK = 0, G_INVALID_ARGUMENT = 3, G_RESOURCE_EXHAUSTED = 8, G_UNIMPLEMENTED = 12,
+enum { G_OK = 0, G_INVALID_ARGUMENT = 3, G_DEADLINE_EXCEEDED = 4, G_RESOURCE_EXHAUSTED = 8, G_UNIMPLEMENTED = 12,
        G_INTERNAL = 13, G_UNAVAILABLE = 14, G_UNAUTHENTICATED = 16 };
 
 typedef struct gconn gconn;
@@ -60,6 +69,7 @@ struct edge_otlp {
 	struct evhttp *http;
 	struct evhttp_bound_socket *http_sock;
 	struct evconnlistener *lis;
+	struct event *sweep; /* stream timeouts, once a second */
 	gconn *conns;
 };
 
@@ -71,6 +81,7 @@ struct job {
 	const char *endpoint;
 	uint8_t *body;          /* the request message (owned) */
 	size_t len;
+	uint64_t reserved;      /* bytes of srv->inflight held until job_free */
 	int64_t received_ns;
 	edge_commit *commits;   /* owned */
 	size_t ncommits;
@@ -95,8 +106,12 @@ struct gstream {
 	gconn *c;
 	int32_t id;
 	char path[160], auth[600], service[MAX_NAME], enc[32], ctype[64];
+	char project[MAX_NAME]; /* of the token, once the HEADERS were accepted */
 	wt_buf body;
 	int over;
+	int refused;            /* answered with an error; later DATA is dropped */
+	int64_t started_ns;     /* HEADERS received (CLOCK_MONOTONIC) */
+	uint64_t reserved;      /* bytes of srv->inflight held for body */
 	job *job;
 	size_t resp_off; /* bytes of the 5-byte response frame sent */
 	gstream *next, *prev;
@@ -106,6 +121,13 @@ static int64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -132,6 +154,7 @@ static void job_free(job *j)
 	}
 	free(j->commits);
 	free(j->body);
+	wt_budget_give(&j->srv->inflight, j->reserved);
 	if (j->ev)
 		event_free(j->ev);
 	free(j);
@@ -144,10 +167,7 @@ static void job_done_cb(evutil_socket_t fd, short what, void *arg)
 	edge_server *srv = j->srv;
 
 	if (!j->err.code && atomic_load(&j->commit_rc)) {
-		int rc = atomic_load(&j->commit_rc);
-		wt_err_set(&j->err, rc == WT_EUNAVAIL ? WT_EUNAVAIL : WT_EIO,
-			   rc == WT_EUNAVAIL ? "the edge is shutting down; the upload was not stored"
-					     : "writing the upload to the buffer failed; nothing was stored");
+		edge_commit_error(srv->store, atomic_load(&j->commit_rc), &j->err);
 	}
 	if (j->err.code) {
 		int i = -j->err.code;
@@ -174,7 +194,11 @@ static void job_done_cb(evutil_socket_t fd, short what, void *arg)
 		grpc_reply(j);
 	}
 	srv->pending--;
-	job_free(j);
+	{
+		uint64_t big = j->len;
+		job_free(j);
+		edge_memory_trim(srv, big);
+	}
 }
 
 static void commit_done(edge_commit *c)
@@ -303,6 +327,7 @@ static void http_cb(struct evhttp_request *req, void *arg)
 	char tok[512];
 	job *j;
 
+	wt_http_guard_request(srv->guard, req);
 	if (!path || strcmp(path, HTTP_PATH)) {
 		wt_http_send_error(req, WT_ENOTFOUND, "the OTLP/HTTP listener serves only POST " HTTP_PATH);
 		return;
@@ -379,6 +404,7 @@ static void stream_free(gstream *s)
 	if (s->next)
 		s->next->prev = s->prev;
 	wt_buf_free(&s->body);
+	wt_budget_give(&c->o->srv->inflight, s->reserved);
 	free(s);
 }
 
@@ -475,12 +501,53 @@ static void grpc_reply(job *j)
 	conn_flush(c);
 }
 
+/* Answer s with an error now and drop whatever body it still sends; the
+ * stream is reset once the answer is out (on_frame_sent). */
+static void stream_refuse(gstream *s, int status, const char *msg)
+{
+	grpc_error(s, status, msg);
+	s->refused = 1;
+	wt_buf_free(&s->body);
+	wt_budget_give(&s->c->o->srv->inflight, s->reserved);
+	s->reserved = 0;
+}
+
+/* The request's HEADERS are complete: method, token and content type are
+ * checked before any body byte is kept. */
+static void stream_headers(gstream *s)
+{
+	edge_server *srv = s->c->o->srv;
+	const edge_project_cfg *proj;
+
+	if (strcmp(s->path, GRPC_PATH)) {
+		stream_refuse(s, G_UNIMPLEMENTED, "unknown method; this port serves "
+			      "opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export");
+		return;
+	}
+	if (srv->shutting_down) {
+		stream_refuse(s, G_UNAVAILABLE, "the edge is shutting down");
+		return;
+	}
+	if (strncasecmp(s->auth, "Bearer ", 7) ||
+	    !(proj = edge_config_auth(srv->cfg, s->auth + 7, EDGE_ROLE_UPLOAD))) {
+		atomic_fetch_add(&srv->m.rejects[-WT_EAUTH], 1);
+		stream_refuse(s, G_UNAUTHENTICATED, *s->auth ? "the token is not an upload token of any "
+			      "project on this edge" : "missing authorization: Bearer <upload token> metadata");
+		return;
+	}
+	if (strncasecmp(s->ctype, "application/grpc", 16)) {
+		stream_refuse(s, G_INVALID_ARGUMENT, "content-type must be application/grpc");
+		return;
+	}
+	snprintf(s->project, sizeof(s->project), "%s", proj->name);
+}
+
+/* The body is complete: hand it to a job. */
 static void grpc_request(gstream *s)
 {
 	edge_otlp *o = s->c->o;
 	edge_server *srv = o->srv;
-	const edge_project_cfg *proj;
-	const uint8_t *b = s->body.data;
+	uint8_t *b = s->body.data;
 	size_t n = s->body.len;
 	uint8_t *msg = NULL;
 	size_t mlen = 0;
@@ -488,65 +555,44 @@ static void grpc_request(gstream *s)
 	job *j;
 	wt_err err = {0};
 
-	if (strcmp(s->path, GRPC_PATH)) {
-		grpc_error(s, G_UNIMPLEMENTED, "unknown method; this port serves "
-			   "opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export");
-		return;
-	}
-	if (srv->shutting_down) {
-		grpc_error(s, G_UNAVAILABLE, "the edge is shutting down");
-		return;
-	}
-	if (strncasecmp(s->auth, "Bearer ", 7) ||
-	    !(proj = edge_config_auth(srv->cfg, s->auth + 7, EDGE_ROLE_UPLOAD))) {
-		atomic_fetch_add(&srv->m.rejects[-WT_EAUTH], 1);
-		grpc_error(s, G_UNAUTHENTICATED, *s->auth ? "the token is not an upload token of any "
-			   "project on this edge" : "missing authorization: Bearer <upload token> metadata");
-		return;
-	}
-	if (strncasecmp(s->ctype, "application/grpc", 16)) {
-		grpc_error(s, G_INVALID_ARGUMENT, "content-type must be application/grpc");
-		return;
-	}
 	if (s->over) {
 		atomic_fetch_add(&srv->m.rejects[-WT_ELIMIT], 1);
-		grpc_error(s, G_RESOURCE_EXHAUSTED, "the request exceeds the body limit");
+		stream_refuse(s, G_RESOURCE_EXHAUSTED, "the request exceeds the body limit (limits.max_body_mb)");
 		return;
 	}
 	if (n < 5 || (flen = (uint32_t)b[1] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 8 | b[4],
 		      (size_t)flen != n - 5)) {
-		grpc_error(s, G_INVALID_ARGUMENT, "expected exactly one length-prefixed message");
+		stream_refuse(s, G_INVALID_ARGUMENT, "expected exactly one length-prefixed message");
 		return;
 	}
 	if (b[0] & 1) {
 		if (strcasecmp(s->enc, "gzip")) {
-			grpc_error(s, G_UNIMPLEMENTED, "compressed message: only grpc-encoding gzip is supported");
+			stream_refuse(s, G_UNIMPLEMENTED, "compressed message: only grpc-encoding gzip is supported");
 			return;
 		}
 		if (wt_gunzip(b + 5, flen, srv->cfg->max_decompressed, &msg, &mlen, &err)) {
-			grpc_error(s, grpc_status_of(err.code), err.msg);
+			stream_refuse(s, grpc_status_of(err.code), err.msg);
 			return;
 		}
+		wt_buf_free(&s->body);
 	} else {
-		msg = malloc(flen ? flen : 1);
-		if (!msg) {
-			grpc_error(s, G_INTERNAL, "out of memory");
-			return;
-		}
-		memcpy(msg, b + 5, flen);
+		/* the message moves to the job without a copy */
+		memmove(b, b + 5, flen);
+		msg = wt_buf_steal(&s->body, &mlen);
 		mlen = flen;
 	}
-	j = job_new(o, proj->name, s->service, ENDPOINT_GRPC);
+	j = job_new(o, s->project, s->service, ENDPOINT_GRPC);
 	if (!j) {
 		free(msg);
-		grpc_error(s, G_INTERNAL, "out of memory");
+		stream_refuse(s, G_INTERNAL, "out of memory");
 		return;
 	}
 	j->body = msg;
 	j->len = mlen;
+	j->reserved = s->reserved; /* the reservation follows the bytes */
+	s->reserved = 0;
 	j->gs = s;
 	s->job = j;
-	wt_buf_free(&s->body);
 	job_start(j);
 }
 
@@ -570,6 +616,7 @@ static int on_begin_headers(nghttp2_session *sess, const nghttp2_frame *f, void 
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	s->c = c;
 	s->id = f->hd.stream_id;
+	s->started_ns = mono_ns();
 	s->next = c->streams;
 	if (c->streams)
 		c->streams->prev = s;
@@ -613,19 +660,33 @@ static int on_data(nghttp2_session *sess, uint8_t flags, int32_t id, const uint8
 		   void *ud)
 {
 	gconn *c = ud;
+	edge_server *srv = c->o->srv;
 	gstream *s = nghttp2_session_get_stream_user_data(sess, id);
 
-	if (!s || s->over)
+	if (!s || s->over || s->refused || s->job)
 		return 0;
-	if (s->body.len + len > c->o->srv->cfg->max_body + 5) {
+	if (s->body.len + len > srv->cfg->max_body + 5) {
 		s->over = 1;
 		wt_buf_free(&s->body);
+		wt_budget_give(&srv->inflight, s->reserved);
+		s->reserved = 0;
 		return 0;
 	}
+	if (wt_budget_take(&srv->inflight, len) != 0) {
+		char msg[200];
+		atomic_fetch_add(&srv->m.busy, 1);
+		snprintf(msg, sizeof(msg), "the edge holds its limit of request bytes in flight "
+			 "(limits.max_inflight_mb = %zu); retry later", srv->cfg->max_inflight >> 20);
+		stream_refuse(s, G_RESOURCE_EXHAUSTED, msg);
+		return 0;
+	}
+	s->reserved += len;
 	wt_buf_append(&s->body, data, len);
 	if (s->body.oom) {
 		s->over = 1;
 		wt_buf_free(&s->body);
+		wt_budget_give(&srv->inflight, s->reserved);
+		s->reserved = 0;
 	}
 	return 0;
 }
@@ -634,10 +695,26 @@ static int on_frame(nghttp2_session *sess, const nghttp2_frame *f, void *ud)
 {
 	gstream *s;
 
-	if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
-	    (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
-	    (s = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id)) && !s->job)
+	if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) ||
+	    !(s = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id)))
+		return 0;
+	if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+		stream_headers(s);
+	if ((f->hd.flags & NGHTTP2_FLAG_END_STREAM) && !s->job && !s->refused)
 		grpc_request(s);
+	return 0;
+}
+
+/* A refused stream's answer is out: ask the client to stop sending its body
+ * (RST_STREAM NO_ERROR, RFC 9113 §8.1). */
+static int on_frame_sent(nghttp2_session *sess, const nghttp2_frame *f, void *ud)
+{
+	gstream *s;
+
+	if (f->hd.type == NGHTTP2_HEADERS && (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+	    (s = nghttp2_session_get_stream_user_data(sess, f->hd.stream_id)) && s->refused &&
+	    !nghttp2_session_get_stream_remote_close(sess, f->hd.stream_id))
+		nghttp2_submit_rst_stream(sess, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
 	return 0;
 }
 
@@ -664,6 +741,7 @@ static void conn_free(gconn *c)
 		c->next->prev = c->prev;
 	nghttp2_session_del(c->sess);
 	bufferevent_free(c->bev);
+	o->srv->nconns--;
 	free(c);
 }
 
@@ -700,15 +778,22 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		      void *arg)
 {
 	edge_otlp *o = arg;
-	gconn *c = calloc(1, sizeof(*c));
+	edge_server *srv = o->srv;
+	gconn *c;
 	nghttp2_session_callbacks *cb = NULL;
 	nghttp2_settings_entry iv[] = {
-		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, GRPC_MAX_STREAMS},
+		{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, (uint32_t)srv->cfg->max_streams},
 		{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, GRPC_WINDOW},
 	};
-	struct timeval tmo = {HTTP_TIMEOUT_S * 5, 0};
+	/* an idle connection (no byte either way) is closed after this */
+	struct timeval tmo = {srv->cfg->stream_timeout_s * 5, 0};
 
-	if (!c) {
+	if (srv->nconns >= srv->cfg->max_connections || srv->shutting_down) {
+		atomic_fetch_add(&srv->m.conns_refused, 1);
+		evutil_closesocket(fd);
+		return;
+	}
+	if (!(c = calloc(1, sizeof(*c)))) {
 		evutil_closesocket(fd);
 		return;
 	}
@@ -727,6 +812,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_sent);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_close);
 	if (nghttp2_session_server_new(&c->sess, cb, c) != 0) {
 		nghttp2_session_callbacks_del(cb);
@@ -741,10 +827,36 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	if (o->conns)
 		o->conns->prev = c;
 	o->conns = c;
+	srv->nconns++;
 	bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
 	bufferevent_set_timeouts(c->bev, &tmo, NULL);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	conn_flush(c);
+}
+
+/* Once a second: answer streams whose body is not complete within
+ * edge.stream_timeout_s (slow or never-ended uploads hold budget). */
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	edge_otlp *o = arg;
+	int64_t limit = o->srv->cfg->stream_timeout_s * (int64_t)1000000000, now = mono_ns();
+	gconn *c = o->conns, *next;
+
+	for (; c; c = next) {
+		int hit = 0;
+		next = c->next;
+		for (gstream *s = c->streams; s; s = s->next) {
+			if (s->job || s->refused || now - s->started_ns < limit)
+				continue;
+			char msg[160];
+			snprintf(msg, sizeof(msg), "the request did not end within edge.stream_timeout_s = %d s",
+				 o->srv->cfg->stream_timeout_s);
+			stream_refuse(s, G_DEADLINE_EXCEEDED, msg);
+			hit = 1;
+		}
+		if (hit)
+			conn_flush(c); /* may free c */
+	}
 }
 
 /* ---- lifecycle ------------------------------------------------------------------ */
@@ -791,6 +903,7 @@ int edge_otlp_init(edge_server *srv, wt_err *err)
 		evhttp_set_timeout(o->http, HTTP_TIMEOUT_S);
 		evhttp_set_allowed_methods(o->http, EVHTTP_REQ_POST | EVHTTP_REQ_GET);
 		evhttp_set_gencb(o->http, http_cb, o);
+		wt_http_guard_attach(srv->guard, o->http); /* server.c: token on the head, budget */
 		o->http_sock = evhttp_bind_socket_with_handle(o->http, host, (ev_uint16_t)port);
 		if (!o->http_sock) {
 			if (cfg->otlp_http_set)
@@ -823,7 +936,12 @@ int edge_otlp_init(edge_server *srv, wt_err *err)
 			wt_warn("OTLP/gRPC: cannot listen on default %s; OTLP/gRPC is off "
 				"(set edge.otlp_grpc_listen)", cfg->otlp_grpc_listen);
 		} else {
-			wt_info("otlp grpc listening addr=%s", cfg->otlp_grpc_listen);
+			struct timeval sec = {1, 0};
+			wt_info("otlp grpc listening addr=%s max_streams=%d stream_timeout_s=%d",
+				cfg->otlp_grpc_listen, cfg->max_streams, cfg->stream_timeout_s);
+			o->sweep = event_new(srv->base, -1, EV_PERSIST, sweep_cb, o);
+			if (!o->sweep || event_add(o->sweep, &sec) != 0)
+				return wt_err_set(err, WT_ENOMEM, "cannot start the OTLP/gRPC stream timer");
 		}
 	}
 	return 0;
@@ -849,6 +967,8 @@ void edge_otlp_free(edge_server *srv)
 		return;
 	while (o->conns)
 		conn_free(o->conns);
+	if (o->sweep)
+		event_free(o->sweep);
 	if (o->lis)
 		evconnlistener_free(o->lis);
 	if (o->http)

@@ -7,6 +7,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/thread.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "buf.h"
 #include "config_client.h"
 #include "ebpf.h"
+#include "http_guard.h"
 #include "http_server.h"
 #include "log.h"
 #include "otlp_recv.h"
@@ -24,6 +26,30 @@
 #define MULTIPART_SLACK (1u << 20)
 #define MAX_HEADERS (64u << 10)
 #define HTTP_TIMEOUT_S 60
+/* After an upload of at least this many bytes, free heap pages go back to
+ * the kernel (decoding a large upload grows every worker's arena by
+ * hundreds of MB that glibc would otherwise keep). */
+#define EDGE_TRIM_AFTER_BYTES ((uint64_t)1 << 20)
+
+/* Again this long after a large request: RocksDB frees the memtable that
+ * took the upload only after its flush, which ends later. */
+#define EDGE_TRIM_AGAIN_S 10
+
+static void trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	malloc_trim(0);
+}
+
+void edge_memory_trim(edge_server *srv, uint64_t request_bytes)
+{
+	struct timeval later = {EDGE_TRIM_AGAIN_S, 0};
+
+	if (request_bytes < EDGE_TRIM_AFTER_BYTES)
+		return;
+	malloc_trim(0);
+	if (srv->trim_timer)
+		event_add(srv->trim_timer, &later); /* re-arming pushes it back: one trim per quiet spell */
+}
 
 static int64_t now_ns(void)
 {
@@ -72,8 +98,12 @@ static void task_reply_cb(evutil_socket_t fd, short what, void *arg)
 	free(t->commit.rolluplog);
 	wt_buf_free(&t->commit.ops);
 	event_free(t->ev);
-	free(t);
-	srv->pending--;
+	{
+		uint64_t big = t->bytes;
+		free(t);
+		srv->pending--;
+		edge_memory_trim(srv, big);
+	}
 }
 
 edge_task *edge_task_new(edge_server *srv, struct evhttp_request *req)
@@ -153,6 +183,20 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 	wt_buf_printf(&b, "# HELP wt_edge_busy_total Requests answered 503 because the worker queue was full.\n"
 			  "# TYPE wt_edge_busy_total counter\nwt_edge_busy_total %llu\n",
 		      (unsigned long long)atomic_load(&srv->m.busy));
+	wt_buf_printf(&b, "# HELP wt_edge_inflight_bytes Request bytes held by uploads in flight "
+			  "(bounded by limits.max_inflight_mb).\n"
+			  "# TYPE wt_edge_inflight_bytes gauge\nwt_edge_inflight_bytes %llu\n",
+		      (unsigned long long)atomic_load(&srv->inflight.used));
+	wt_buf_printf(&b, "# HELP wt_edge_inflight_refused_total Requests refused because the in-flight "
+			  "budget was full.\n# TYPE wt_edge_inflight_refused_total counter\n"
+			  "wt_edge_inflight_refused_total %llu\n",
+		      (unsigned long long)atomic_load(&srv->inflight.refused));
+	wt_buf_printf(&b, "# HELP wt_edge_connections_refused_total Connections closed at accept "
+			  "(edge.max_connections).\n# TYPE wt_edge_connections_refused_total counter\n"
+			  "wt_edge_connections_refused_total %llu\n",
+		      (unsigned long long)atomic_load(&srv->m.conns_refused));
+	wt_buf_printf(&b, "# HELP wt_edge_connections Open client connections (HTTP and OTLP).\n"
+			  "# TYPE wt_edge_connections gauge\nwt_edge_connections %d\n", srv->nconns);
 	wt_buf_printf(&b, "# HELP wt_edge_queries_total Local queries served.\n"
 			  "# TYPE wt_edge_queries_total counter\nwt_edge_queries_total %llu\n",
 		      (unsigned long long)atomic_load(&srv->m.queries));
@@ -180,6 +224,16 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 		      (unsigned long long)st.raw_dropped_bytes);
 	wt_buf_printf(&b, "# HELP wt_edge_over_quota 1 when the disk quota is exceeded and nothing droppable is left.\n"
 			  "# TYPE wt_edge_over_quota gauge\nwt_edge_over_quota %d\n", st.over_quota);
+	wt_buf_printf(&b, "# HELP wt_edge_disk_full 1 while edge.data_dir has less than retention.min_free_mb "
+			  "free (uploads and sampler batches refused).\n# TYPE wt_edge_disk_full gauge\n"
+			  "wt_edge_disk_full %d\n", st.disk_full);
+	wt_buf_printf(&b, "# HELP wt_edge_disk_free_bytes Free bytes in edge.data_dir at the last commit.\n"
+			  "# TYPE wt_edge_disk_free_bytes gauge\nwt_edge_disk_free_bytes %llu\n",
+		      (unsigned long long)st.disk_free);
+	wt_buf_printf(&b, "# HELP wt_edge_disk_full_refused_total Uploads and sampler batches refused "
+			  "because the disk was full (nothing of them stored).\n"
+			  "# TYPE wt_edge_disk_full_refused_total counter\nwt_edge_disk_full_refused_total %llu\n",
+		      (unsigned long long)st.disk_full_refused);
 	wt_buf_printf(&b, "# HELP wt_edge_commit_groups_total Synced group commits.\n"
 			  "# TYPE wt_edge_commit_groups_total counter\nwt_edge_commit_groups_total %llu\n",
 		      (unsigned long long)st.commit_groups);
@@ -201,6 +255,43 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 	wt_buf_free(&b);
 }
 
+/* ---- admission on the request head (common/http_guard.c) ------------------------ */
+
+/* An upload must carry an upload token before its body is read; other
+ * endpoints take no body beyond WT_HTTP_GUARD_SMALL_BODY. */
+static int guard_decide(void *arg, const wt_http_head *h, wt_err *err)
+{
+	edge_server *srv = arg;
+	const char *a = h->authorization;
+	char tok[512];
+	size_t n;
+
+	if (strcmp(h->method, "POST") || (strcmp(h->path, "/v1/profiles") && strcmp(h->path, "/ingest") &&
+					  strcmp(h->path, "/v1development/profiles"))) {
+		if (h->body_max > WT_HTTP_GUARD_SMALL_BODY)
+			return wt_err_set(err, WT_ELIMIT, "%s %.200s takes no request body over %u bytes",
+					  h->method, h->path, WT_HTTP_GUARD_SMALL_BODY);
+		return 0;
+	}
+	if (strncasecmp(a, "Bearer", 6) || (a[6] != ' ' && a[6] != '\t')) {
+		atomic_fetch_add(&srv->m.rejects[-WT_EAUTH], 1);
+		return wt_err_set(err, WT_EAUTH, "missing or malformed Authorization: Bearer <upload token>");
+	}
+	for (a += 6; *a == ' ' || *a == '\t'; a++)
+		;
+	n = strlen(a);
+	if (n == 0 || n >= sizeof(tok)) {
+		atomic_fetch_add(&srv->m.rejects[-WT_EAUTH], 1);
+		return wt_err_set(err, WT_EAUTH, "missing or malformed Authorization: Bearer <upload token>");
+	}
+	memcpy(tok, a, n + 1);
+	if (!edge_config_auth(srv->cfg, tok, EDGE_ROLE_UPLOAD)) {
+		atomic_fetch_add(&srv->m.rejects[-WT_EAUTH], 1);
+		return wt_err_set(err, WT_EAUTH, "the token is not an upload token of any project on this edge");
+	}
+	return 0;
+}
+
 /* ---- routing ---------------------------------------------------------------- */
 
 static void router(struct evhttp_request *req, void *arg)
@@ -211,6 +302,7 @@ static void router(struct evhttp_request *req, void *arg)
 	enum evhttp_cmd_type m = evhttp_request_get_command(req);
 	int get = m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD;
 
+	wt_http_guard_request(srv->guard, req);
 	if (!path) {
 		edge_reject(srv, req, WT_EINVAL, "request URI has no path");
 		return;
@@ -300,6 +392,7 @@ int edge_server_init(edge_server *srv, const edge_config *cfg, edge_store *store
 	srv->cfg = cfg;
 	srv->store = store;
 	srv->started_ns = now_ns();
+	wt_budget_init(&srv->inflight, cfg->max_inflight);
 	if (!threads_ready) {
 		if (evthread_use_pthreads() != 0)
 			return wt_err_set(err, WT_EIO, "libevent: pthreads support unavailable");
@@ -316,9 +409,21 @@ int edge_server_init(edge_server *srv, const edge_config *cfg, edge_store *store
 	evhttp_set_timeout(srv->http, HTTP_TIMEOUT_S);
 	evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD);
 	evhttp_set_gencb(srv->http, router, srv);
+	{
+		wt_http_guard_cfg gc = {
+			.decide = guard_decide, .arg = srv, .budget = &srv->inflight,
+			.max_body = cfg->max_body + MULTIPART_SLACK, .nconns = &srv->nconns,
+			.max_connections = cfg->max_connections,
+			.max_connections_key = "edge.max_connections", .budget_key = "limits.max_inflight_mb",
+		};
+		if (!(srv->guard = wt_http_guard_new(&gc)))
+			return wt_err_set(err, WT_ENOMEM, "out of memory");
+		wt_http_guard_attach(srv->guard, srv->http);
+	}
 	srv->sock = evhttp_bind_socket_with_handle(srv->http, cfg->listen_host, (ev_uint16_t)cfg->listen_port);
 	if (!srv->sock)
 		return wt_err_set(err, WT_EIO, "cannot listen on %s:%d", cfg->listen_host, cfg->listen_port);
+	srv->trim_timer = event_new(srv->base, -1, 0, trim_cb, srv);
 	srv->pool = edge_pool_new(cfg->workers);
 	if (!srv->pool)
 		return wt_err_set(err, WT_ENOMEM, "cannot start %d worker threads", cfg->workers);
@@ -346,8 +451,11 @@ void edge_server_free(edge_server *srv)
 	edge_otlp_free(srv);
 	if (srv->http)
 		evhttp_free(srv->http);
+	wt_http_guard_free(srv->guard); /* after every evhttp it guards */
 	if (srv->drain_timer)
 		event_free(srv->drain_timer);
+	if (srv->trim_timer)
+		event_free(srv->trim_timer);
 	if (srv->sigterm)
 		event_free(srv->sigterm);
 	if (srv->sigint)

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "config.h"
 #include "err.h"
 #include "format.h"
@@ -31,7 +32,8 @@ typedef struct edge_metrics {
 	_Atomic uint64_t upload_samples;
 	_Atomic uint64_t rejects[EDGE_NERRCODES]; /* by -WT_E* code */
 	_Atomic uint64_t queries;
-	_Atomic uint64_t busy;                   /* 503: worker queue full */
+	_Atomic uint64_t busy;                   /* 503: worker queue full or in-flight budget spent */
+	_Atomic uint64_t conns_refused;          /* closed at accept: edge.max_connections */
 } edge_metrics;
 
 struct edge_repl;
@@ -47,7 +49,11 @@ typedef struct edge_server {
 	struct evhttp *http;
 	struct evhttp_bound_socket *sock;
 	struct event *sigterm, *sigint, *drain_timer;
+	struct event *trim_timer; /* malloc_trim again after a large request (server.c) */
 	int pending;         /* tasks in flight (loop thread only) */
+	_Atomic int nconns;  /* open client connections, HTTP + OTLP */
+	struct wt_http_guard *guard; /* admits HTTP requests on their headers (server.c) */
+	wt_budget inflight;  /* request bodies held (limits.max_inflight_mb) */
 	int shutting_down;
 	int64_t started_ns;
 	edge_metrics m;
@@ -78,6 +84,11 @@ edge_task *edge_task_new(edge_server *srv, struct evhttp_request *req);
 void edge_task_start(edge_task *t);
 /* Worker/committer side: the reply is ready. Thread-safe. */
 void edge_task_finish(edge_task *t);
+
+/* Give free heap memory back to the kernel when request_bytes (the body
+ * just finished with) was large; costs a walk over the malloc arenas. */
+struct edge_server;
+void edge_memory_trim(struct edge_server *srv, uint64_t request_bytes);
 
 /* Count a rejected request and send the JSON error (loop thread). */
 void edge_reject(edge_server *srv, struct evhttp_request *req, int code, const char *detail);

@@ -11,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "compress.h"
@@ -53,6 +56,10 @@ struct edge_store {
 	_Atomic uint64_t raw_dropped, raw_dropped_bytes, raw_expired;
 	_Atomic uint64_t groups, items, errors;
 	_Atomic int over_quota;
+	/* free space guard (committer thread; read by stats) */
+	_Atomic int disk_full;
+	_Atomic uint64_t disk_free, disk_full_refused;
+	char *reserve_path;      /* data_dir/wt-reserve */
 };
 
 static int64_t now_ns(void)
@@ -218,6 +225,77 @@ static int rmw_rollup(edge_store *s, rocksdb_writebatch_wi_t *wb, const uint8_t 
 	return 0;
 }
 
+/* ---- free space ------------------------------------------------------------
+ * A full disk must not reach RocksDB: a WAL append that fails with ENOSPC
+ * puts the DB into a background-error state that only a reopen clears. So
+ * each group commit first asks statvfs; under retention.min_free_mb the
+ * group is refused whole (nothing written, uploads answered 503) and the
+ * ballast file data_dir/wt-reserve (retention.reserve_mb) is deleted, so
+ * that the buffer's own small writes (replication cursor, retention
+ * deletes, a memtable flush) still find room while uploads wait. Once free
+ * space is back above min_free + reserve the ballast is recreated and
+ * commits go through again, without a restart. */
+
+static void reserve_create(edge_store *s)
+{
+	int fd;
+
+	if (!s->cfg->reserve_bytes || !s->reserve_path)
+		return;
+	fd = open(s->reserve_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (posix_fallocate(fd, 0, (off_t)s->cfg->reserve_bytes) != 0) {
+		close(fd);
+		unlink(s->reserve_path); /* a partial ballast would only confuse */
+		return;
+	}
+	close(fd);
+}
+
+/* 0: room for need more bytes; -1: refuse. Committer thread. */
+static int disk_room(edge_store *s, uint64_t need)
+{
+	struct statvfs v;
+	uint64_t avail, min = s->cfg->min_free_bytes;
+
+	if (statvfs(s->cfg->data_dir, &v) != 0)
+		return 0; /* cannot tell: let RocksDB answer */
+	avail = (uint64_t)v.f_bavail * v.f_frsize;
+	atomic_store(&s->disk_free, avail);
+	if (!atomic_load(&s->disk_full)) {
+		if (avail >= min + need)
+			return 0;
+		atomic_store(&s->disk_full, 1);
+		if (s->reserve_path && unlink(s->reserve_path) == 0 && statvfs(s->cfg->data_dir, &v) == 0)
+			atomic_store(&s->disk_free, (uint64_t)v.f_bavail * v.f_frsize);
+		wt_error("disk full: %s has %llu MiB free, under retention.min_free_mb = %llu; uploads are "
+			 "refused (503) until space returns; the reserve file was released",
+			 s->cfg->data_dir, (unsigned long long)(avail >> 20), (unsigned long long)(min >> 20));
+		return -1;
+	}
+	if (avail < min + s->cfg->reserve_bytes + need)
+		return -1;
+	atomic_store(&s->disk_full, 0);
+	reserve_create(s);
+	wt_info("disk space back: %s has %llu MiB free; accepting uploads again", s->cfg->data_dir,
+		(unsigned long long)(avail >> 20));
+	return 0;
+}
+
+void edge_commit_error(const edge_store *s, int rc, wt_err *err)
+{
+	if (rc == EDGE_COMMIT_DISK_FULL)
+		wt_err_set(err, WT_EUNAVAIL, "the edge's disk is full (edge.data_dir has %llu MiB free, "
+			   "under retention.min_free_mb = %llu); nothing was stored; retry later",
+			   (unsigned long long)(atomic_load(&((edge_store *)s)->disk_free) >> 20),
+			   (unsigned long long)(s->cfg->min_free_bytes >> 20));
+	else if (rc == WT_EUNAVAIL)
+		wt_err_set(err, WT_EUNAVAIL, "the edge is shutting down; the upload was not stored");
+	else
+		wt_err_set(err, WT_EIO, "writing the upload to the buffer failed; nothing was stored");
+}
+
 static void commit_group(edge_store *s, edge_commit *list)
 {
 	int rmw = s->cfg->rollup_mode == EDGE_ROLLUP_RMW;
@@ -261,6 +339,16 @@ static void commit_group(edge_store *s, edge_commit *list)
 	edge_be64_put(key, seq);
 	WB_PUT(EDGE_CF_META, EDGE_META_SEQ, strlen(EDGE_META_SEQ), key, 8);
 
+	if (rc == 0) {
+		/* what the group will take, twice (the WAL, then the memtable's flush) */
+		uint64_t need = 0;
+		for (edge_commit *c = list; c; c = c->next)
+			need += 2 * ((uint64_t)c->raw_len + c->rolluplog_len + c->ops.len);
+		if (disk_room(s, need) != 0) {
+			rc = EDGE_COMMIT_DISK_FULL;
+			atomic_fetch_add(&s->disk_full_refused, n);
+		}
+	}
 	if (rc == 0) {
 		char *err = NULL;
 		if (rmw)
@@ -491,6 +579,9 @@ void edge_store_stats_get(edge_store *s, edge_store_stats *st)
 	st->commit_items = atomic_load(&s->items);
 	st->commit_errors = atomic_load(&s->errors);
 	st->over_quota = atomic_load(&s->over_quota);
+	st->disk_full = atomic_load(&s->disk_full);
+	st->disk_free = atomic_load(&s->disk_free);
+	st->disk_full_refused = atomic_load(&s->disk_full_refused);
 }
 
 /* ---- retention ---------------------------------------------------------- */
@@ -693,6 +784,17 @@ int edge_store_open(const edge_config *cfg, const char *config_text, edge_store 
 		rc = wt_err_set(err, WT_EIO, "cannot create data_dir %s: %s", cfg->data_dir, strerror(errno));
 		goto fail;
 	}
+	if (asprintf(&s->reserve_path, "%s/wt-reserve", cfg->data_dir) < 0) {
+		s->reserve_path = NULL;
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	{
+		struct statvfs v;
+		if (statvfs(cfg->data_dir, &v) == 0 &&
+		    (uint64_t)v.f_bavail * v.f_frsize >= cfg->min_free_bytes + cfg->reserve_bytes)
+			reserve_create(s);
+	}
 	s->opts = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(s->opts, 1);
 	rocksdb_options_set_create_missing_column_families(s->opts, 1);
@@ -763,6 +865,7 @@ fail:
 			rocksdb_options_destroy(s->cf_opts[i]);
 	if (s->opts)
 		rocksdb_options_destroy(s->opts);
+	free(s->reserve_path);
 	free(s);
 	return rc;
 }
@@ -802,5 +905,6 @@ void edge_store_close(edge_store *s)
 	pthread_cond_destroy(&s->rcv);
 	pthread_mutex_destroy(&s->retention_run_mu);
 	wt_info("store closed");
+	free(s->reserve_path);
 	free(s);
 }

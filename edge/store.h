@@ -30,6 +30,10 @@ enum { EDGE_CF_DEFAULT, EDGE_CF_RAW, EDGE_CF_ROLLUPLOG, EDGE_CF_ROLLUP, EDGE_CF_
 
 enum { EDGE_OP_PUT = 1, EDGE_OP_MERGE = 2 };
 
+/* edge_commit.rc when the group was refused because edge.data_dir has less
+ * than retention.min_free_mb free (nothing of it was written). */
+#define EDGE_COMMIT_DISK_FULL (-100)
+
 typedef struct edge_commit {
 	/* in */
 	uint8_t *raw;         /* raw record (edge_raw_encode) */
@@ -61,7 +65,15 @@ typedef struct edge_store_stats {
 	uint64_t raw_dropped, raw_dropped_bytes, raw_expired;
 	uint64_t commit_groups, commit_items, commit_errors;
 	int over_quota;               /* quota reached and nothing droppable left */
+	int disk_full;                /* commits refused: data_dir under min_free */
+	uint64_t disk_free;           /* free bytes in data_dir at the last check */
+	uint64_t disk_full_refused;   /* uploads refused because of it */
 } edge_store_stats;
+
+/* The answer for an upload whose commit failed with rc: sets *err to
+ * WT_EUNAVAIL (shutting down, disk full: retry later) or WT_EIO, with a
+ * message saying that nothing was stored. */
+void edge_commit_error(const edge_store *s, int rc, wt_err *err);
 
 /* Open (creating) the DB under cfg->data_dir and start the committer and
  * retention threads. cfg must outlive the store. config_text (may be NULL)

@@ -105,6 +105,8 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	}
 	if ((rc = get_int(&cf, "hub.workers", 4, 1, 256, &c->workers, err)) ||
 	    (rc = get_size(&cf, "hub.max_body", 64ll << 20, 1024, 4ll << 30, &c->max_body, err)) ||
+	    (rc = get_size(&cf, "hub.max_inflight", 1ll << 30, 1 << 20, 64ll << 30, &c->max_inflight, err)) ||
+	    (rc = get_int(&cf, "hub.max_connections", 1024, 1, 1000000, &c->max_connections, err)) ||
 	    (rc = get_size(&cf, "hub.max_nodes", 2048, 16, 1000000, &c->max_nodes, err)) ||
 	    (rc = get_size(&cf, "hub.max_result_bytes", 256ll << 20, 1 << 20, 16ll << 30,
 			   &c->max_result_bytes, err)) ||

@@ -22,6 +22,8 @@ typedef struct hub_config {
 	char *admin_token;       /* super-admin bearer token (required) */
 	int workers;             /* HTTP worker threads; 4 */
 	size_t max_body;         /* bytes of one upload body; 64 MiB */
+	size_t max_inflight;     /* request body bytes all requests hold together; 1 GiB */
+	int max_connections;     /* open HTTP connections over all workers; 1024 */
 	size_t max_nodes;        /* default flame/callgraph node limit; 2048 */
 	size_t max_result_bytes; /* bound on one ClickHouse result; 256 MiB */
 	int token_cache_ttl_ms;  /* token lookups cached this long; 5000 */

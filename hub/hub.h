@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 
 #include "auth.h"
+#include "budget.h"
 #include "ch_client.h"
 #include "config.h"
 #include "metrics.h"
@@ -32,6 +33,8 @@ typedef struct hub_ctx {
 	hub_metrics metrics;
 	struct hub_regress *regress; /* regression detector (regress.h); NULL when not started */
 	hub_symbols *syms;           /* debug files and the query-time symbolizer */
+	wt_budget inflight;          /* request bodies held (hub.max_inflight; server.c) */
+	_Atomic int nconns;          /* open HTTP connections over all workers */
 } hub_ctx;
 
 /* What a handler gets: the shared context and this worker's ClickHouse

@@ -70,7 +70,7 @@ static int fs_put(hub_objstore *os, const char *key, const void *data, size_t le
 	char rhex[17];
 	const uint8_t *p = data;
 	size_t left = len;
-	int fd = -1, rc = 0;
+	int fd = -1, rc = 0, eno = 0;
 
 	if (full_path(os, key, path, sizeof(path)))
 		return wt_err_set(err, WT_EINVAL, "object store: key too long");
@@ -78,11 +78,13 @@ static int fs_put(hub_objstore *os, const char *key, const void *data, size_t le
 	hub_hex(rnd, sizeof(rnd), rhex);
 	snprintf(tmp, sizeof(tmp), "%s.tmp-%s", path, rhex);
 	if (mkdirs_parent(path) < 0) {
+		eno = errno;
 		rc = wt_err_set(err, WT_EIO, "object store: mkdir for %s: %s", path, strerror(errno));
 		goto out;
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
 	if (fd < 0) {
+		eno = errno;
 		rc = wt_err_set(err, WT_EIO, "object store: create %s: %s", tmp, strerror(errno));
 		goto out;
 	}
@@ -91,29 +93,41 @@ static int fs_put(hub_objstore *os, const char *key, const void *data, size_t le
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = wt_err_set(err, WT_EIO, "object store: write %s: %s", tmp, strerror(errno));
+			eno = errno;
+		rc = wt_err_set(err, WT_EIO, "object store: write %s: %s", tmp, strerror(errno));
 			goto out;
 		}
 		p += w;
 		left -= (size_t)w;
 	}
 	if (fsync(fd)) {
+		eno = errno;
 		rc = wt_err_set(err, WT_EIO, "object store: fsync %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	close(fd);
 	fd = -1;
 	if (rename(tmp, path)) {
+		eno = errno;
 		rc = wt_err_set(err, WT_EIO, "object store: rename to %s: %s", path, strerror(errno));
 		goto out;
 	}
-	if (fsync_dir_of(path) < 0)
+	if (fsync_dir_of(path) < 0) {
+		eno = errno;
 		rc = wt_err_set(err, WT_EIO, "object store: fsync dir of %s: %s", path, strerror(errno));
+	}
 out:
 	if (fd >= 0)
 		close(fd);
-	if (rc)
+	if (rc) {
+		int full = eno == ENOSPC || eno == EDQUOT;
 		unlink(tmp);
+		/* a full disk is the operator's to fix, and passes: say so, and
+		 * answer 503 (retry later) rather than 500 */
+		if (full)
+			rc = wt_err_set(err, WT_EUNAVAIL, "the hub's object store is full (%s: %s); nothing "
+					"was stored; retry later", os->name, strerror(ENOSPC));
+	}
 	return rc;
 }
 

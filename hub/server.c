@@ -6,11 +6,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/thread.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http_guard.h"
 #include "http_server.h"
 #include "log.h"
 #include "http_ui.h"
@@ -33,6 +36,7 @@ typedef struct worker {
 	struct event_base *base;
 	struct evhttp *http;
 	hub_ch *ch;
+	struct wt_http_guard *guard; /* admits requests on their head */
 	pthread_t thr;
 	int started;
 } worker;
@@ -154,7 +158,33 @@ static int match_query(const char *path, char *project, size_t pcap, char *view,
 	return strlen(rest + 10) < vcap;
 }
 
-static void route(struct evhttp_request *req, void *arg)
+/* A body over WT_HTTP_GUARD_SMALL_BODY is read only for a valid token (any
+ * role; the handler checks the role); smaller requests go to their handler
+ * as before. Runs on the worker's thread, so the token lookup may use the
+ * worker's ClickHouse client (cached, hub.token_cache_ttl_ms). */
+static int guard_decide(void *arg, const wt_http_head *h, wt_err *err)
+{
+	worker *w = arg;
+	const char *a = h->authorization;
+	hub_principal p;
+	char tok[256];
+	size_t n;
+
+	if (h->body_max <= WT_HTTP_GUARD_SMALL_BODY)
+		return 0;
+	if (strncasecmp(a, "Bearer", 6) || (a[6] != ' ' && a[6] != '\t'))
+		return wt_err_set(err, WT_EAUTH, "a request body over %u bytes needs Authorization: Bearer "
+				  "<token> (checked before the body is read)", WT_HTTP_GUARD_SMALL_BODY);
+	for (a += 6; *a == ' ' || *a == '\t'; a++)
+		;
+	n = strlen(a);
+	if (n == 0 || n >= sizeof(tok))
+		return wt_err_set(err, WT_EAUTH, "missing or malformed Authorization: Bearer header");
+	memcpy(tok, a, n + 1);
+	return hub_auth_lookup(w->ctx->auth, w->ch, tok, &p, err);
+}
+
+static void route_request(struct evhttp_request *req, void *arg)
 {
 	worker *w = arg;
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
@@ -163,6 +193,7 @@ static void route(struct evhttp_request *req, void *arg)
 	hub_req r = {w->ctx, w->ch, req, path ? path : "/"};
 	char project[256], view[64];
 
+	wt_http_guard_request(w->guard, req);
 	atomic_fetch_add(&w->ctx->metrics.requests_total, 1);
 	if (!strcmp(r.path, "/healthz")) {
 		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
@@ -237,6 +268,21 @@ static void route(struct evhttp_request *req, void *arg)
 	not_found(&r);
 }
 
+/* After a request with a large body (an upload, a debug file) the heap
+ * pages its decoding used go back to the kernel: glibc keeps each worker
+ * thread's arena at its high-water mark otherwise. */
+#define HUB_TRIM_AFTER_BYTES ((size_t)1 << 20)
+
+static void route(struct evhttp_request *req, void *arg)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t body = in ? evbuffer_get_length(in) : 0;
+
+	route_request(req, arg);
+	if (body >= HUB_TRIM_AFTER_BYTES)
+		malloc_trim(0);
+}
+
 static void *worker_main(void *arg)
 {
 	worker *w = arg;
@@ -291,6 +337,13 @@ int hub_server_start(hub_ctx *ctx, hub_server **out, wt_err *err)
 		rc = wt_err_set(err, WT_EIO, "cannot listen on %s: %s", ctx->cfg.listen, strerror(errno));
 		goto fail;
 	}
+	wt_budget_init(&ctx->inflight, ctx->cfg.max_inflight);
+	atomic_store(&ctx->nconns, 0);
+	if (ctx->cfg.max_inflight < ctx->cfg.max_body || ctx->cfg.max_inflight < ctx->cfg.sym_max_file_bytes) {
+		rc = wt_err_set(err, WT_EINVAL, "hub.max_inflight (%zu) must be at least hub.max_body and "
+				"symbols.max_file_bytes", ctx->cfg.max_inflight);
+		goto fail;
+	}
 	s->n = ctx->cfg.workers;
 	s->w = calloc((size_t)s->n, sizeof(worker));
 	if (!s->w) {
@@ -315,6 +368,20 @@ int hub_server_start(hub_ctx *ctx, hub_server **out, wt_err *err)
 		evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
 					   EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH);
 		evhttp_set_gencb(w->http, route, w);
+		{
+			size_t maxb = ctx->cfg.max_body > ctx->cfg.sym_max_file_bytes ? ctx->cfg.max_body
+										       : ctx->cfg.sym_max_file_bytes;
+			wt_http_guard_cfg gc = {
+				.decide = guard_decide, .arg = w, .budget = &ctx->inflight, .max_body = maxb,
+				.nconns = &ctx->nconns, .max_connections = ctx->cfg.max_connections,
+				.max_connections_key = "hub.max_connections", .budget_key = "hub.max_inflight",
+			};
+			if (!(w->guard = wt_http_guard_new(&gc))) {
+				rc = wt_err_set(err, WT_ENOMEM, "worker %d: out of memory", i);
+				goto fail;
+			}
+			wt_http_guard_attach(w->guard, w->http);
+		}
 		if (!evhttp_accept_socket_with_handle(w->http, s->fd)) {
 			rc = wt_err_set(err, WT_EIO, "worker %d: cannot accept on %s", i, ctx->cfg.listen);
 			goto fail;
@@ -350,6 +417,7 @@ void hub_server_stop(hub_server *s)
 			pthread_join(w->thr, NULL);
 		if (w->http)
 			evhttp_free(w->http);
+		wt_http_guard_free(w->guard); /* after its evhttp */
 		if (w->base)
 			event_base_free(w->base);
 		hub_ch_free(w->ch);
