@@ -458,6 +458,7 @@ class DiskFullReplication(unittest.TestCase):
         ch = ClickHouse(self).start()
         hub = Hub(self, ch, pki=pki, object_store=f'backend = "fs"; path = "{hub_mnt}/objects";').start()
         self.assertIn(hub.create_project("demo")[0], (200, 201))
+        hub.allow_edge("edge1")  # edges write only into projects they are registered to
         read, up = hub.create_token("demo", "read"), hub.create_token("demo", "upload")
         c = pki_edge(pki, "edge1")
         edge = Edge(self, edge_id="edge1", retention={"min_free_mb": 4, "reserve_mb": 2},
