@@ -101,3 +101,14 @@ int wt_sample_type_is_canonical(const char *name)
 {
 	return wt_sample_type_unit(name) != NULL;
 }
+
+const char *wt_pyroscope_unit(const char *u)
+{
+	if (!u)
+		return NULL;
+	if (!strcmp(u, "objects") || !strcmp(u, "goroutines") || !strcmp(u, "lock_samples"))
+		return "count";
+	if (!strcmp(u, "lock_nanoseconds"))
+		return "nanoseconds";
+	return u;
+}

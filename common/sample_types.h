@@ -21,4 +21,10 @@ const char *wt_sample_type_unit(const char *canonical);
 /* 1 if `name` is one of the canonical names. */
 int wt_sample_type_is_canonical(const char *name);
 
+/* The unit our decoders take for a Pyroscope /ingest `units` value
+ * ("objects", "goroutines", "lock_samples" → "count"; "lock_nanoseconds"
+ * → "nanoseconds"; others as given). The edge decodes an upload with it
+ * and the hub decodes the replicated original the same way. NULL → NULL. */
+const char *wt_pyroscope_unit(const char *units);
+
 #endif

@@ -27,6 +27,7 @@
 #include "symref.h"
 #include "pyroscope.h"
 #include "rollup.h"
+#include "sample_types.h"
 #include "server.h"
 
 #define NS_PER_MIN 60000000000LL
@@ -427,18 +428,6 @@ static void commit_done(edge_commit *c)
 	edge_task_finish(t);
 }
 
-/* Pyroscope units → our unit names for folded input. */
-static const char *pyro_unit(const char *u)
-{
-	if (!u)
-		return NULL;
-	if (!strcmp(u, "objects") || !strcmp(u, "goroutines") || !strcmp(u, "lock_samples"))
-		return "count";
-	if (!strcmp(u, "lock_nanoseconds"))
-		return "nanoseconds";
-	return u;
-}
-
 static void ingest_work(edge_task *t)
 {
 	ingest *in = t->priv;
@@ -500,7 +489,7 @@ static void ingest_work(edge_task *t)
 	if (in->type)
 		o.type = in->type;
 	if (in->units)
-		o.unit = pyro_unit(in->units);
+		o.unit = wt_pyroscope_unit(in->units);
 	o.sample_rate = in->sample_rate;
 	o.time_ns = in->from_ns ? in->from_ns : in->received_ns;
 	rc = wt_format_decode(data, len, in->fmt, &o, &p, &det, &t->err);

@@ -8,19 +8,8 @@
 #include <string.h>
 
 #include "compress.h"
+#include "sample_types.h"
 #include "otlp.h"
-
-/* Pyroscope `units` → the unit our decoders take (as the edge maps it). */
-static const char *pyro_unit(const char *u)
-{
-	if (!u)
-		return NULL;
-	if (!strcmp(u, "objects") || !strcmp(u, "goroutines") || !strcmp(u, "lock_samples"))
-		return "count";
-	if (!strcmp(u, "lock_nanoseconds"))
-		return "nanoseconds";
-	return u;
-}
 
 static const char *jstr(json_t *o, const char *k)
 {
@@ -151,7 +140,7 @@ int hub_repl_decode_upload(const Watchtower__Repl__Upload *u, const hub_repl_hea
 	if (h->type)
 		o.type = h->type;
 	if (h->units)
-		o.unit = pyro_unit(h->units);
+		o.unit = wt_pyroscope_unit(h->units);
 	o.sample_rate = h->sample_rate;
 	o.time_ns = h->from_ns ? h->from_ns : u->received_ns;
 	if ((rc = decode_original(u, h, fmt, &o, p, det, err)))
