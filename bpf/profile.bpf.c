@@ -4,10 +4,12 @@
  *
  * One perf_event program runs on every online CPU at the configured
  * frequency (software cpu-clock: hardware PMU counters are not assumed). Each
- * run records the kernel and user stacks of the interrupted task into
- * wt_stacks and either adds 1 to the in-kernel counts map wt_counts keyed by
- * (tgid, pid, user stack, kernel stack, cgroup, comm) — the edge drains it
- * every flush — or, in ring mode, streams the key through wt_events.
+ * run takes the kernel and user stacks of the interrupted task and either
+ * stores them in this flush generation's stacks map and adds 1 to its
+ * counts map keyed by (tgid, pid, user stack, kernel stack, cgroup, comm) —
+ * the edge flips the generation and empties the other one every flush
+ * (bpf/stacks.h) — or, in ring mode, streams the key and both stacks
+ * through wt_events.
  * Tuning is load-time: the mode through rodata, map sizes before load.
  */
 #include "vmlinux.h"
@@ -16,31 +18,45 @@
 #include <bpf/bpf_tracing.h>
 
 #include "profile.h"
-
-#define EEXIST 17
-#define ENOMEM 12
-#define EFAULT 14
+#include "stacks.h"
 
 const volatile int wt_mode = WT_MODE_HASH;
+/* generation written by the programs; the edge flips it at each drain */
+volatile __u32 wt_gen;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, WT_MAX_STACK_DEPTH * sizeof(__u64));
-	__uint(max_entries, 16384);
-} wt_stacks SEC(".maps");
+#define STACKS_MAP(name)                                                                                   \
+	struct {                                                                                           \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                           \
+		__type(key, __u64);                                                                        \
+		__type(value, struct wt_stack);                                                            \
+		__uint(max_entries, 16384);                                                                \
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct wt_stack_key);
-	__type(value, __u64);
-	__uint(max_entries, 16384);
-} wt_counts SEC(".maps");
+#define COUNTS_MAP(name)                                                                                   \
+	struct {                                                                                           \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                           \
+		__type(key, struct wt_stack_key);                                                          \
+		__type(value, __u64);                                                                      \
+		__uint(max_entries, 16384);                                                                \
+	} name SEC(".maps")
+
+STACKS_MAP(wt_stacks0);
+STACKS_MAP(wt_stacks1);
+COUNTS_MAP(wt_counts0);
+COUNTS_MAP(wt_counts1);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
 } wt_events SEC(".maps");
+
+/* per-CPU scratch: the sample being built (too large for the BPF stack) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct wt_stack_event);
+	__uint(max_entries, 1);
+} wt_scratch SEC(".maps");
 
 /* tgid → image last announced through wt_new_procs (the edge deletes the
  * entries of processes that are gone) */
@@ -106,63 +122,86 @@ static __always_inline void announce(const struct wt_stack_key *k)
 	bpf_ringbuf_submit(ev, 0);
 }
 
+/* 0, or -1 when the sample is lost (counts map full) */
+static __always_inline int count(void *counts, struct wt_stack_key *key)
+{
+	__u64 *c = bpf_map_lookup_elem(counts, key);
+	if (c) {
+		__sync_fetch_and_add(c, 1);
+		return 0;
+	}
+	__u64 one = 1;
+	if (bpf_map_update_elem(counts, key, &one, BPF_NOEXIST)) {
+		/* raced with another CPU, or the map is full */
+		c = bpf_map_lookup_elem(counts, key);
+		if (!c) {
+			stat_inc(WT_STAT_LOST);
+			return -1;
+		}
+		__sync_fetch_and_add(c, 1);
+	}
+	return 0;
+}
+
 SEC("perf_event")
 int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct wt_stack_key key = {};
+	__u32 zero = 0;
+	struct wt_stack_event *ev;
+	struct wt_stack_key *key;
 
 	if ((__u32)id == 0) {
 		/* the idle task: not a process anyone profiles */
 		stat_inc(WT_STAT_IDLE);
 		return 0;
 	}
-	key.pid = (__u32)id;
-	key.tgid = id >> 32;
-	key.cgroup_id = bpf_get_current_cgroup_id();
-	key.image = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), mm);
-	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	announce(&key);
+	ev = bpf_map_lookup_elem(&wt_scratch, &zero);
+	if (!ev)
+		return 0;
+	key = &ev->key;
+	__builtin_memset(key, 0, sizeof(*key));
+	key->pid = (__u32)id;
+	key->tgid = id >> 32;
+	key->cgroup_id = bpf_get_current_cgroup_id();
+	key->image = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), mm);
+	bpf_get_current_comm(key->comm, sizeof(key->comm));
+	ev->value = 1;
+	announce(key);
 	/* interrupted in user mode: there is no kernel stack to walk (the
-	 * walk would return -EFAULT after paying for its setup) */
+	 * walk would cost its setup for nothing) */
+	ev->kern.flags = WT_STACK_KERNEL;
 	if ((regs_cs(ctx) & 3) == 3)
-		key.kern_stack_id = -EFAULT;
+		key->kern_err = wt_stack_len(&ev->kern, -EFAULT);
 	else
-		key.kern_stack_id = bpf_get_stackid(ctx, &wt_stacks, 0);
-	key.user_stack_id = bpf_get_stackid(ctx, &wt_stacks, BPF_F_USER_STACK);
-	/* a collision here means the stack map is too small (or two stacks
-	 * hashed alike): the sample stays, without that stack */
-	if (key.kern_stack_id == -EEXIST || key.kern_stack_id == -ENOMEM)
-		stat_inc(WT_STAT_KSTACK_COLL);
-	if (key.user_stack_id == -EEXIST || key.user_stack_id == -ENOMEM)
-		stat_inc(WT_STAT_USTACK_COLL);
+		key->kern_err = wt_stack_len(&ev->kern, bpf_get_stack(ctx, ev->kern.ips, sizeof(ev->kern.ips), 0));
+	ev->user.flags = 0;
+	key->user_err =
+		wt_stack_len(&ev->user, bpf_get_stack(ctx, ev->user.ips, sizeof(ev->user.ips), BPF_F_USER_STACK));
 
 	if (wt_mode == WT_MODE_RING) {
-		struct wt_stack_event *e = bpf_ringbuf_reserve(&wt_events, sizeof(*e), 0);
-		if (!e) {
+		if (bpf_ringbuf_output(&wt_events, ev, sizeof(*ev), 0)) {
 			stat_inc(WT_STAT_LOST);
 			return 0;
 		}
-		e->key = key;
-		e->value = 1;
-		bpf_ringbuf_submit(e, 0);
-	} else {
-		__u64 *c = bpf_map_lookup_elem(&wt_counts, &key);
-		if (c) {
-			__sync_fetch_and_add(c, 1);
-		} else {
-			__u64 one = 1;
-			if (bpf_map_update_elem(&wt_counts, &key, &one, BPF_NOEXIST)) {
-				/* raced with another CPU, or the map is full */
-				c = bpf_map_lookup_elem(&wt_counts, &key);
-				if (!c) {
-					stat_inc(WT_STAT_LOST);
-					return 0;
-				}
-				__sync_fetch_and_add(c, 1);
-			}
-		}
+		stat_inc(WT_STAT_SAMPLES);
+		return 0;
 	}
+	__u32 g = wt_gen & 1;
+	if (!key->kern_err) {
+		key->kern_err = g ? WT_STACK_STORE(&wt_stacks1, &ev->kern, &key->kern_stack)
+				  : WT_STACK_STORE(&wt_stacks0, &ev->kern, &key->kern_stack);
+		if (key->kern_err)
+			stat_inc(WT_STAT_KSTACK_COLL);
+	}
+	if (!key->user_err) {
+		key->user_err = g ? WT_STACK_STORE(&wt_stacks1, &ev->user, &key->user_stack)
+				  : WT_STACK_STORE(&wt_stacks0, &ev->user, &key->user_stack);
+		if (key->user_err)
+			stat_inc(WT_STAT_USTACK_COLL);
+	}
+	if (g ? count(&wt_counts1, key) : count(&wt_counts0, key))
+		return 0;
 	stat_inc(WT_STAT_SAMPLES);
 	return 0;
 }

@@ -899,7 +899,7 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 	for (int k = 0; k < EDGE_EBPF_NKINDS; k++)
 		wt_buf_printf(b, "wt_edge_ebpf_lost_samples_total{probe=\"%s\"} %llu\n", probe[k],
 			      (unsigned long long)atomic_load(&e->ctr[k].stat[WT_STAT_LOST]));
-	wt_buf_puts(b, "# HELP wt_edge_ebpf_stack_collisions_total Stacks not stored (bpf_get_stackid -EEXIST/-ENOMEM: stack map full or hash collision).\n"
+	wt_buf_puts(b, "# HELP wt_edge_ebpf_stack_collisions_total Stacks not stored: more than max_stacks distinct stacks in one flush.\n"
 		       "# TYPE wt_edge_ebpf_stack_collisions_total counter\n");
 	for (int k = 0; k < EDGE_EBPF_NKINDS; k++) {
 		wt_buf_printf(b, "wt_edge_ebpf_stack_collisions_total{probe=\"%s\",stack=\"user\"} %llu\n", probe[k],
