@@ -13,9 +13,10 @@ distinct ones (thousands of distinct stacks in all, several times the map),
 each path with ~1 ms of CPU, a 0.1 ms nap (a short off-CPU interval, never
 recorded) and a 3 ms sleep (recorded off-CPU). The compressed equivalent
 of an hour of a busy machine's churn for maps of the default size.
-Checked: >= 99.9 % of the workload's on-CPU and off-CPU time is in stacks
-that reach main (frame pointers: every complete stack does), in hash mode
-and in ring mode. The whole machine's stack collisions are printed.
+Checked: >= 99.9 % of the workload's on-CPU and off-CPU time has its
+user stack (under main, or marked `[truncated]` where the frame-pointer
+walk broke inside Debian's libc, which has no frame pointers) and >= 99 %
+is under main, in hash mode and in ring mode. The whole machine's stack collisions are printed.
 """
 import os
 import shutil
@@ -80,13 +81,18 @@ class EbpfStackStorage(unittest.TestCase):
             self.assertEqual(st, 200, js)
             self.assertGreater(js["total"], 0, f"no {typ} samples of the workload")
             rows = {r["function"]: r for r in js["rows"]}
-            main = rows.get("main", {}).get("total", 0)
-            nostack = rows.get("[no stack]", {}).get("total", 0)
-            share = main / js["total"]
-            print(f"{mode} {typ}: total {js['total']} ns, under main {100 * share:.3f} %, "
-                  f"[no stack] {100 * nostack / js['total']:.3f} %, "
-                  f"churn_leaf {rows.get('churn_leaf', {}).get('total', 0) / js['total']:.3f}", file=sys.stderr)
+            main = rows.get("main", {}).get("total", 0) / js["total"]
+            nostack = rows.get("[no stack]", {}).get("total", 0) / js["total"]
+            truncated = rows.get("[truncated]", {}).get("total", 0) / js["total"]
+            share = main + truncated
+            print(f"{mode} {typ}: total {js['total']} ns, with its user stack {100 * share:.3f} %, "
+                  f"under main {100 * main:.3f} %, [no stack] {100 * nostack:.3f} %, "
+                  f"[truncated] {100 * truncated:.3f} %", file=sys.stderr)
+            # stored = under main, or [truncated]: a stack was stored but the
+            # frame-pointer walk broke in Debian's libc (nanosleep, built
+            # without frame pointers) — an unwinding limit, not storage
             self.assertGreaterEqual(share, 0.999, f"{typ}: only {100 * share:.2f} % of the time has its stack")
+            self.assertGreaterEqual(main, 0.99, f"{typ}: only {100 * main:.2f} % of the time under main")
         e.stop()
 
     def test_hash_mode(self):
