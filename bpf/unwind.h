@@ -37,4 +37,19 @@ struct wt_unwind_row {
 	__u8 rbp_type;
 };
 
+/* Executable mappings of one process that have a table, sorted by start:
+ * pc in [start, end) has ELF address pc - bias and its rows are
+ * rows[first .. first + count) of the rows array (wt_unwind_rows). */
+#define WT_UNWIND_MAPS 32
+struct wt_unwind_map {
+	__u64 start, end, bias;
+	__u32 first, count;
+};
+
+struct wt_unwind_proc {
+	__u32 n;
+	__u32 pad;
+	struct wt_unwind_map m[WT_UNWIND_MAPS];
+};
+
 #endif

@@ -68,7 +68,18 @@ typedef struct edge_ebpf_cpu edge_ebpf_cpu;
 /* Load bpf/profile.bpf.c (mode, map sizes from cfg) and attach one
  * software cpu-clock perf event per online CPU at cfg->frequency_hz.
  * Errors name the step that failed (and the errno). */
-int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_ebpf_cpu **out, wt_err *err);
+/* cache_dir: where unwind tables are cached (cfg->unwind != fp). */
+int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, const char *cache_dir, edge_ebpf_counters *ctr, edge_ebpf_cpu **out,
+		       wt_err *err);
+/* Unwinding with tables on: give process p its tables (first sample of
+ * an image; builds and loads the tables of files seen for the first
+ * time). No-op in frame-pointer mode. */
+struct edge_proc;
+void edge_ebpf_cpu_unwind_add(edge_ebpf_cpu *c, const struct edge_proc *p);
+/* files with a table loaded, rows used, files without a table, processes
+ * waiting for their tables */
+void edge_ebpf_cpu_unwind_stats(edge_ebpf_cpu *c, uint64_t *files, uint64_t *rows, uint64_t *failed,
+				uint64_t *pending);
 /* Re-attach the perf events at hz without reloading the program. */
 int edge_ebpf_cpu_set_frequency(edge_ebpf_cpu *c, int hz, wt_err *err);
 int edge_ebpf_cpu_frequency(const edge_ebpf_cpu *c);

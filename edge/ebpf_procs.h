@@ -23,6 +23,7 @@
 #ifndef EDGE_EBPF_PROCS_H
 #define EDGE_EBPF_PROCS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,7 @@ typedef struct edge_proc {
 	uint64_t refreshed_gen; /* maps re-read in this generation */
 	void *user;       /* the sampler's per-flush slot, valid when user_gen == gen */
 	uint64_t user_gen;
+	atomic_int unwind_loaded; /* given its unwind tables (discovery or sampler thread) */
 	struct edge_proc *next;
 } edge_proc;
 

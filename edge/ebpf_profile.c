@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 
 #include "ebpf_probe.h"
+#include "ebpf_unwind.h"
 #include "log.h"
 
 #include "bpf/profile.skel.h"
@@ -411,6 +412,7 @@ struct edge_ebpf_cpu {
 	stk_tab ustk; /* ring mode: the stacks of ua's keys */
 	size_t max_stacks;
 	edge_ebpf_gen g; /* hash mode */
+	edge_unwind_loader *unwind; /* NULL: frame pointers only */
 	edge_ebpf_seen seen;
 	void *seen_arg;
 	struct ring_buffer *procs_ring; /* wt_new_procs (discovery thread) */
@@ -536,7 +538,8 @@ static int procs_cb(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_ebpf_cpu **out, wt_err *err)
+int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, const char *cache_dir, edge_ebpf_counters *ctr, edge_ebpf_cpu **out,
+		       wt_err *err)
 {
 	edge_ebpf_cpu *c = calloc(1, sizeof(*c));
 	int rc = 0, e;
@@ -574,9 +577,19 @@ int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_e
 	bpf_map__set_max_entries(c->skel->maps.wt_counts1, nkeys);
 	bpf_map__set_max_entries(c->skel->maps.wt_events,
 				 cfg->mode == EDGE_EBPF_RING ? RING_BYTES : (uint32_t)sysconf(_SC_PAGESIZE));
+	int unwind = cfg->unwind != EDGE_UNWIND_FP;
+	c->skel->rodata->wt_unwind = unwind;
+	bpf_map__set_max_entries(c->skel->maps.wt_unwind_rows, unwind ? (uint32_t)cfg->unwind_rows : 1);
+	bpf_map__set_max_entries(c->skel->maps.wt_unwind_procs, unwind ? 4096 : 1);
 	if ((e = wt_profile_bpf__load(c->skel))) {
 		rc = wt_err_set(err, WT_EIO, "ebpf: loading wt_profile_cpu failed: %s (needs root or CAP_BPF+CAP_PERFMON)",
 				strerror(-e));
+		goto fail;
+	}
+	if (unwind && !(c->unwind = edge_unwind_loader_new(bpf_map__fd(c->skel->maps.wt_unwind_rows),
+							   (uint32_t)cfg->unwind_rows,
+							   bpf_map__fd(c->skel->maps.wt_unwind_procs), cache_dir))) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto fail;
 	}
 	c->g.gen = (uint32_t *)&c->skel->bss->wt_gen;
@@ -656,8 +669,22 @@ int edge_ebpf_cpu_consume_procs(edge_ebpf_cpu *c, edge_ebpf_seen seen, void *arg
 
 void edge_ebpf_cpu_forget(edge_ebpf_cpu *c, uint32_t tgid)
 {
-	if (c)
-		bpf_map_delete_elem(bpf_map__fd(c->skel->maps.wt_procs), &tgid);
+	if (!c)
+		return;
+	bpf_map_delete_elem(bpf_map__fd(c->skel->maps.wt_procs), &tgid);
+	edge_unwind_loader_forget(c->unwind, tgid);
+}
+
+void edge_ebpf_cpu_unwind_add(edge_ebpf_cpu *c, const struct edge_proc *p)
+{
+	if (c && c->unwind)
+		edge_unwind_loader_add(c->unwind, p);
+}
+
+void edge_ebpf_cpu_unwind_stats(edge_ebpf_cpu *c, uint64_t *files, uint64_t *rows, uint64_t *failed,
+				uint64_t *pending)
+{
+	edge_unwind_loader_stats(c ? c->unwind : NULL, files, rows, failed, pending);
 }
 
 int edge_ebpf_cpu_drain(edge_ebpf_cpu *c, edge_ebpf_sink fn, void *arg, wt_err *err)
@@ -704,6 +731,7 @@ void edge_ebpf_cpu_close(edge_ebpf_cpu *c)
 		wt_profile_bpf__destroy(c->skel);
 	free(c->ua.e);
 	stk_free(&c->ustk);
+	edge_unwind_loader_free(c->unwind);
 	free(c->links);
 	free(c->cpus);
 	free(c);

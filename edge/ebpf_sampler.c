@@ -97,7 +97,7 @@ struct edge_ebpf {
 	_Atomic int enabled, offcpu_on, frequency;
 	_Atomic uint64_t flushes, profiles, flush_errors, load_errors, commit_errors, truncated, unsym_frames,
 		frames, no_proc, samples_cpu, offcpu_ns, reloads, lost_procs, captured_procs, tracked_procs,
-		reread_procs;
+		reread_procs, unwind_files, unwind_rows, unwind_failed, unwind_pending;
 	_Atomic int64_t last_flush_us;
 };
 
@@ -378,6 +378,9 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		return;
 	}
 	pr->gen = e->gen;
+	if (e->cpu && e->cur.unwind != EDGE_UNWIND_FP && pr->state == EDGE_PROC_LIVE &&
+	    !atomic_exchange(&pr->unwind_loaded, 1)) /* not announced: found at the flush */
+		edge_ebpf_cpu_unwind_add(e->cpu, pr);
 	for (size_t i = skip_tracing(e, kind, kstack, nk); i < nk && rc == 0; i++)
 		rc = kernel_frame(e, s, kstack[i], i == 0, &frames[n++], err);
 	for (size_t i = 0; i < nu && rc == 0; i++) {
@@ -435,7 +438,11 @@ static void seen(void *arg, const struct wt_proc_event *ev)
 	char comm[WT_COMM_LEN + 1];
 	memcpy(comm, ev->comm, WT_COMM_LEN);
 	comm[WT_COMM_LEN] = '\0';
-	edge_procs_get(e->procs, ev->tgid, ev->image, ev->cgroup_id, comm, ev->pid == ev->tgid);
+	edge_proc *pr = edge_procs_get(e->procs, ev->tgid, ev->image, ev->cgroup_id, comm, ev->pid == ev->tgid);
+	/* tables at capture: the process's next samples are unwound with them */
+	if (pr && e->cpu && e->cur.unwind != EDGE_UNWIND_FP && pr->state == EDGE_PROC_LIVE &&
+	    !atomic_exchange(&pr->unwind_loaded, 1))
+		edge_ebpf_cpu_unwind_add(e->cpu, pr);
 }
 
 /* An off-CPU key's image: processes the on-CPU program announced in the
@@ -554,6 +561,12 @@ static void flush(edge_ebpf *e)
 	atomic_store(&e->captured_procs, cap);
 	atomic_store(&e->lost_procs, lost);
 	atomic_store(&e->tracked_procs, tracked);
+	uint64_t uf = 0, ur = 0, ufail = 0, upend = 0;
+	edge_ebpf_cpu_unwind_stats(e->cpu, &uf, &ur, &ufail, &upend);
+	atomic_store(&e->unwind_pending, upend);
+	atomic_store(&e->unwind_files, uf);
+	atomic_store(&e->unwind_rows, ur);
+	atomic_store(&e->unwind_failed, ufail);
 	atomic_fetch_add(&e->flushes, 1);
 	atomic_store(&e->last_flush_us, (now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 }
@@ -632,7 +645,9 @@ static void load(edge_ebpf *e)
 		wt_warn("msg=\"kernel frames stay unsymbolized\" error=\"%s\"", err.msg);
 	memset(&err, 0, sizeof(err));
 	pmu_lock_sampler(e);
-	int rc = edge_ebpf_cpu_open(&e->cur, &e->ctr[EDGE_EBPF_CPU], &e->cpu, &err) ||
+	char cache_dir[4200];
+	snprintf(cache_dir, sizeof(cache_dir), "%s/unwind", e->cfg->data_dir);
+	int rc = edge_ebpf_cpu_open(&e->cur, cache_dir, &e->ctr[EDGE_EBPF_CPU], &e->cpu, &err) ||
 		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err));
 	pthread_mutex_unlock(&e->pmu);
 	if (rc) {
@@ -651,9 +666,11 @@ static void load(edge_ebpf *e)
 	pthread_mutex_lock(&e->mu);
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
-	wt_info("msg=\"ebpf sampler running\" frequency_hz=%d offcpu=%s offcpu_min_us=%lld mode=%s flush_interval_s=%d",
+	wt_info("msg=\"ebpf sampler running\" frequency_hz=%d offcpu=%s offcpu_min_us=%lld mode=%s flush_interval_s=%d "
+		"unwind=%s",
 		e->cur.frequency_hz, e->off ? "true" : "false", (long long)e->cur.offcpu_min_us,
-		e->cur.mode == EDGE_EBPF_RING ? "ring" : "hash", e->cur.flush_interval_s);
+		e->cur.mode == EDGE_EBPF_RING ? "ring" : "hash", e->cur.flush_interval_s,
+		e->cur.unwind == EDGE_UNWIND_FP ? "fp" : e->cur.unwind == EDGE_UNWIND_AUTO ? "auto" : "eh_frame");
 }
 
 static void apply_cfg(edge_ebpf *e, edge_ebpf_cfg *next)
@@ -661,7 +678,8 @@ static void apply_cfg(edge_ebpf *e, edge_ebpf_cfg *next)
 	edge_ebpf_cfg old = e->cur;
 	int loaded = e->cpu != NULL;
 	int reload = next->mode != old.mode || next->max_stacks != old.max_stacks || next->max_keys != old.max_keys ||
-		     next->offcpu != old.offcpu || next->offcpu_min_us != old.offcpu_min_us;
+		     next->offcpu != old.offcpu || next->offcpu_min_us != old.offcpu_min_us ||
+		     next->unwind != old.unwind || next->unwind_rows != old.unwind_rows;
 
 	atomic_fetch_add(&e->reloads, 1);
 	/* what was sampled under the old settings is flushed under them */
@@ -939,6 +957,15 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 		atomic_load(&e->unsym_frames));
 	counter(b, "wt_edge_ebpf_truncated_stacks_total", "User stacks that did not reach a known root (frame pointers missing).",
 		atomic_load(&e->truncated));
+	gauge(b, "wt_edge_ebpf_unwind_files", "Files whose unwind table is loaded into the BPF maps (ebpf.unwind eh_frame/auto).",
+	      (long long)atomic_load(&e->unwind_files));
+	gauge(b, "wt_edge_ebpf_unwind_rows", "Rows of the BPF unwind-table array in use (of ebpf.unwind_rows).",
+	      (long long)atomic_load(&e->unwind_rows));
+	gauge(b, "wt_edge_ebpf_unwind_pending_processes", "Processes waiting for their unwind tables (built on the loader's thread).",
+	      (long long)atomic_load(&e->unwind_pending));
+	gauge(b, "wt_edge_ebpf_unwind_failed_files",
+	      "Executable files without a table: not x86-64 ELF, no CFI, unreadable, or the rows array full.",
+	      (long long)atomic_load(&e->unwind_failed));
 	gauge(b, "wt_edge_ebpf_last_flush_microseconds", "Duration of the last drain + symbolize + commit.",
 	      (long long)atomic_load(&e->last_flush_us));
 }

@@ -17,6 +17,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,14 +27,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fsdir.h"
+#include <bpf/bpf.h>
 
-#define REG_RBP 6
-#define REG_RSP 7
-#define REG_RA 16
+#include "ebpf_procs.h"
+#include "fsdir.h"
+#include "log.h"
+
+#define DW_RBP 6
+#define DW_RSP 7
+#define DW_RA 16
 #define REMEMBER_MAX 16
 #define CIE_CACHE 64
-#define CACHE_MAGIC "WTU1"
+#define CACHE_MAGIC "WTU2"
 
 /* ---- bounded reader ---------------------------------------------------------- */
 
@@ -162,7 +169,7 @@ typedef struct builder {
 
 static void set_rule(state *s, uint64_t reg, uint8_t type, int64_t off)
 {
-	rule *x = reg == REG_RBP ? &s->rbp : reg == REG_RA ? &s->ra : NULL;
+	rule *x = reg == DW_RBP ? &s->rbp : reg == DW_RA ? &s->ra : NULL;
 	if (x) {
 		x->type = type;
 		x->off = off;
@@ -171,9 +178,9 @@ static void set_rule(state *s, uint64_t reg, uint8_t type, int64_t off)
 
 static void restore_rule(state *s, const state *init, uint64_t reg)
 {
-	if (reg == REG_RBP)
+	if (reg == DW_RBP)
 		s->rbp = init->rbp;
-	else if (reg == REG_RA)
+	else if (reg == DW_RA)
 		s->ra = init->ra;
 }
 
@@ -229,9 +236,9 @@ static int emit(builder *b, const cie *c, const state *s, uint64_t pc, uint8_t p
 		r.cfa_type = WT_CFA_PLT;
 		r.cfa_off = (int32_t)s->cfa_off;
 		r.rbp_off = s->plt_thr;
-	} else if (s->cfa == C_REG && (s->cfa_reg == REG_RSP || s->cfa_reg == REG_RBP) && s->cfa_off >= INT32_MIN &&
+	} else if (s->cfa == C_REG && (s->cfa_reg == DW_RSP || s->cfa_reg == DW_RBP) && s->cfa_off >= INT32_MIN &&
 		   s->cfa_off <= INT32_MAX) {
-		r.cfa_type = s->cfa_reg == REG_RSP ? WT_CFA_RSP : WT_CFA_RBP;
+		r.cfa_type = s->cfa_reg == DW_RSP ? WT_CFA_RSP : WT_CFA_RBP;
 		r.cfa_off = (int32_t)s->cfa_off;
 	} else {
 		r.cfa_type = WT_CFA_EXPR;
@@ -536,7 +543,7 @@ static int parse_section(builder *b, const section *sec)
 		state init, s;
 		memset(&init, 0, sizeof(init));
 		init.cfa = C_REG;
-		if (c->ra_reg != REG_RA) {
+		if (c->ra_reg != DW_RA) {
 			off = next;
 			continue; /* not x86-64 CFI */
 		}
@@ -620,6 +627,16 @@ int edge_unwind_build(const char *path, edge_unwind_table **out, wt_err *err)
 		rc = wt_err_set(err, WT_EINVAL, "unwind table: %s is not x86-64", path);
 		goto out;
 	}
+	size_t nph = 0;
+	if (elf_getphdrnum(elf, &nph) == 0)
+		for (size_t i = 0; i < nph && t->nloads < 8; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+				t->load_off[t->nloads] = ph.p_offset;
+				t->load_vaddr[t->nloads] = ph.p_vaddr;
+				t->load_filesz[t->nloads++] = ph.p_filesz;
+			}
+		}
 	for (int pass = 0; pass < 2 && rc == 0; pass++) {
 		const char *want = pass == 0 ? ".eh_frame" : ".debug_frame";
 		for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn && rc == 0; scn = elf_nextscn(elf, scn)) {
@@ -665,6 +682,8 @@ typedef struct cache_hdr {
 	char magic[4];
 	uint32_t row_size;
 	uint64_t n, fdes, cfi_bytes;
+	uint64_t load_off[8], load_vaddr[8], load_filesz[8];
+	uint32_t nloads, pad;
 } cache_hdr;
 
 static int cache_read(const char *file, edge_unwind_table **out)
@@ -688,6 +707,10 @@ static int cache_read(const char *file, edge_unwind_table **out)
 	t->n = h.n;
 	t->fdes = h.fdes;
 	t->cfi_bytes = h.cfi_bytes;
+	t->nloads = h.nloads > 8 ? 8 : h.nloads;
+	memcpy(t->load_off, h.load_off, sizeof(h.load_off));
+	memcpy(t->load_vaddr, h.load_vaddr, sizeof(h.load_vaddr));
+	memcpy(t->load_filesz, h.load_filesz, sizeof(h.load_filesz));
 	t->from_cache = 1;
 	ok = 1;
 out:
@@ -704,7 +727,12 @@ static void cache_write(const char *file, const edge_unwind_table *t)
 {
 	char tmp[4200];
 	cache_hdr h;
+	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, CACHE_MAGIC, 4);
+	h.nloads = t->nloads;
+	memcpy(h.load_off, t->load_off, sizeof(h.load_off));
+	memcpy(h.load_vaddr, t->load_vaddr, sizeof(h.load_vaddr));
+	memcpy(h.load_filesz, t->load_filesz, sizeof(h.load_filesz));
 	h.row_size = sizeof(struct wt_unwind_row);
 	h.n = t->n;
 	h.fdes = t->fdes;
@@ -763,4 +791,272 @@ void edge_unwind_free(edge_unwind_table *t)
 		return;
 	free(t->rows);
 	free(t);
+}
+
+/* ---- loader ----------------------------------------------------------------------- */
+
+typedef struct loaded_file {
+	char key[96]; /* device-inode-size-mtime */
+	uint32_t first, count;
+	uint64_t load_off[8], load_vaddr[8], load_filesz[8];
+	uint32_t nloads;
+	int ok;
+} loaded_file;
+
+/* one process to give tables: a copy of its mappings (the process table
+ * may drop the process meanwhile) */
+typedef struct job_map {
+	uint64_t start, end, pgoff;
+	char *path;
+} job_map;
+
+typedef struct job {
+	uint32_t tgid;
+	size_t n;
+	job_map m[WT_UNWIND_MAPS];
+} job;
+
+#define MAX_JOBS 4096
+
+/* Tables are built on a thread of the loader's own: a large binary takes
+ * a while (~25-90 ms per MiB of CFI) and neither the discovery thread
+ * (captures of short-lived processes) nor the flush should wait for it. */
+struct edge_unwind_loader {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t th;
+	int started, stop, busy;
+	job **q; /* ring of pending jobs */
+	size_t qhead, qn;
+	int rows_fd, procs_fd;
+	uint32_t max_rows, used;
+	char *cache_dir;
+	loaded_file *files; /* the thread's */
+	size_t nfiles, cap;
+	_Atomic uint64_t failed, dropped, files_ok, rows_used; /* for stats */
+};
+
+static void job_free(job *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->n; i++)
+		free(j->m[i].path);
+	free(j);
+}
+
+static void *loader_run(void *arg);
+
+edge_unwind_loader *edge_unwind_loader_new(int rows_fd, uint32_t max_rows, int procs_fd, const char *cache_dir)
+{
+	edge_unwind_loader *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
+	l->rows_fd = rows_fd;
+	l->procs_fd = procs_fd;
+	l->max_rows = max_rows;
+	l->q = calloc(MAX_JOBS, sizeof(*l->q));
+	if (!l->q || (cache_dir && !(l->cache_dir = strdup(cache_dir))) || pthread_create(&l->th, NULL, loader_run, l)) {
+		edge_unwind_loader_free(l);
+		return NULL;
+	}
+	l->started = 1;
+	return l;
+}
+
+static int rows_upload(edge_unwind_loader *l, const edge_unwind_table *t, uint32_t first)
+{
+	enum { CHUNK = 4096 };
+	uint32_t keys[CHUNK];
+	for (size_t i = 0; i < t->n; i += CHUNK) {
+		uint32_t n = (uint32_t)(t->n - i < CHUNK ? t->n - i : CHUNK);
+		for (uint32_t k = 0; k < n; k++)
+			keys[k] = first + (uint32_t)i + k;
+		uint32_t cnt = n;
+		if (bpf_map_update_batch(l->rows_fd, keys, t->rows + i, &cnt, NULL) == 0 && cnt == n)
+			continue;
+		/* kernels without batch updates on arrays (before 5.6) */
+		for (uint32_t k = 0; k < n; k++)
+			if (bpf_map_update_elem(l->rows_fd, &keys[k], &t->rows[i + k], BPF_ANY))
+				return -1;
+	}
+	return 0;
+}
+
+/* The file's loaded table (loaded now if new), or NULL. */
+static const loaded_file *file_table(edge_unwind_loader *l, const char *path)
+{
+	char key[96];
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return NULL;
+	snprintf(key, sizeof(key), "%llx%08llx%llx%llx", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		 (unsigned long long)st.st_size, (unsigned long long)st.st_mtim.tv_sec);
+	for (size_t i = 0; i < l->nfiles; i++)
+		if (!strcmp(l->files[i].key, key))
+			return l->files[i].ok ? &l->files[i] : NULL;
+	if (l->nfiles == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		loaded_file *nf = realloc(l->files, nc * sizeof(*nf));
+		if (!nf)
+			return NULL;
+		l->files = nf;
+		l->cap = nc;
+	}
+	loaded_file *f = &l->files[l->nfiles++];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->key, sizeof(f->key), "%s", key);
+	edge_unwind_table *t = NULL;
+	wt_err err = {0};
+	int rc = l->cache_dir ? edge_unwind_get(l->cache_dir, key, path, &t, &err) : edge_unwind_build(path, &t, &err);
+	if (rc || !t->n || t->n > l->max_rows - l->used || rows_upload(l, t, l->used)) {
+		atomic_fetch_add(&l->failed, 1);
+		edge_unwind_free(t);
+		return NULL;
+	}
+	f->first = l->used;
+	f->count = (uint32_t)t->n;
+	f->nloads = t->nloads;
+	memcpy(f->load_off, t->load_off, sizeof(f->load_off));
+	memcpy(f->load_vaddr, t->load_vaddr, sizeof(f->load_vaddr));
+	memcpy(f->load_filesz, t->load_filesz, sizeof(f->load_filesz));
+	f->ok = 1;
+	l->used += (uint32_t)t->n;
+	atomic_store(&l->rows_used, l->used);
+	atomic_fetch_add(&l->files_ok, 1);
+	edge_unwind_free(t);
+	return f;
+}
+
+static void load_job(edge_unwind_loader *l, const job *j)
+{
+	struct wt_unwind_proc v;
+	char path[4400];
+	memset(&v, 0, sizeof(v));
+	for (size_t i = 0; i < j->n && v.n < WT_UNWIND_MAPS; i++) {
+		const job_map *m = &j->m[i];
+		uint64_t va = 0;
+		int found = 0;
+		snprintf(path, sizeof(path), "/proc/%u/root%s", j->tgid, m->path);
+		const loaded_file *f = file_table(l, path);
+		for (uint32_t k = 0; f && k < f->nloads && !found; k++)
+			if (m->pgoff >= f->load_off[k] && m->pgoff < f->load_off[k] + f->load_filesz[k]) {
+				va = m->pgoff - f->load_off[k] + f->load_vaddr[k];
+				found = 1;
+			}
+		if (!found)
+			continue;
+		struct wt_unwind_map *x = &v.m[v.n++];
+		x->start = m->start;
+		x->end = m->end;
+		x->bias = m->start - va;
+		x->first = f->first;
+		x->count = f->count;
+	}
+	uint32_t tgid = j->tgid;
+	wt_debug("msg=\"unwind tables\" tgid=%u maps=%zu with_tables=%u rows=%u", tgid, j->n, v.n, l->used);
+	/* a process gone meanwhile gets no entry (nobody would delete it) */
+	if (v.n && kill((pid_t)tgid, 0) == 0)
+		bpf_map_update_elem(l->procs_fd, &tgid, &v, BPF_ANY);
+	else
+		bpf_map_delete_elem(l->procs_fd, &tgid);
+}
+
+static void *loader_run(void *arg)
+{
+	edge_unwind_loader *l = arg;
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		while (!l->stop && !l->qn)
+			pthread_cond_wait(&l->cv, &l->mu);
+		if (l->stop)
+			break;
+		job *j = l->q[l->qhead];
+		l->qhead = (l->qhead + 1) % MAX_JOBS;
+		l->qn--;
+		l->busy = 1;
+		pthread_mutex_unlock(&l->mu);
+		load_job(l, j);
+		job_free(j);
+		pthread_mutex_lock(&l->mu);
+		l->busy = 0;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p)
+{
+	if (!l || p->state != EDGE_PROC_LIVE)
+		return;
+	job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return;
+	j->tgid = p->tgid;
+	for (size_t i = 0; i < p->nmaps && j->n < WT_UNWIND_MAPS; i++) {
+		const edge_proc_map *m = &p->maps[i];
+		if (!m->path || m->path[0] != '/')
+			continue;
+		job_map *x = &j->m[j->n];
+		if (!(x->path = strdup(m->path)))
+			break;
+		x->start = m->start;
+		x->end = m->end;
+		x->pgoff = m->pgoff;
+		j->n++;
+	}
+	pthread_mutex_lock(&l->mu);
+	if (l->qn < MAX_JOBS) {
+		l->q[(l->qhead + l->qn) % MAX_JOBS] = j;
+		l->qn++;
+		j = NULL;
+		pthread_cond_signal(&l->cv);
+	} else {
+		atomic_fetch_add(&l->dropped, 1);
+	}
+	pthread_mutex_unlock(&l->mu);
+	job_free(j);
+}
+
+void edge_unwind_loader_forget(edge_unwind_loader *l, uint32_t tgid)
+{
+	if (l)
+		bpf_map_delete_elem(l->procs_fd, &tgid);
+}
+
+void edge_unwind_loader_stats(edge_unwind_loader *l, uint64_t *files, uint64_t *rows, uint64_t *failed,
+			      uint64_t *pending)
+{
+	*files = l ? atomic_load(&l->files_ok) : 0;
+	*rows = l ? atomic_load(&l->rows_used) : 0;
+	*failed = l ? atomic_load(&l->failed) + atomic_load(&l->dropped) : 0;
+	*pending = 0;
+	if (l) {
+		pthread_mutex_lock(&l->mu);
+		*pending = l->qn + (uint64_t)l->busy;
+		pthread_mutex_unlock(&l->mu);
+	}
+}
+
+void edge_unwind_loader_free(edge_unwind_loader *l)
+{
+	if (!l)
+		return;
+	if (l->started) {
+		pthread_mutex_lock(&l->mu);
+		l->stop = 1;
+		pthread_cond_broadcast(&l->cv);
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(l->th, NULL);
+	}
+	for (size_t i = 0; l->q && i < l->qn; i++)
+		job_free(l->q[(l->qhead + i) % MAX_JOBS]);
+	free(l->q);
+	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->mu);
+	free(l->files);
+	free(l->cache_dir);
+	free(l);
 }

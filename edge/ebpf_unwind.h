@@ -29,6 +29,9 @@ typedef struct edge_unwind_table {
 	size_t fdes;       /* FDEs interpreted */
 	size_t cfi_bytes;  /* bytes of .eh_frame + .debug_frame read */
 	int from_cache;    /* edge_unwind_get found it on disk */
+	/* PT_LOAD segments (file offset → ELF address of a mapping) */
+	uint64_t load_off[8], load_vaddr[8], load_filesz[8];
+	uint32_t nloads;
 } edge_unwind_table;
 
 /* Build the table of the ELF file at path. A file without CFI gets an
@@ -44,4 +47,29 @@ int edge_unwind_get(const char *cache_dir, const char *key, const char *path, ed
 const struct wt_unwind_row *edge_unwind_find(const edge_unwind_table *t, uint64_t vaddr);
 void edge_unwind_free(edge_unwind_table *t);
 
+
+
+/* ---- loading tables into the BPF maps (the on-CPU probe's) --------------- */
+struct edge_proc;
+typedef struct edge_unwind_loader edge_unwind_loader;
+
+/* rows_fd: BPF array of max_rows struct wt_unwind_row; procs_fd: hash
+ * tgid → struct wt_unwind_proc; cache_dir: the on-disk table cache (NULL:
+ * none). Each file's table is written into the array once (kept until the
+ * loader is freed with the maps; when the array is full, further files
+ * get no table and their frames fall back to frame pointers). */
+edge_unwind_loader *edge_unwind_loader_new(int rows_fd, uint32_t max_rows, int procs_fd, const char *cache_dir);
+/* Give process p (live) its mappings with tables: queued (a copy of its
+ * mappings) for the loader's own thread, which builds (or reads from the
+ * cache) and loads the tables of files seen for the first time, then
+ * writes the process's entry. Thread-safe: called on the discovery thread
+ * when a process is captured, and on the sampler thread for processes
+ * found at a flush. */
+void edge_unwind_loader_add(edge_unwind_loader *l, const struct edge_proc *p);
+void edge_unwind_loader_forget(edge_unwind_loader *l, uint32_t tgid);
+/* files loaded, rows used, files without a table (not ELF, no CFI,
+ * error, array full, queue full), processes waiting for their tables */
+void edge_unwind_loader_stats(edge_unwind_loader *l, uint64_t *files, uint64_t *rows, uint64_t *failed,
+			      uint64_t *pending);
+void edge_unwind_loader_free(edge_unwind_loader *l);
 #endif
