@@ -582,7 +582,8 @@ static int same_rule(const struct wt_unwind_row *a, const struct wt_unwind_row *
 
 static int finish(builder *b, edge_unwind_table *t)
 {
-	qsort(b->rows, b->n, sizeof(*b->rows), row_cmp);
+	if (b->n) /* a file without CFI has no rows (and qsort wants a buffer) */
+		qsort(b->rows, b->n, sizeof(*b->rows), row_cmp);
 	t->rows = malloc((b->n ? b->n : 1) * sizeof(*t->rows));
 	if (!t->rows)
 		return WT_ENOMEM;

@@ -9,7 +9,8 @@
  *     type), the same rbp rule (unchanged, or saved at CFA-N) and the
  *     return address at CFA-8 (readelf "c-8"; "u" = outermost frame);
  *   - a program built with -fno-asynchronous-unwind-tables, whose
- *     functions are described in .debug_frame only, the same way;
+ *     functions are described in .debug_frame only, the same way; the
+ *     same program without any CFI gives an empty table;
  *   - libc's PLT stubs get the PLT rule, its signal trampoline the signal
  *     type, clone the outermost-frame type; the edge's _start too;
  *   - the on-disk cache gives the same table back, and a damaged cache
@@ -344,6 +345,17 @@ static void test_debug_frame_only(void **state)
 		 src);
 	assert_int_equal(system(cmd), 0);
 	expect_match(bin, 1, 3);
+	/* without any CFI: an empty table, not an error */
+	snprintf(cmd, sizeof(cmd), "objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr "
+		 "--remove-section .debug_frame %s %s.nocfi", bin, bin);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "%s.nocfi", bin);
+	edge_unwind_table *t = NULL;
+	wt_err err = {0};
+	assert_int_equal(edge_unwind_build(cmd, &t, &err), 0);
+	assert_int_equal(t->n, 0);
+	assert_int_equal(t->fdes, 0);
+	edge_unwind_free(t);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
 }
