@@ -320,6 +320,19 @@ static int user_frame(edge_ebpf *e, svc *s, edge_proc *pr, uint64_t ip, int leaf
 	return wt_profile_add_frame(s->p, &fr, out, err);
 }
 
+/* Queue a live process for its unwind tables: once, and again when its
+ * mappings were read again since (a capture inside execve or before
+ * ld.so mapped the libraries, then re-read; dlopen). */
+static void unwind_give(edge_ebpf *e, edge_proc *pr)
+{
+	if (pr->state != EDGE_PROC_LIVE)
+		return;
+	if (atomic_exchange(&pr->unwind_loaded, 1) && atomic_load(&pr->unwind_nmaps) == pr->nmaps)
+		return;
+	atomic_store(&pr->unwind_nmaps, pr->nmaps);
+	edge_ebpf_cpu_unwind_add(e->cpu, pr);
+}
+
 static int is_root(const char *name)
 {
 	if (!name)
@@ -378,9 +391,8 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		return;
 	}
 	pr->gen = e->gen;
-	if (e->cpu && e->cur.unwind != EDGE_UNWIND_FP && pr->state == EDGE_PROC_LIVE &&
-	    !atomic_exchange(&pr->unwind_loaded, 1)) /* not announced: found at the flush */
-		edge_ebpf_cpu_unwind_add(e->cpu, pr);
+	if (e->cpu && e->cur.unwind != EDGE_UNWIND_FP) /* not announced (found at the flush), or re-read */
+		unwind_give(e, pr);
 	for (size_t i = skip_tracing(e, kind, kstack, nk); i < nk && rc == 0; i++)
 		rc = kernel_frame(e, s, kstack[i], i == 0, &frames[n++], err);
 	for (size_t i = 0; i < nu && rc == 0; i++) {
@@ -440,9 +452,8 @@ static void seen(void *arg, const struct wt_proc_event *ev)
 	comm[WT_COMM_LEN] = '\0';
 	edge_proc *pr = edge_procs_get(e->procs, ev->tgid, ev->image, ev->cgroup_id, comm, ev->pid == ev->tgid);
 	/* tables at capture: the process's next samples are unwound with them */
-	if (pr && e->cpu && e->cur.unwind != EDGE_UNWIND_FP && pr->state == EDGE_PROC_LIVE &&
-	    !atomic_exchange(&pr->unwind_loaded, 1))
-		edge_ebpf_cpu_unwind_add(e->cpu, pr);
+	if (pr && e->cpu && e->cur.unwind != EDGE_UNWIND_FP)
+		unwind_give(e, pr);
 }
 
 /* An off-CPU key's image: processes the on-CPU program announced in the

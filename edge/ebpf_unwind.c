@@ -832,7 +832,7 @@ struct edge_unwind_loader {
 	int rows_fd, procs_fd;
 	uint32_t max_rows, used;
 	char *cache_dir;
-	loaded_file *files; /* the thread's */
+	loaded_file *files; /* appended by the loader thread, read by all, under mu */
 	size_t nfiles, cap;
 	_Atomic uint64_t failed, dropped, files_ok, rows_used; /* for stats */
 };
@@ -886,65 +886,94 @@ static int rows_upload(edge_unwind_loader *l, const edge_unwind_table *t, uint32
 	return 0;
 }
 
-/* The file's loaded table (loaded now if new), or NULL. */
-static const loaded_file *file_table(edge_unwind_loader *l, const char *path)
+static int file_key(const char *path, char key[96])
 {
-	char key[96];
 	struct stat st;
 	if (stat(path, &st) != 0)
-		return NULL;
-	snprintf(key, sizeof(key), "%llx%08llx%llx%llx", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		return -1;
+	snprintf(key, 96, "%llx%08llx%llx%llx", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
 		 (unsigned long long)st.st_size, (unsigned long long)st.st_mtim.tv_sec);
+	return 0;
+}
+
+/* 0 unknown file, 1 loaded (copied to *out), 2 known without a table */
+static int file_find(edge_unwind_loader *l, const char *key, loaded_file *out)
+{
+	int r = 0;
+	pthread_mutex_lock(&l->mu);
 	for (size_t i = 0; i < l->nfiles; i++)
-		if (!strcmp(l->files[i].key, key))
-			return l->files[i].ok ? &l->files[i] : NULL;
-	if (l->nfiles == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 64;
-		loaded_file *nf = realloc(l->files, nc * sizeof(*nf));
-		if (!nf)
-			return NULL;
-		l->files = nf;
-		l->cap = nc;
-	}
-	loaded_file *f = &l->files[l->nfiles++];
-	memset(f, 0, sizeof(*f));
-	snprintf(f->key, sizeof(f->key), "%s", key);
+		if (!strcmp(l->files[i].key, key)) {
+			*out = l->files[i];
+			r = out->ok ? 1 : 2;
+			break;
+		}
+	pthread_mutex_unlock(&l->mu);
+	return r;
+}
+
+/* Loader thread: build (or read from the disk cache) and load the table
+ * of a file not seen before, then record it. 1 = loaded (*f), 0 = none. */
+static int file_load(edge_unwind_loader *l, const char *path, const char *key, loaded_file *f)
+{
 	edge_unwind_table *t = NULL;
 	wt_err err = {0};
+	memset(f, 0, sizeof(*f));
+	snprintf(f->key, sizeof(f->key), "%s", key);
 	int rc = l->cache_dir ? edge_unwind_get(l->cache_dir, key, path, &t, &err) : edge_unwind_build(path, &t, &err);
 	if (rc || !t->n || t->n > l->max_rows - l->used || rows_upload(l, t, l->used)) {
 		atomic_fetch_add(&l->failed, 1);
-		edge_unwind_free(t);
-		return NULL;
+	} else {
+		f->first = l->used;
+		f->count = (uint32_t)t->n;
+		f->nloads = t->nloads;
+		memcpy(f->load_off, t->load_off, sizeof(f->load_off));
+		memcpy(f->load_vaddr, t->load_vaddr, sizeof(f->load_vaddr));
+		memcpy(f->load_filesz, t->load_filesz, sizeof(f->load_filesz));
+		f->ok = 1;
+		l->used += (uint32_t)t->n;
+		atomic_store(&l->rows_used, l->used);
+		atomic_fetch_add(&l->files_ok, 1);
 	}
-	f->first = l->used;
-	f->count = (uint32_t)t->n;
-	f->nloads = t->nloads;
-	memcpy(f->load_off, t->load_off, sizeof(f->load_off));
-	memcpy(f->load_vaddr, t->load_vaddr, sizeof(f->load_vaddr));
-	memcpy(f->load_filesz, t->load_filesz, sizeof(f->load_filesz));
-	f->ok = 1;
-	l->used += (uint32_t)t->n;
-	atomic_store(&l->rows_used, l->used);
-	atomic_fetch_add(&l->files_ok, 1);
 	edge_unwind_free(t);
-	return f;
+	pthread_mutex_lock(&l->mu);
+	if (l->nfiles == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		loaded_file *nf = realloc(l->files, nc * sizeof(*nf));
+		if (nf) {
+			l->files = nf;
+			l->cap = nc;
+		}
+	}
+	if (l->nfiles < l->cap)
+		l->files[l->nfiles++] = *f; /* else tried again next time */
+	pthread_mutex_unlock(&l->mu);
+	return f->ok;
 }
 
-static void load_job(edge_unwind_loader *l, const job *j)
+/* Write process j's entry from the tables of its files. Without may_load
+ * (the caller's thread), a file not seen before makes it return -1 (the
+ * job goes to the loader thread); 0 = done. */
+static int load_job(edge_unwind_loader *l, const job *j, int may_load)
 {
 	struct wt_unwind_proc v;
-	char path[4400];
+	char path[4400], key[96];
 	memset(&v, 0, sizeof(v));
 	for (size_t i = 0; i < j->n && v.n < WT_UNWIND_MAPS; i++) {
 		const job_map *m = &j->m[i];
+		loaded_file f;
 		uint64_t va = 0;
 		int found = 0;
 		snprintf(path, sizeof(path), "/proc/%u/root%s", j->tgid, m->path);
-		const loaded_file *f = file_table(l, path);
-		for (uint32_t k = 0; f && k < f->nloads && !found; k++)
-			if (m->pgoff >= f->load_off[k] && m->pgoff < f->load_off[k] + f->load_filesz[k]) {
-				va = m->pgoff - f->load_off[k] + f->load_vaddr[k];
+		if (file_key(path, key))
+			continue;
+		int known = file_find(l, key, &f);
+		if (!known && !may_load)
+			return -1;
+		if (!(known ? known == 1 : file_load(l, path, key, &f)))
+			continue;
+		for (uint32_t k = 0; k < f.nloads && !found; k++)
+			if (m->pgoff >= f.load_off[k] && m->pgoff < f.load_off[k] + f.load_filesz[k]) {
+				va = m->pgoff - f.load_off[k] + f.load_vaddr[k];
 				found = 1;
 			}
 		if (!found)
@@ -953,16 +982,17 @@ static void load_job(edge_unwind_loader *l, const job *j)
 		x->start = m->start;
 		x->end = m->end;
 		x->bias = m->start - va;
-		x->first = f->first;
-		x->count = f->count;
+		x->first = f.first;
+		x->count = f.count;
 	}
 	uint32_t tgid = j->tgid;
-	wt_debug("msg=\"unwind tables\" tgid=%u maps=%zu with_tables=%u rows=%u", tgid, j->n, v.n, l->used);
+	wt_debug("msg=\"unwind tables\" tgid=%u maps=%zu with_tables=%u loader_thread=%d", tgid, j->n, v.n, may_load);
 	/* a process gone meanwhile gets no entry (nobody would delete it) */
 	if (v.n && kill((pid_t)tgid, 0) == 0)
 		bpf_map_update_elem(l->procs_fd, &tgid, &v, BPF_ANY);
 	else
 		bpf_map_delete_elem(l->procs_fd, &tgid);
+	return 0;
 }
 
 static void *loader_run(void *arg)
@@ -979,7 +1009,7 @@ static void *loader_run(void *arg)
 		l->qn--;
 		l->busy = 1;
 		pthread_mutex_unlock(&l->mu);
-		load_job(l, j);
+		load_job(l, j, 1);
 		job_free(j);
 		pthread_mutex_lock(&l->mu);
 		l->busy = 0;
@@ -1007,6 +1037,12 @@ void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p)
 		x->end = m->end;
 		x->pgoff = m->pgoff;
 		j->n++;
+	}
+	/* every file known (the common case: a new process of binaries that
+	 * ran before): the entry is written now, not behind table builds */
+	if (load_job(l, j, 0) == 0) {
+		job_free(j);
+		return;
 	}
 	pthread_mutex_lock(&l->mu);
 	if (l->qn < MAX_JOBS) {

@@ -59,10 +59,11 @@ typedef struct edge_unwind_loader edge_unwind_loader;
  * loader is freed with the maps; when the array is full, further files
  * get no table and their frames fall back to frame pointers). */
 edge_unwind_loader *edge_unwind_loader_new(int rows_fd, uint32_t max_rows, int procs_fd, const char *cache_dir);
-/* Give process p (live) its mappings with tables: queued (a copy of its
- * mappings) for the loader's own thread, which builds (or reads from the
- * cache) and loads the tables of files seen for the first time, then
- * writes the process's entry. Thread-safe: called on the discovery thread
+/* Give process p (live) its mappings with tables: written at once when
+ * every file already has its table, else queued (a copy of its mappings)
+ * for the loader's own thread, which builds (or reads from the cache) and
+ * loads the tables of files seen for the first time, then writes the
+ * process's entry. Thread-safe: called on the discovery thread
  * when a process is captured, and on the sampler thread for processes
  * found at a flush. */
 void edge_unwind_loader_add(edge_unwind_loader *l, const struct edge_proc *p);

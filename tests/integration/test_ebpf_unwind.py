@@ -1,6 +1,9 @@
 """test_ebpf_unwind.py — user stacks without frame pointers: the eBPF
 sampler's unwinder with tables from .eh_frame (ebpf.unwind = "eh_frame").
 
+test_debian_binaries_vs_perf_dwarf: Debian's own xz, gzip and python3
+(no frame pointers) against perf's DWARF unwinder on the same run.
+
 tests/gen/unwindwork, built -O2 -fomit-frame-pointer (rbp is an ordinary
 register in it), runs a known call chain: main → chain_a → chain_b →
 leaf_deep, main → chain_a → leaf_mid, main → leaf_top, measuring each
@@ -57,15 +60,7 @@ class EbpfUnwind(unittest.TestCase):
             # the tables of every process already running are built and
             # loaded right after the start: the workload's process is then
             # announced, captured and given its tables within moments
-            last, stable_since, deadline = -1, time.time(), time.time() + 60
-            while time.time() < deadline and time.time() - stable_since < 3:
-                m = e.metrics()
-                rows = m.get("wt_edge_ebpf_unwind_rows")
-                if rows != last or not rows or m.get("wt_edge_ebpf_unwind_pending_processes"):
-                    last, stable_since = rows, time.time()
-                time.sleep(0.2)
-            print(f"unwind tables: {e.metrics().get('wt_edge_ebpf_unwind_files')} files, {last} rows, "
-                  f"{e.metrics().get('wt_edge_ebpf_unwind_failed_files')} failed", file=sys.stderr)
+            self.settle(e)
         out = subprocess.run([self.work, str(seconds)], capture_output=True, text=True, timeout=seconds + 60)
         self.assertEqual(out.returncode, 0, out.stderr)
         truth = json.loads(out.stdout.strip().splitlines()[-1])
@@ -89,15 +84,10 @@ class EbpfUnwind(unittest.TestCase):
         meas = truth["cpu_ns"]
         mtot = sum(meas.values())
         stot = sum(rows.get(f, {}).get("self", 0) for f in LEAVES)
-        def walk(n, path, out):
-            if not n["children"]:
-                out.append((n["total"], " <- ".join(reversed(path + [n["name"]]))))
-            for ch in n["children"]:
-                walk(ch, path + [n["name"]], out)
         paths = []
-        walk(flame["root"], [], paths)
+        self.leaves(flame["root"], [], paths)
         for t, p in sorted(paths, reverse=True)[:8]:
-            print(f"  {t}: {p}", file=sys.stderr)
+            print(f"  {t}: {' <- '.join(reversed(p))}", file=sys.stderr)
         print(f"eh_frame: {100 * share_main:.2f} % of samples under main; top: "
               f"{[(r['function'], r['self']) for r in sorted(js['rows'], key=lambda r: -r['self'])[:6]]}",
               file=sys.stderr)
@@ -114,6 +104,100 @@ class EbpfUnwind(unittest.TestCase):
         # the chain above leaf_deep: chain_b's total covers leaf_deep, chain_a's both
         self.assertGreaterEqual(rows["chain_b"]["total"], rows["leaf_deep"]["self"])
         self.assertGreaterEqual(rows["chain_a"]["total"], rows["leaf_deep"]["self"] + rows["leaf_mid"]["self"])
+
+    def test_debian_binaries_vs_perf_dwarf(self):
+        """Stock Debian binaries without frame pointers (xz, gzip, python3),
+        each run under `perf record --call-graph dwarf` (perf's own DWARF
+        unwinder over copied user stacks) while the edge samples the
+        machine: the share of the run's samples whose user stack reaches
+        the C runtime (__libc_start_main, _start) is at least perf's less
+        1 point (a new process's first samples, before its capture, are
+        walked by frame pointers). Each program runs once before (its
+        tables built), as a program that ran before would. A missing
+        binary or perf skips with the reason."""
+        if not shutil.which("perf"):
+            self.skipTest("perf not installed")
+        small, big = os.path.join(self.tmp, "small.txt"), os.path.join(self.tmp, "big.txt")
+        with open(small, "wb") as f:
+            f.write(os.urandom(2 << 20).hex().encode())  # xz -9: several seconds
+        with open(big, "wb") as f:
+            f.write(os.urandom(24 << 20).hex().encode())  # gzip -9: several seconds
+        progs = [("xz", ["xz", "-9", "-T1", "-c", small]), ("gzip", ["gzip", "-9", "-c", big]),
+                 ("python3", ["python3", "-S", "-c", "s = 0\nfor i in range(20000000): s += i * i % 7"])]
+        missing = [n for n, c in progs if not shutil.which(c[0])]
+        progs = [(n, c) for n, c in progs if shutil.which(c[0])]
+        if not progs:
+            self.skipTest("none of xz, gzip, python3 installed")
+        if missing:
+            print(f"not installed, not checked: {missing}", file=sys.stderr)
+        e = Edge(self)
+        with open(e.cfg, "a") as f:
+            f.write('\nebpf = { enabled = true; frequency_hz = 499; offcpu = false; flush_interval_s = 1; '
+                    'unwind = "eh_frame"; };\n')
+        e.start()
+        deadline = time.time() + 60
+        while time.time() < deadline and e.metrics().get("wt_edge_ebpf_enabled") != 1:
+            time.sleep(0.1)
+        self.settle(e)
+        roots = ("__libc_start_main", "_start", "__libc_start_call_main")
+        for name, cmd in progs:
+            subprocess.run(cmd[:1] + ["--version"], stdout=subprocess.DEVNULL, timeout=60)  # warm: tables built
+            time.sleep(1)
+            pdata = os.path.join(self.tmp, f"perf-{name}.data")
+            subprocess.run(["perf", "record", "-q", "-F", "499", "--call-graph", "dwarf", "-o", pdata, "--"] + cmd,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600, check=True)
+            out = subprocess.run(["perf", "script", "-i", pdata, "-F", "pid,ip,sym"], capture_output=True,
+                                 text=True, timeout=600).stdout
+            n = ok = 0
+            pid = None
+            for blk in out.split("\n\n"):
+                lines = blk.strip().splitlines()
+                if not lines:
+                    continue
+                pid = pid or lines[0].split()[0]
+                n += 1
+                ok += any(len(ln.split()) >= 2 and ln.split()[1] in roots for ln in lines[1:])
+            perf_share = ok / n
+            flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
+            deadline = time.time() + 30
+            while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
+                time.sleep(0.1)
+            svc = os.path.basename(os.path.realpath(shutil.which(cmd[0])))
+            st, fg = e.query("flamegraph", service=svc, type="cpu", **{"label.pid": pid})
+            self.assertEqual(st, 200, fg)
+            paths = []
+            self.leaves(fg["root"], [], paths)
+            tot = sum(t for t, _ in paths)
+            ours = sum(t for t, p in paths if any(r in p for r in roots)) / tot if tot else 0
+            print(f"{name}: samples reaching the C runtime: ours {100 * ours:.2f} % of {tot / 2004008:.0f}, "
+                  f"perf --call-graph dwarf {100 * perf_share:.2f} % of {n}", file=sys.stderr)
+            for t, p in sorted((x for x in paths if not any(r in x[1] for r in roots)), reverse=True)[:3]:
+                print(f"  not reaching: {t / 2004008:.0f} x {' <- '.join(reversed(p))[:240]}", file=sys.stderr)
+            self.assertGreater(tot, 0, f"no samples of {name}")
+            self.assertGreaterEqual(ours, perf_share - 0.01, f"{name}: ours {ours:.4f} vs perf {perf_share:.4f}")
+        e.stop()
+
+    @staticmethod
+    def leaves(n, path, out):
+        if not n["children"]:
+            out.append((n["total"], path + [n["name"]]))
+        for ch in n["children"]:
+            EbpfUnwind.leaves(ch, path + [n["name"]], out)
+
+    @staticmethod
+    def settle(e):
+        """wait until the tables of the processes running at the start are
+        loaded (the loader's queue empty, the rows steady for 3 s)"""
+        last, stable_since, deadline = -1, time.time(), time.time() + 90
+        while time.time() < deadline and time.time() - stable_since < 3:
+            m = e.metrics()
+            rows = m.get("wt_edge_ebpf_unwind_rows")
+            if rows != last or not rows or m.get("wt_edge_ebpf_unwind_pending_processes"):
+                last, stable_since = rows, time.time()
+            time.sleep(0.2)
+        m = e.metrics()
+        print(f"unwind tables: {m.get('wt_edge_ebpf_unwind_files')} files, {last} rows, "
+              f"{m.get('wt_edge_ebpf_unwind_failed_files')} failed", file=sys.stderr)
 
     def test_fp_for_comparison(self):
         truth, js, rows, _ = self.sample("fp", seconds=3)
