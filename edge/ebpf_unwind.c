@@ -813,11 +813,13 @@ typedef struct job_map {
 
 typedef struct job {
 	uint32_t tgid;
+	uint64_t seq; /* creation order */
 	size_t n;
 	job_map m[WT_UNWIND_MAPS];
 } job;
 
 #define MAX_JOBS 4096
+#define LAST_SLOTS 16384
 
 /* Tables are built on a thread of the loader's own: a large binary takes
  * a while (~25-90 ms per MiB of CFI) and neither the discovery thread
@@ -827,6 +829,11 @@ struct edge_unwind_loader {
 	pthread_cond_t cv;
 	pthread_t th;
 	int started, stop, busy;
+	uint64_t seq; /* jobs created */
+	/* tgid → seq of the job whose entry was written last (direct-mapped):
+	 * a job of an older image (before an exec) never overwrites a newer */
+	uint32_t last_tgid[LAST_SLOTS];
+	uint64_t last_seq[LAST_SLOTS];
 	job **q; /* ring of pending jobs */
 	size_t qhead, qn;
 	int rows_fd, procs_fd;
@@ -987,11 +994,20 @@ static int load_job(edge_unwind_loader *l, const job *j, int may_load)
 	}
 	uint32_t tgid = j->tgid;
 	wt_debug("msg=\"unwind tables\" tgid=%u maps=%zu with_tables=%u loader_thread=%d", tgid, j->n, v.n, may_load);
-	/* a process gone meanwhile gets no entry (nobody would delete it) */
-	if (v.n && kill((pid_t)tgid, 0) == 0)
-		bpf_map_update_elem(l->procs_fd, &tgid, &v, BPF_ANY);
-	else
-		bpf_map_delete_elem(l->procs_fd, &tgid);
+	/* a newer image of the tgid already has its entry: this one is stale */
+	pthread_mutex_lock(&l->mu);
+	size_t slot = tgid % LAST_SLOTS;
+	int stale = l->last_tgid[slot] == tgid && l->last_seq[slot] > j->seq;
+	if (!stale) {
+		l->last_tgid[slot] = tgid;
+		l->last_seq[slot] = j->seq;
+		/* a process gone meanwhile gets no entry (nobody would delete it) */
+		if (v.n && kill((pid_t)tgid, 0) == 0)
+			bpf_map_update_elem(l->procs_fd, &tgid, &v, BPF_ANY);
+		else
+			bpf_map_delete_elem(l->procs_fd, &tgid);
+	}
+	pthread_mutex_unlock(&l->mu);
 	return 0;
 }
 
@@ -1039,7 +1055,11 @@ void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p)
 		j->n++;
 	}
 	/* every file known (the common case: a new process of binaries that
-	 * ran before): the entry is written now, not behind table builds */
+	 * ran before): the entry is written now, not behind table builds (an
+	 * earlier image of the tgid still queued is then not written: seq) */
+	pthread_mutex_lock(&l->mu);
+	j->seq = ++l->seq;
+	pthread_mutex_unlock(&l->mu);
 	if (load_job(l, j, 0) == 0) {
 		job_free(j);
 		return;

@@ -122,10 +122,10 @@ class EbpfUnwind(unittest.TestCase):
             f.write(os.urandom(2 << 20).hex().encode())  # xz -9: several seconds
         with open(big, "wb") as f:
             f.write(os.urandom(24 << 20).hex().encode())  # gzip -9: several seconds
-        progs = [("xz", ["xz", "-9", "-T1", "-c", small]), ("gzip", ["gzip", "-9", "-c", big]),
-                 ("python3", ["python3", "-S", "-c", "s = 0\nfor i in range(20000000): s += i * i % 7"])]
+        progs = [("xz", ["/usr/bin/xz", "-9", "-T1", "-c", small]), ("gzip", ["/usr/bin/gzip", "-9", "-c", big]),
+                 ("python3", ["/usr/bin/python3", "-S", "-c", "s = 0\nfor i in range(20000000): s += i * i % 7"])]
         missing = [n for n, c in progs if not shutil.which(c[0])]
-        progs = [(n, c) for n, c in progs if shutil.which(c[0])]
+        progs = [(n, c) for n, c in progs if shutil.which(c[0])]  # Debian's own: /usr/bin, not a pyenv shim
         if not progs:
             self.skipTest("none of xz, gzip, python3 installed")
         if missing:
@@ -141,8 +141,12 @@ class EbpfUnwind(unittest.TestCase):
         self.settle(e)
         roots = ("__libc_start_main", "_start", "__libc_start_call_main")
         for name, cmd in progs:
-            subprocess.run(cmd[:1] + ["--version"], stdout=subprocess.DEVNULL, timeout=60)  # warm: tables built
-            time.sleep(1)
+            # warm: a run long enough to be sampled, so its files get tables
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, timeout=600)
+            time.sleep(1.5)
+            deadline = time.time() + 60  # until the loader has built them (python3.11: 4 MB of CFI)
+            while time.time() < deadline and e.metrics().get("wt_edge_ebpf_unwind_pending_processes"):
+                time.sleep(0.2)
             pdata = os.path.join(self.tmp, f"perf-{name}.data")
             subprocess.run(["perf", "record", "-q", "-F", "499", "--call-graph", "dwarf", "-o", pdata, "--"] + cmd,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600, check=True)
