@@ -27,7 +27,12 @@
 #   ratio     = ours ÷ perf (below 1: cheaper than perf)
 # Env: EBPF_BENCH_SECONDS (20), EBPF_BENCH_FREQS ("19 99 999"),
 # EBPF_BENCH_SCENARIOS ("quiet churn"), EBPF_BENCH_MODES ("hash"; add
-# "ring" for the ring-buffer mode). Needs root, BTF and perf; prints
+# "ring" for the ring-buffer mode; MODE:UNWIND for ebpf.unwind, e.g.
+# "hash hash:eh_frame" = frame pointers vs unwind tables side by side,
+# with the unwind tables' rows and files after the run),
+# EBPF_BENCH_PERF_CALLGRAPH ("fp": perf record -g; "dwarf": perf record
+# --call-graph dwarf, perf's own DWARF unwinding of copied user stacks, the
+# baseline for the eh_frame mode). Needs root, BTF and perf; prints
 # "skipped: …" otherwise. One run, ratios, never fails on time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +53,8 @@ WARMUP_S = 5.0
 FREQS = [int(x) for x in os.environ.get("EBPF_BENCH_FREQS", "19 99 999").split()]
 SCENARIOS = os.environ.get("EBPF_BENCH_SCENARIOS", "quiet churn").split()
 MODES = os.environ.get("EBPF_BENCH_MODES", "hash").split()
+PERF_CG = os.environ.get("EBPF_BENCH_PERF_CALLGRAPH", "fp")
+PERF_G = ["--call-graph", "dwarf"] if PERF_CG == "dwarf" else ["-g"]
 NCPU = os.cpu_count()
 tmp = tempfile.mkdtemp(prefix="wt-ebpf-bench-")
 work = os.path.join(tmp, "ebpfwork")
@@ -107,6 +114,9 @@ def bpf_ns(pid):
     return total, cnt
 
 
+UNWIND_SEEN = {}
+
+
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
 
@@ -120,6 +130,7 @@ def metric(port, name):
 
 
 def ours(freq, mode, scenario):
+    mode, _, unwind = mode.partition(":")
     d = tempfile.mkdtemp(dir=tmp)
     port = free_port()
     cfg = os.path.join(d, "edge.cfg")
@@ -127,7 +138,8 @@ def ours(freq, mode, scenario):
         f.write(f'edge = {{ id = "bench"; listen = "127.0.0.1:{port}"; otlp_http_listen = ""; otlp_grpc_listen = ""; '
                 f'data_dir = "{d}/data"; default_project = "demo"; }};\n'
                 f'projects = ( {{ name = "demo"; upload_tokens = [ "u" ]; read_tokens = [ "r" ]; }} );\n'
-                f'ebpf = {{ enabled = true; frequency_hz = {freq}; offcpu = false; mode = "{mode}"; }};\n')
+                f'ebpf = {{ enabled = true; frequency_hz = {freq}; offcpu = false; mode = "{mode}"; '
+                f'unwind = "{unwind or "fp"}"; }};\n')
     p = subprocess.Popen([os.path.join(ROOT, BUILD, "bin", "wt-edge"), "--config", cfg],
                          stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "log"), "w"))
     try:
@@ -148,6 +160,10 @@ def ours(freq, mode, scenario):
         lost = metric(port, "wt_edge_ebpf_processes_lost_total") or 0
         cap = metric(port, "wt_edge_ebpf_processes_captured_total") or 0
         runs = max(b1[1] - b0[1], 1)
+        if unwind and unwind != "fp":
+            UNWIND_SEEN[mode + ":" + unwind] = (metric(port, "wt_edge_ebpf_unwind_files") or 0,
+                                                metric(port, "wt_edge_ebpf_unwind_rows") or 0,
+                                                metric(port, "wt_edge_ebpf_unwind_failed_files") or 0)
         return (ips, 100.0 * (c1 - c0) / (t1 - t0), 100.0 * (b1[0] - b0[0]) / 1e9 / (t1 - t0), cap, lost,
                 (b1[0] - b0[0]) / runs)
     finally:
@@ -159,7 +175,7 @@ def perf(freq, scenario):
     """(iterations/s, steady cpu%, session cpu%, report cpu%, MB)"""
     out = os.path.join(tmp, f"perf-{freq}.data")
     start = time.time()
-    p = subprocess.Popen(["perf", "record", "-F", str(freq), "-a", "-g", "-o", out],
+    p = subprocess.Popen(["perf", "record", "-F", str(freq), "-a"] + PERF_G + ["-o", out],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(WARMUP_S)  # perf's startup (ring buffers, synthesizing the running processes)
     c0, t0 = cpu_s(p.pid), time.time()
@@ -196,7 +212,8 @@ try:
     for sc in SCENARIOS:
         print(f"== {sc}")
         cols = "".join(f" | ours {m}: slowdown  edge%  bpf% total% procs(lost) ns/sample" for m in MODES)
-        print(f"{'Hz':>5}{cols} | perf -a -g: slowdown steady% session% +report%    MB"
+        pname = "-a --call-graph dwarf" if PERF_CG == "dwarf" else "-a -g"
+        print(f"{'Hz':>5}{cols} | perf {pname}: slowdown steady% session% +report%    MB"
               f" | ours/perf: slowdown cpu÷session cpu÷(session+report)")
         for fr in FREQS:
             base = spin(sc)  # next to each pair: the machine's load drifts
@@ -214,6 +231,10 @@ try:
                     f" | {res[m0][0] / (base / ips):>18.3f} {ratio(res[m0][1], session):>11}"
                     f" {ratio(res[m0][1], session + rep):>20}")
             print(row, flush=True)
+            for k, (files, rows, failed) in sorted(UNWIND_SEEN.items()):
+                print(f"      {k}: unwind tables of {files:.0f} files, {rows:.0f} rows = {rows * 12 / 2**20:.1f} MiB"
+                      f" of the rows array, {failed:.0f} files without", flush=True)
+            UNWIND_SEEN.clear()
     print("slowdown: unprofiled rate (measured right before) ÷ profiled rate (1.000 = no effect); edge%: wt-edge process"
           " CPU; bpf%: BPF program run time (ns/sample: per program run); total = edge + bpf; procs: process images captured (lost: gone before"
           " capture); perf steady%: perf record's CPU in the window; session%: its whole run (startup, recording, the"

@@ -6,8 +6,10 @@
  * On sched_switch, a thread that leaves the CPU in a sleeping state (not
  * merely preempted: run-queue wait is not blocked time) gets its stacks and
  * the time recorded in wt_off_start; when it is switched back in, the
- * interval is added to wt_off_counts under the same key as the on-CPU
- * sampler uses, if it reached the minimum duration (rodata wt_min_ns).
+ * interval is added to this flush generation's counts map under the same
+ * key as the on-CPU sampler uses, and the stacks stored in its stacks map
+ * (bpf/stacks.h), if it reached the minimum duration (rodata wt_min_ns).
+ * Intervals below it store nothing.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -15,32 +17,50 @@
 #include <bpf/bpf_tracing.h>
 
 #include "offcpu.h"
-
-#define EEXIST 17
-#define ENOMEM 12
+#include "stacks.h"
 
 const volatile __u64 wt_min_ns = 1000000;
+/* generation written by the program; the edge flips it at each drain */
+volatile __u32 wt_gen;
 
+/* one entry per blocked thread, allocated on use (a start record holds
+ * both stacks, ~2 KiB) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
 	__type(value, struct wt_off_start);
 	__uint(max_entries, 32768);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } wt_off_start SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, WT_MAX_STACK_DEPTH * sizeof(__u64));
-	__uint(max_entries, 16384);
-} wt_off_stacks SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct wt_off_start);
+	__uint(max_entries, 1);
+} wt_off_scratch SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct wt_stack_key);
-	__type(value, __u64);
-	__uint(max_entries, 16384);
-} wt_off_counts SEC(".maps");
+#define STACKS_MAP(name)                                                                                   \
+	struct {                                                                                           \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                           \
+		__type(key, __u64);                                                                        \
+		__type(value, struct wt_stack);                                                            \
+		__uint(max_entries, 16384);                                                                \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                                                      \
+	} name SEC(".maps")
+
+#define COUNTS_MAP(name)                                                                                   \
+	struct {                                                                                           \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                           \
+		__type(key, struct wt_stack_key);                                                          \
+		__type(value, __u64);                                                                      \
+		__uint(max_entries, 16384);                                                                \
+	} name SEC(".maps")
+
+STACKS_MAP(wt_off_stacks0);
+STACKS_MAP(wt_off_stacks1);
+COUNTS_MAP(wt_off_counts0);
+COUNTS_MAP(wt_off_counts1);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -68,52 +88,86 @@ static __always_inline long task_state(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
+/* 0, or -1 when the interval is lost (counts map full) */
+static __always_inline int add_ns(void *counts, struct wt_stack_key *key, __u64 delta)
+{
+	__u64 *v = bpf_map_lookup_elem(counts, key);
+	if (v) {
+		__sync_fetch_and_add(v, delta);
+		return 0;
+	}
+	if (bpf_map_update_elem(counts, key, &delta, BPF_NOEXIST)) {
+		v = bpf_map_lookup_elem(counts, key);
+		if (!v) {
+			stat_inc(WT_STAT_LOST);
+			return -1;
+		}
+		__sync_fetch_and_add(v, delta);
+	}
+	return 0;
+}
+
+/* switch-in of a thread whose switch-out was recorded in sp */
+static __always_inline void finish(struct wt_off_start *sp, __u64 now)
+{
+	__u64 delta = now - sp->ts;
+	struct wt_stack_key *key = &sp->key;
+	if (delta < wt_min_ns) {
+		stat_inc(WT_STAT_OFF_SHORT);
+		return;
+	}
+	__u32 g = wt_gen & 1;
+	if (!key->kern_err) {
+		key->kern_err = g ? WT_STACK_STORE(&wt_off_stacks1, &sp->kern, &key->kern_stack)
+				  : WT_STACK_STORE(&wt_off_stacks0, &sp->kern, &key->kern_stack);
+		if (key->kern_err)
+			stat_inc(WT_STAT_KSTACK_COLL);
+	}
+	if (!key->user_err) {
+		key->user_err = g ? WT_STACK_STORE(&wt_off_stacks1, &sp->user, &key->user_stack)
+				  : WT_STACK_STORE(&wt_off_stacks0, &sp->user, &key->user_stack);
+		if (key->user_err)
+			stat_inc(WT_STAT_USTACK_COLL);
+	}
+	if (g ? add_ns(&wt_off_counts1, key, delta) : add_ns(&wt_off_counts0, key, delta))
+		return;
+	stat_inc(WT_STAT_SAMPLES);
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(wt_offcpu_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u32 prev_pid = BPF_CORE_READ(prev, pid);
 	__u32 next_pid = BPF_CORE_READ(next, pid);
+	__u32 zero = 0;
 
 	if (prev_pid != 0 && task_state(prev) != 0) {
-		struct wt_off_start s = {};
-		s.ts = now;
-		s.key.pid = prev_pid;
-		s.key.tgid = BPF_CORE_READ(prev, tgid);
-		/* prev is still current here: its stacks and cgroup */
-		s.key.cgroup_id = bpf_get_current_cgroup_id();
-		s.key.image = (__u64)BPF_CORE_READ(prev, mm);
-		bpf_get_current_comm(s.key.comm, sizeof(s.key.comm));
-		s.key.kern_stack_id = bpf_get_stackid(ctx, &wt_off_stacks, 0);
-		s.key.user_stack_id = bpf_get_stackid(ctx, &wt_off_stacks, BPF_F_USER_STACK);
-		if (s.key.kern_stack_id == -EEXIST || s.key.kern_stack_id == -ENOMEM)
-			stat_inc(WT_STAT_KSTACK_COLL);
-		if (s.key.user_stack_id == -EEXIST || s.key.user_stack_id == -ENOMEM)
-			stat_inc(WT_STAT_USTACK_COLL);
-		if (bpf_map_update_elem(&wt_off_start, &prev_pid, &s, BPF_ANY))
-			stat_inc(WT_STAT_LOST);
+		struct wt_off_start *s = bpf_map_lookup_elem(&wt_off_scratch, &zero);
+		if (s) {
+			__builtin_memset(&s->key, 0, sizeof(s->key));
+			s->ts = now;
+			s->key.pid = prev_pid;
+			s->key.tgid = BPF_CORE_READ(prev, tgid);
+			/* prev is still current here: its stacks and cgroup */
+			s->key.cgroup_id = bpf_get_current_cgroup_id();
+			s->key.image = (__u64)BPF_CORE_READ(prev, mm);
+			bpf_get_current_comm(s->key.comm, sizeof(s->key.comm));
+			s->kern.flags = WT_STACK_KERNEL;
+			s->key.kern_err = wt_stack_len(&s->kern, bpf_get_stack(ctx, s->kern.ips, sizeof(s->kern.ips), 0));
+			s->user.flags = 0;
+			s->key.user_err = wt_stack_len(
+				&s->user, bpf_get_stack(ctx, s->user.ips, sizeof(s->user.ips), BPF_F_USER_STACK));
+			if (bpf_map_update_elem(&wt_off_start, &prev_pid, s, BPF_ANY))
+				stat_inc(WT_STAT_LOST);
+		}
 	}
 	if (next_pid == 0)
 		return 0;
 	struct wt_off_start *sp = bpf_map_lookup_elem(&wt_off_start, &next_pid);
 	if (!sp)
 		return 0;
-	__u64 delta = now - sp->ts;
-	if (delta < wt_min_ns) {
-		stat_inc(WT_STAT_OFF_SHORT);
-	} else {
-		__u64 *v = bpf_map_lookup_elem(&wt_off_counts, &sp->key);
-		if (v) {
-			__sync_fetch_and_add(v, delta);
-		} else if (bpf_map_update_elem(&wt_off_counts, &sp->key, &delta, BPF_NOEXIST)) {
-			v = bpf_map_lookup_elem(&wt_off_counts, &sp->key);
-			if (v)
-				__sync_fetch_and_add(v, delta);
-			else
-				stat_inc(WT_STAT_LOST);
-		}
-		stat_inc(WT_STAT_SAMPLES);
-	}
+	finish(sp, now);
 	bpf_map_delete_elem(&wt_off_start, &next_pid);
 	return 0;
 }

@@ -7,11 +7,15 @@
 
 #include "profile.h"
 
-/* A thread that blocked: when, and where (captured at switch-out, the
- * only moment its stacks are current). */
+/* A thread that blocked: when, and where — its stacks themselves,
+ * captured at switch-out (the only moment they are current) and stored in
+ * the stacks map of the flush in which the interval ends, so a sleep that
+ * spans a flush keeps its stacks. */
 struct wt_off_start {
 	__u64 ts;
 	struct wt_stack_key key;
+	struct wt_stack user;
+	struct wt_stack kern;
 };
 
 #endif

@@ -13,19 +13,36 @@
 #define WT_MAX_STACK_DEPTH 127
 #define WT_COMM_LEN 16
 
+/* One stack as the programs store it: leaf first, len frames used. The
+ * value of the per-flush stacks maps (key: its id, a 64-bit hash of the
+ * frames, never 0) and of the off-CPU start records. */
+struct wt_stack {
+	__u32 len;
+	__u32 flags; /* WT_STACK_* */
+	__u64 ips[WT_MAX_STACK_DEPTH];
+};
+
+enum wt_stack_flag {
+	WT_STACK_KERNEL = 1, /* kernel addresses (else user) */
+};
+
 /* One aggregation key for on-CPU counts and off-CPU nanoseconds. pid is the
  * thread (kernel pid), tgid the process; image is the process's address
  * space (the task's mm pointer: a new one on every exec, 0 for kernel
  * threads), so samples taken before and after an exec are told apart and
  * each symbolizes with its own binary; comm is the thread's name at sample
- * time. A negative stack id is -errno from bpf_get_stackid (-EFAULT: no user
- * stack, e.g. a kernel thread; -EEXIST/-ENOMEM: the stack map is full or
- * collided — counted in stats). */
+ * time. user_stack / kern_stack are stack ids (struct wt_stack hashes) in
+ * the stacks map of the same generation (0 = none); user_err / kern_err
+ * say why there is none: -EFAULT no such stack (kernel thread, or a sample
+ * taken in user mode has no kernel stack), -E2BIG the stacks map of this
+ * flush is full (counted in stats), other -errno from bpf_get_stack. */
 struct wt_stack_key {
 	__u32 tgid;
 	__u32 pid;
-	__s32 user_stack_id;
-	__s32 kern_stack_id;
+	__u64 user_stack;
+	__u64 kern_stack;
+	__s32 user_err;
+	__s32 kern_err;
 	__u64 cgroup_id;
 	__u64 image;
 	char comm[WT_COMM_LEN];
@@ -43,11 +60,14 @@ struct wt_proc_event {
 	char comm[WT_COMM_LEN]; /* the sampled thread's name */
 };
 
-/* The same key streamed through the ring buffer (ring mode), with the
- * sample's value (1 for on-CPU, ns for off-CPU). */
+/* A sample streamed through the ring buffer (ring mode): the key, the
+ * sample's value (1 for on-CPU) and both stacks themselves, so nothing of
+ * it waits in a map. */
 struct wt_stack_event {
 	struct wt_stack_key key;
 	__u64 value;
+	struct wt_stack user;
+	struct wt_stack kern;
 };
 
 /* Counters, one slot each in a per-CPU array (summed by user space). */
@@ -55,8 +75,8 @@ enum wt_stat {
 	WT_STAT_SAMPLES = 0,     /* program runs that recorded a sample */
 	WT_STAT_IDLE,            /* samples of the idle task (not recorded) */
 	WT_STAT_LOST,            /* samples dropped: counts map full / ring full */
-	WT_STAT_USTACK_COLL,     /* user stack not stored: -EEXIST/-ENOMEM */
-	WT_STAT_KSTACK_COLL,     /* kernel stack not stored: -EEXIST/-ENOMEM */
+	WT_STAT_USTACK_COLL,     /* user stack not stored: the flush's stacks map full */
+	WT_STAT_KSTACK_COLL,     /* kernel stack not stored: the flush's stacks map full */
 	WT_STAT_OFF_SHORT,       /* off-CPU intervals under the threshold */
 	WT_STAT_OFF_MISSED,      /* switch-in without a recorded switch-out */
 	WT_STAT_PROCS_FULL,      /* new process image not announced: wt_procs full / ring full */

@@ -56,6 +56,8 @@ void edge_config_defaults(edge_config *c)
 	c->ebpf.offcpu_min_us = 1000;
 	c->ebpf.flush_interval_s = 10;
 	c->ebpf.mode = EDGE_EBPF_HASH;
+	c->ebpf.unwind = EDGE_UNWIND_FP;
+	c->ebpf.unwind_rows = 4000000;
 	c->ebpf.max_stacks = 16384;
 	c->ebpf.max_keys = 16384;
 }
@@ -206,6 +208,26 @@ static int load_ebpf(edge_ebpf_cfg *e, config_setting_t *g, const char *path, wt
 	if ((rc = get_int(g, "max_keys", 256, 1 << 22, &v, path, err)))
 		return rc;
 	e->max_keys = (int)v;
+	v = e->unwind_rows;
+	if ((rc = get_int(g, "unwind_rows", 1024, 1 << 26, &v, path, err)))
+		return rc;
+	e->unwind_rows = (int)v;
+	if ((rc = get_str(g, "unwind", &mode, path, err)))
+		return rc;
+	if (mode) {
+		if (!strcmp(mode, "fp"))
+			e->unwind = EDGE_UNWIND_FP;
+		else if (!strcmp(mode, "eh_frame"))
+			e->unwind = EDGE_UNWIND_EH_FRAME;
+		else if (!strcmp(mode, "auto"))
+			e->unwind = EDGE_UNWIND_AUTO;
+		else
+			rc = wt_err_set(err, WT_EINVAL, "%s: ebpf.unwind = \"%s\": expected fp, eh_frame or auto", path, mode);
+		free(mode);
+		mode = NULL;
+		if (rc)
+			return rc;
+	}
 	if ((rc = get_str(g, "mode", &mode, path, err)))
 		return rc;
 	if (mode) {

@@ -33,6 +33,8 @@ typedef struct edge_ebpf_rule {
 } edge_ebpf_rule;
 
 enum { EDGE_EBPF_HASH = 0, EDGE_EBPF_RING = 1 };
+/* ebpf.unwind: how user stacks are walked (docs/operations.md "eBPF sampler") */
+enum { EDGE_UNWIND_FP = 0, EDGE_UNWIND_EH_FRAME = 1, EDGE_UNWIND_AUTO = 2 };
 
 /* ebpf = { ... } (edge/ebpf_sampler.c; docs/operations.md "## eBPF sampler") */
 typedef struct edge_ebpf_cfg {
@@ -44,6 +46,8 @@ typedef struct edge_ebpf_cfg {
 	int mode;               /* EDGE_EBPF_HASH or EDGE_EBPF_RING */
 	int max_stacks;         /* entries of each stack map */
 	int max_keys;           /* entries of each counts map */
+	int unwind;             /* EDGE_UNWIND_* */
+	int unwind_rows;        /* rows of the BPF unwind-table array */
 	edge_ebpf_rule *rules;
 	size_t nrules;
 } edge_ebpf_cfg;

@@ -21,12 +21,14 @@
 
 #include "bpf/offcpu.skel.h"
 
+/* threads blocked at once (entries allocated on use, ~2 KiB each) */
 #define START_ENTRIES 32768
 
 struct edge_ebpf_off {
 	struct wt_offcpu_bpf *skel;
 	struct bpf_link *link;
 	size_t max_keys;
+	edge_ebpf_gen g;
 	edge_ebpf_counters *ctr;
 	uint64_t prev[WT_STAT_MAX];
 };
@@ -47,13 +49,22 @@ int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_e
 		goto fail;
 	}
 	o->skel->rodata->wt_min_ns = (uint64_t)cfg->offcpu_min_us * 1000;
-	bpf_map__set_max_entries(o->skel->maps.wt_off_stacks, (uint32_t)cfg->max_stacks);
-	bpf_map__set_max_entries(o->skel->maps.wt_off_counts, (uint32_t)cfg->max_keys);
+	bpf_map__set_max_entries(o->skel->maps.wt_off_stacks0, (uint32_t)cfg->max_stacks);
+	bpf_map__set_max_entries(o->skel->maps.wt_off_stacks1, (uint32_t)cfg->max_stacks);
+	bpf_map__set_max_entries(o->skel->maps.wt_off_counts0, (uint32_t)cfg->max_keys);
+	bpf_map__set_max_entries(o->skel->maps.wt_off_counts1, (uint32_t)cfg->max_keys);
 	bpf_map__set_max_entries(o->skel->maps.wt_off_start, START_ENTRIES);
 	if ((e = wt_offcpu_bpf__load(o->skel))) {
 		rc = wt_err_set(err, WT_EIO, "ebpf: loading wt_offcpu_switch (tp_btf/sched_switch) failed: %s", strerror(-e));
 		goto fail;
 	}
+	o->g.gen = (uint32_t *)&o->skel->bss->wt_gen;
+	o->g.counts_fd[0] = bpf_map__fd(o->skel->maps.wt_off_counts0);
+	o->g.counts_fd[1] = bpf_map__fd(o->skel->maps.wt_off_counts1);
+	o->g.stacks_fd[0] = bpf_map__fd(o->skel->maps.wt_off_stacks0);
+	o->g.stacks_fd[1] = bpf_map__fd(o->skel->maps.wt_off_stacks1);
+	o->g.max_keys = (size_t)cfg->max_keys;
+	o->g.max_stacks = (size_t)cfg->max_stacks;
 	o->link = bpf_program__attach(o->skel->progs.wt_offcpu_switch);
 	if (!o->link) {
 		rc = wt_err_set(err, WT_EIO, "ebpf: attaching wt_offcpu_switch: %s", strerror(errno));
@@ -68,7 +79,9 @@ fail:
 
 void edge_ebpf_off_scan(edge_ebpf_off *o, edge_ebpf_seen fn, void *arg)
 {
-	edge_ebpf_scan_keys(bpf_map__fd(o->skel->maps.wt_off_counts), o->max_keys, fn, arg);
+	/* both generations: the one being written and, during a drain, the other */
+	edge_ebpf_scan_keys(o->g.counts_fd[0], o->max_keys, fn, arg);
+	edge_ebpf_scan_keys(o->g.counts_fd[1], o->max_keys, fn, arg);
 }
 
 static void prune_start(edge_ebpf_off *o)
@@ -96,8 +109,7 @@ int edge_ebpf_off_drain(edge_ebpf_off *o, edge_ebpf_sink fn, void *arg, wt_err *
 {
 	edge_ebpf_read_stats(bpf_map__fd(o->skel->maps.wt_off_stats), o->prev, o->ctr);
 	prune_start(o);
-	return edge_ebpf_drain_maps(bpf_map__fd(o->skel->maps.wt_off_counts), bpf_map__fd(o->skel->maps.wt_off_stacks),
-				    EDGE_EBPF_OFFCPU, o->max_keys, fn, arg, o->ctr, err);
+	return edge_ebpf_drain_gen(&o->g, EDGE_EBPF_OFFCPU, fn, arg, o->ctr, err);
 }
 
 void edge_ebpf_off_close(edge_ebpf_off *o)

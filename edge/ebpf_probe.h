@@ -43,11 +43,20 @@ typedef struct edge_ebpf_counters {
 	_Atomic uint64_t entries;           /* aggregated entries drained */
 } edge_ebpf_counters;
 
-/* Drain a counts map (hash of wt_stack_key → u64) and its stack map: each
- * entry is deleted as it is read, then the stack ids it referenced.
- * max_keys bounds the work. Shared by both probes. */
-int edge_ebpf_drain_maps(int counts_fd, int stacks_fd, int kind, size_t max_keys, edge_ebpf_sink fn, void *arg,
-			 edge_ebpf_counters *ctr, wt_err *err);
+/* The two generations of a probe's counts and stacks maps (bpf/stacks.h):
+ * the programs write the one wt_gen names. */
+typedef struct edge_ebpf_gen {
+	uint32_t *gen; /* the program's wt_gen (its mmapped .bss) */
+	int counts_fd[2], stacks_fd[2];
+	size_t max_keys, max_stacks;
+} edge_ebpf_gen;
+
+/* Flip the generation, let the programs that still write the old one
+ * finish, then read and delete every entry of the old counts and stacks
+ * maps (which are therefore empty before they are written again) and hand
+ * each entry with its stacks to fn. Shared by both probes. */
+int edge_ebpf_drain_gen(const edge_ebpf_gen *g, int kind, edge_ebpf_sink fn, void *arg, edge_ebpf_counters *ctr,
+			wt_err *err);
 /* Keys only: fn(arg, tgid) for each entry (no deletion). */
 void edge_ebpf_scan_keys(int counts_fd, size_t max_keys, edge_ebpf_seen fn, void *arg);
 /* Fold the per-CPU stats array into ctr (deltas since prev; prev updated). */
@@ -59,7 +68,18 @@ typedef struct edge_ebpf_cpu edge_ebpf_cpu;
 /* Load bpf/profile.bpf.c (mode, map sizes from cfg) and attach one
  * software cpu-clock perf event per online CPU at cfg->frequency_hz.
  * Errors name the step that failed (and the errno). */
-int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_ebpf_cpu **out, wt_err *err);
+/* cache_dir: where unwind tables are cached (cfg->unwind != fp). */
+int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, const char *cache_dir, edge_ebpf_counters *ctr, edge_ebpf_cpu **out,
+		       wt_err *err);
+/* Unwinding with tables on: give process p its tables (first sample of
+ * an image; builds and loads the tables of files seen for the first
+ * time). No-op in frame-pointer mode. */
+struct edge_proc;
+void edge_ebpf_cpu_unwind_add(edge_ebpf_cpu *c, const struct edge_proc *p);
+/* files with a table loaded, rows used, files without a table, processes
+ * waiting for their tables */
+void edge_ebpf_cpu_unwind_stats(edge_ebpf_cpu *c, uint64_t *files, uint64_t *rows, uint64_t *failed,
+				uint64_t *pending);
 /* Re-attach the perf events at hz without reloading the program. */
 int edge_ebpf_cpu_set_frequency(edge_ebpf_cpu *c, int hz, wt_err *err);
 int edge_ebpf_cpu_frequency(const edge_ebpf_cpu *c);

@@ -464,8 +464,9 @@ static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char 
 	read_maps(t, p);
 	if (n <= 0 && p->nmaps == 0)
 		p->state = EDGE_PROC_KERNEL;
-	/* not yet in the table: nobody else sees the mappings change */
-	for (int i = 0; i < NEARLY && p->nmaps && maps_early(p); i++) {
+	/* not yet in the table: nobody else sees the mappings change. No
+	 * mapping at all while the executable is known: inside execve too */
+	for (int i = 0; i < NEARLY && (p->nmaps || p->state == EDGE_PROC_LIVE) && maps_early(p); i++) {
 		struct timespec w = {0, early_wait_ms[i] * 1000000L};
 		nanosleep(&w, NULL);
 		reread_keep(t, p);

@@ -23,6 +23,7 @@
 #ifndef EDGE_EBPF_PROCS_H
 #define EDGE_EBPF_PROCS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,8 @@ typedef struct edge_proc {
 				     * that misses every mapping (perfmap.h) */
 	void *user;       /* the sampler's per-flush slot, valid when user_gen == gen */
 	uint64_t user_gen;
+	atomic_int unwind_loaded; /* given its unwind tables (discovery or sampler thread) */
+	_Atomic size_t unwind_nmaps; /* nmaps when it was given them (mappings re-read since: again) */
 	struct edge_proc *next;
 } edge_proc;
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -20,6 +21,7 @@
 #include <bpf/libbpf.h>
 
 #include "ebpf_probe.h"
+#include "ebpf_unwind.h"
 #include "log.h"
 
 #include "bpf/profile.skel.h"
@@ -109,71 +111,90 @@ find_only:
 	return 0;
 }
 
-/* ---- shared map draining -------------------------------------------------- */
+/* ---- stacks on the user side ---------------------------------------------- */
 
-typedef struct stack_ent {
-	int32_t id;
-	int state; /* 0 empty, 1 present, 2 missing */
+typedef struct stk_ent {
+	uint64_t id; /* 0 = empty slot */
 	uint32_t n;
 	uint64_t *ips;
-} stack_ent;
+} stk_ent;
 
-typedef struct stack_tab {
-	stack_ent *e;
-	size_t cap;
-	int fd;
-} stack_tab;
+/* Stack id → frames: one generation's stacks map read out (hash mode) or
+ * the stacks streamed since the last drain (ring mode). At most max. */
+typedef struct stk_tab {
+	stk_ent *e;
+	size_t cap, n, max;
+} stk_tab;
 
-static stack_ent *stack_get(stack_tab *t, int32_t id, edge_ebpf_counters *ctr)
+static size_t stk_slot(const stk_ent *e, size_t cap, uint64_t id)
 {
-	size_t j = ((uint32_t)id * 2654435761u) & (t->cap - 1);
-	while (t->e[j].state && t->e[j].id != id)
-		j = (j + 1) & (t->cap - 1);
-	stack_ent *s = &t->e[j];
-	if (s->state)
-		return s->state == 1 ? s : NULL;
-	s->id = id;
-	s->ips = calloc(WT_MAX_STACK_DEPTH, sizeof(uint64_t));
-	if (!s->ips || bpf_map_lookup_elem(t->fd, &id, s->ips) != 0) {
-		atomic_fetch_add(&ctr->missing_stacks, 1);
-		free(s->ips);
-		s->ips = NULL;
-		s->state = 2;
-		return NULL;
-	}
-	s->state = 1;
-	while (s->n < WT_MAX_STACK_DEPTH && s->ips[s->n])
-		s->n++;
-	return s;
+	size_t j = (size_t)(id * 0x9e3779b97f4a7c15ULL >> 17) & (cap - 1);
+	while (e[j].id && e[j].id != id)
+		j = (j + 1) & (cap - 1);
+	return j;
 }
 
-static int drain_entries(const struct wt_stack_key *keys, const uint64_t *vals, size_t n, int stacks_fd, int kind,
-			 edge_ebpf_sink fn, void *arg, edge_ebpf_counters *ctr, wt_err *err)
+/* 1 = stored (or already there), 0 = table full, WT_ENOMEM */
+static int stk_put(stk_tab *t, uint64_t id, const struct wt_stack *s)
 {
-	stack_tab t = {0};
-	t.fd = stacks_fd;
-	t.cap = 64;
-	while (t.cap < 4 * n + 64)
-		t.cap *= 2;
-	t.e = calloc(t.cap, sizeof(*t.e));
-	if (!t.e)
-		return wt_err_set(err, WT_ENOMEM, "out of memory draining BPF maps");
+	if ((t->n + 1) * 2 > t->cap) {
+		if (t->n >= t->max)
+			return t->cap && t->e[stk_slot(t->e, t->cap, id)].id == id ? 1 : 0;
+		size_t nc = t->cap ? t->cap * 2 : 256;
+		stk_ent *ne = calloc(nc, sizeof(*ne));
+		if (!ne)
+			return WT_ENOMEM;
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->e[i].id)
+				ne[stk_slot(ne, nc, t->e[i].id)] = t->e[i];
+		free(t->e);
+		t->e = ne;
+		t->cap = nc;
+	}
+	stk_ent *x = &t->e[stk_slot(t->e, t->cap, id)];
+	if (x->id)
+		return 1;
+	uint32_t n = s->len < WT_MAX_STACK_DEPTH ? s->len : WT_MAX_STACK_DEPTH;
+	x->ips = malloc((n ? n : 1) * sizeof(uint64_t));
+	if (!x->ips)
+		return WT_ENOMEM;
+	memcpy(x->ips, s->ips, n * sizeof(uint64_t));
+	x->n = n;
+	x->id = id;
+	t->n++;
+	return 1;
+}
+
+static const stk_ent *stk_get(const stk_tab *t, uint64_t id)
+{
+	if (!id || !t->cap)
+		return NULL;
+	const stk_ent *x = &t->e[stk_slot(t->e, t->cap, id)];
+	return x->id ? x : NULL;
+}
+
+static void stk_free(stk_tab *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->e[i].ips);
+	free(t->e);
+	t->e = NULL;
+	t->cap = t->n = 0;
+}
+
+/* ---- shared map draining -------------------------------------------------- */
+
+static int drain_entries(const struct wt_stack_key *keys, const uint64_t *vals, size_t n, const stk_tab *t, int kind,
+			 edge_ebpf_sink fn, void *arg, edge_ebpf_counters *ctr)
+{
 	for (size_t i = 0; i < n; i++) {
 		const struct wt_stack_key *k = &keys[i];
-		stack_ent *us = k->user_stack_id >= 0 ? stack_get(&t, k->user_stack_id, ctr) : NULL;
-		stack_ent *ks = k->kern_stack_id >= 0 ? stack_get(&t, k->kern_stack_id, ctr) : NULL;
+		const stk_ent *us = stk_get(t, k->user_stack), *ks = stk_get(t, k->kern_stack);
+		if ((k->user_stack && !us) || (k->kern_stack && !ks))
+			atomic_fetch_add(&ctr->missing_stacks, 1);
 		fn(arg, kind, k, vals[i], us ? us->ips : NULL, us ? us->n : 0, ks ? ks->ips : NULL, ks ? ks->n : 0);
 	}
 	atomic_fetch_add(&ctr->entries, n);
-	/* forget the stacks these entries used; a sample taken since reuses
-	 * the id and re-inserts it, so only an entry created in the window
-	 * between our read and this delete can lose its stack (missing_stacks) */
-	for (size_t j = 0; j < t.cap; j++) {
-		if (t.e[j].state == 1)
-			bpf_map_delete_elem(stacks_fd, &t.e[j].id);
-		free(t.e[j].ips);
-	}
-	free(t.e);
 	return 0;
 }
 
@@ -181,103 +202,180 @@ static int drain_entries(const struct wt_stack_key *keys, const uint64_t *vals, 
  * two syscalls per key (get_next_key + lookup_and_delete). */
 #define BATCH 1024
 
+typedef int (*walk_fn)(void *arg, const void *keys, const void *vals, size_t n);
+
 /* Per-key fallback for kernels without batch operations on hash maps
- * (before 5.6): collect first, delete after (deleting while walking
- * restarts the walk). */
-static size_t drain_per_key(int counts_fd, size_t max_keys, struct wt_stack_key *keys, uint64_t *vals)
+ * (before 5.6): collect the keys first, then read (and delete) each
+ * (deleting while walking restarts the walk). */
+static size_t walk_per_key(int fd, int del, size_t ksz, size_t vsz, size_t max, walk_fn fn, void *arg)
 {
+	char *keys = calloc(max + 1, ksz), *val = calloc(1, vsz);
 	size_t n = 0, m = 0;
 	void *prev = NULL;
-	while (n < max_keys && bpf_map_get_next_key(counts_fd, prev, &keys[n]) == 0) {
-		prev = &keys[n];
+	if (!keys || !val)
+		goto out;
+	while (n < max && bpf_map_get_next_key(fd, prev, keys + n * ksz) == 0) {
+		prev = keys + n * ksz;
 		n++;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (bpf_map_lookup_and_delete_elem(counts_fd, &keys[i], &vals[m]) == 0) {
-			if (m != i)
-				keys[m] = keys[i];
+		int r = del ? bpf_map_lookup_and_delete_elem(fd, keys + i * ksz, val)
+			    : bpf_map_lookup_elem(fd, keys + i * ksz, val);
+		if (r == 0) {
 			m++;
+			if (fn(arg, keys + i * ksz, val, 1))
+				break;
 		}
 	}
+out:
+	free(keys);
+	free(val);
 	return m;
 }
 
-/* Batched walk of a hash map of wt_stack_key → u64 (deleting what it reads
- * when del): returns the entries read, or -1 when the kernel has no batch
- * operations for it (caller falls back to the per-key walk). A bucket
- * larger than the room left (ENOSPC) ends the walk early; the rest stays
- * for the next call. */
-static long batch_walk(int fd, int del, size_t max_keys, struct wt_stack_key *keys, uint64_t *vals)
+/* Batched walk of a hash map (deleting what it reads when del), BATCH
+ * entries per system call handed to fn, at most max in all: returns the
+ * entries read, or -1 when the kernel has no batch operations for it
+ * (caller falls back to the per-key walk). A bucket larger than the room
+ * left (ENOSPC) ends the walk early. fn returning nonzero stops it. */
+static long batch_walk(int fd, int del, size_t ksz, size_t vsz, size_t max, walk_fn fn, void *arg)
 {
-	struct wt_stack_key token; /* hash maps use a u32 bucket index; key-sized is always enough */
+	uint64_t token[16]; /* hash maps use a u32 bucket index */
 	size_t n = 0;
 	int first = 1;
-	while (n < max_keys) {
-		__u32 cnt = (__u32)(max_keys - n < BATCH ? max_keys - n : BATCH);
-		int r = del ? bpf_map_lookup_and_delete_batch(fd, first ? NULL : &token, &token, keys + n, vals + n, &cnt,
-							      NULL)
-			    : bpf_map_lookup_batch(fd, first ? NULL : &token, &token, keys + n, vals + n, &cnt, NULL);
+	char *keys = malloc(BATCH * ksz), *vals = malloc(BATCH * vsz);
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return 0;
+	}
+	while (n < max) {
+		__u32 cnt = (__u32)(max - n < BATCH ? max - n : BATCH);
+		int r = del ? bpf_map_lookup_and_delete_batch(fd, first ? NULL : token, token, keys, vals, &cnt, NULL)
+			    : bpf_map_lookup_batch(fd, first ? NULL : token, token, keys, vals, &cnt, NULL);
 		int e = r ? errno : 0;
 		if (r && e != ENOENT && e != ENOSPC) {
-			if (first && (e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP || e == ENOSYS))
+			if (first && (e == EINVAL || e == ENOTSUP || e == EOPNOTSUPP || e == ENOSYS)) {
+				free(keys);
+				free(vals);
 				return -1;
+			}
 			if (e == EFAULT)
 				cnt = 0;
 		}
 		n += cnt;
 		first = 0;
+		if (cnt && fn(arg, keys, vals, cnt))
+			break;
 		if (r)
 			break;
 	}
+	free(keys);
+	free(vals);
 	return (long)n;
 }
 
-int edge_ebpf_drain_maps(int counts_fd, int stacks_fd, int kind, size_t max_keys, edge_ebpf_sink fn, void *arg,
-			 edge_ebpf_counters *ctr, wt_err *err)
+static size_t walk(int fd, int del, size_t ksz, size_t vsz, size_t max, walk_fn fn, void *arg)
 {
-	struct wt_stack_key *keys = calloc(max_keys + 1, sizeof(*keys));
-	uint64_t *vals = calloc(max_keys + 1, sizeof(*vals));
-	size_t m = 0;
-	int rc = 0;
+	long got = batch_walk(fd, del, ksz, vsz, max, fn, arg);
+	return got >= 0 ? (size_t)got : walk_per_key(fd, del, ksz, vsz, max, fn, arg);
+}
 
-	if (!keys || !vals) {
+typedef struct keys_acc {
+	struct wt_stack_key *keys;
+	uint64_t *vals;
+	size_t n, max;
+} keys_acc;
+
+static int keys_take(void *arg, const void *keys, const void *vals, size_t n)
+{
+	keys_acc *a = arg;
+	if (n > a->max - a->n)
+		n = a->max - a->n;
+	memcpy(a->keys + a->n, keys, n * sizeof(*a->keys));
+	memcpy(a->vals + a->n, vals, n * sizeof(*a->vals));
+	a->n += n;
+	return a->n >= a->max;
+}
+
+typedef struct stacks_acc {
+	stk_tab *t;
+	int rc;
+} stacks_acc;
+
+static int stacks_take(void *arg, const void *keys, const void *vals, size_t n)
+{
+	stacks_acc *a = arg;
+	const uint64_t *ids = keys;
+	const struct wt_stack *ss = vals;
+	for (size_t i = 0; i < n && a->rc >= 0; i++)
+		a->rc = stk_put(a->t, ids[i], &ss[i]);
+	return a->rc < 0;
+}
+
+/* Let programs that read the old generation finish: a BPF program runs to
+ * its end without sleeping, in microseconds. */
+#define GEN_SETTLE_NS 2000000L
+
+int edge_ebpf_drain_gen(const edge_ebpf_gen *g, int kind, edge_ebpf_sink fn, void *arg, edge_ebpf_counters *ctr,
+			wt_err *err)
+{
+	keys_acc ka = {0};
+	stk_tab t = {0};
+	stacks_acc sa = {&t, 0};
+	int rc = 0;
+	uint32_t old = __atomic_load_n(g->gen, __ATOMIC_ACQUIRE) & 1;
+
+	__atomic_store_n(g->gen, old ^ 1, __ATOMIC_RELEASE);
+	struct timespec settle = {0, GEN_SETTLE_NS};
+	nanosleep(&settle, NULL);
+	ka.max = g->max_keys;
+	ka.keys = calloc(ka.max + 1, sizeof(*ka.keys));
+	ka.vals = calloc(ka.max + 1, sizeof(*ka.vals));
+	t.max = g->max_stacks;
+	if (!ka.keys || !ka.vals) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory draining BPF maps");
 		goto out;
 	}
-	long got = batch_walk(counts_fd, 1, max_keys, keys, vals);
-	m = got >= 0 ? (size_t)got : drain_per_key(counts_fd, max_keys, keys, vals);
-	rc = drain_entries(keys, vals, m, stacks_fd, kind, fn, arg, ctr, err);
+	/* everything of the old generation is read and deleted: the maps are
+	 * empty when the programs come back to them at the next flip */
+	walk(g->counts_fd[old], 1, sizeof(struct wt_stack_key), sizeof(uint64_t), ka.max, keys_take, &ka);
+	walk(g->stacks_fd[old], 1, sizeof(uint64_t), sizeof(struct wt_stack), g->max_stacks, stacks_take, &sa);
+	if (sa.rc < 0) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory draining BPF stacks");
+		goto out;
+	}
+	rc = drain_entries(ka.keys, ka.vals, ka.n, &t, kind, fn, arg, ctr);
 out:
-	free(keys);
-	free(vals);
+	stk_free(&t);
+	free(ka.keys);
+	free(ka.vals);
 	return rc;
+}
+
+typedef struct scan_acc {
+	edge_ebpf_seen fn;
+	void *arg;
+	uint32_t last;
+} scan_acc;
+
+static int scan_take(void *arg, const void *keys, const void *vals, size_t n)
+{
+	scan_acc *a = arg;
+	const struct wt_stack_key *k = keys;
+	(void)vals;
+	for (size_t i = 0; i < n; i++) {
+		if (k[i].tgid != a->last)
+			key_seen(a->fn, a->arg, &k[i]);
+		a->last = k[i].tgid;
+	}
+	return 0;
 }
 
 void edge_ebpf_scan_keys(int counts_fd, size_t max_keys, edge_ebpf_seen fn, void *arg)
 {
-	struct wt_stack_key *keys = calloc(max_keys + 1, sizeof(*keys));
-	uint64_t *vals = calloc(max_keys + 1, sizeof(*vals));
-	uint32_t last = 0;
-	long n;
-
-	if (keys && vals && (n = batch_walk(counts_fd, 0, max_keys, keys, vals)) >= 0) {
-		for (long i = 0; i < n; i++) {
-			if (keys[i].tgid != last)
-				key_seen(fn, arg, &keys[i]);
-			last = keys[i].tgid;
-		}
-	} else {
-		struct wt_stack_key a, b, *cur = &a, *prev = NULL;
-		for (size_t i = 0; i < max_keys && bpf_map_get_next_key(counts_fd, prev, cur) == 0; i++) {
-			if (cur->tgid != last)
-				key_seen(fn, arg, cur);
-			last = cur->tgid;
-			prev = cur;
-			cur = cur == &a ? &b : &a;
-		}
-	}
-	free(keys);
-	free(vals);
+	scan_acc a = {fn, arg, 0};
+	walk(counts_fd, 0, sizeof(struct wt_stack_key), sizeof(uint64_t), max_keys, scan_take, &a);
 }
 
 void edge_ebpf_read_stats(int stats_fd, uint64_t prev[WT_STAT_MAX], edge_ebpf_counters *ctr)
@@ -311,6 +409,10 @@ struct edge_ebpf_cpu {
 	size_t max_keys;
 	struct ring_buffer *ring;
 	agg ua; /* ring mode: user-space aggregation */
+	stk_tab ustk; /* ring mode: the stacks of ua's keys */
+	size_t max_stacks;
+	edge_ebpf_gen g; /* hash mode */
+	edge_unwind_loader *unwind; /* NULL: frame pointers only */
 	edge_ebpf_seen seen;
 	void *seen_arg;
 	struct ring_buffer *procs_ring; /* wt_new_procs (discovery thread) */
@@ -390,18 +492,38 @@ static int attach(edge_ebpf_cpu *c, int hz, wt_err *err)
 	return 0;
 }
 
+/* ring mode: the id of a streamed stack (what the program computes in hash
+ * mode), stored in the user-side table */
+static void ring_stack(edge_ebpf_cpu *c, const struct wt_stack *s, __s32 *errp, __u64 *id, int stat)
+{
+	if (*errp)
+		return;
+	uint32_t n = s->len < WT_MAX_STACK_DEPTH ? s->len : WT_MAX_STACK_DEPTH;
+	uint64_t h = XXH3_64bits_withSeed(s->ips, n * sizeof(uint64_t), s->flags) | 1;
+	if (stk_put(&c->ustk, h, s) == 1) {
+		*id = h;
+		return;
+	}
+	*errp = -E2BIG;
+	atomic_fetch_add(&c->ctr->stat[stat], 1);
+}
+
 static int ring_cb(void *ctx, void *data, size_t len)
 {
 	edge_ebpf_cpu *c = ctx;
 	const struct wt_stack_event *e = data;
+	struct wt_stack_key k;
 	int is_new = 0;
 	if (len < sizeof(*e))
 		return 0;
-	int r = agg_add(&c->ua, &e->key, e->value, &is_new);
+	k = e->key;
+	ring_stack(c, &e->user, &k.user_err, &k.user_stack, WT_STAT_USTACK_COLL);
+	ring_stack(c, &e->kern, &k.kern_err, &k.kern_stack, WT_STAT_KSTACK_COLL);
+	int r = agg_add(&c->ua, &k, e->value, &is_new);
 	if (r <= 0)
 		atomic_fetch_add(&c->ctr->stat[WT_STAT_LOST], 1);
 	else if (is_new && c->seen)
-		key_seen(c->seen, c->seen_arg, &e->key);
+		key_seen(c->seen, c->seen_arg, &k);
 	return 0;
 }
 
@@ -416,7 +538,8 @@ static int procs_cb(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_ebpf_cpu **out, wt_err *err)
+int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, const char *cache_dir, edge_ebpf_counters *ctr, edge_ebpf_cpu **out,
+		       wt_err *err)
 {
 	edge_ebpf_cpu *c = calloc(1, sizeof(*c));
 	int rc = 0, e;
@@ -428,6 +551,8 @@ int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_e
 	c->mode = cfg->mode;
 	c->max_keys = (size_t)cfg->max_keys;
 	c->ua.max = c->max_keys;
+	c->max_stacks = (size_t)cfg->max_stacks;
+	c->ustk.max = c->max_stacks;
 	if ((rc = online_cpus(&c->cpus, &c->ncpus))) {
 		wt_err_set(err, rc, "ebpf: cannot read /sys/devices/system/cpu/online");
 		goto fail;
@@ -443,16 +568,37 @@ int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_e
 		goto fail;
 	}
 	c->skel->rodata->wt_mode = cfg->mode == EDGE_EBPF_RING ? WT_MODE_RING : WT_MODE_HASH;
-	bpf_map__set_max_entries(c->skel->maps.wt_stacks, (uint32_t)cfg->max_stacks);
-	bpf_map__set_max_entries(c->skel->maps.wt_counts,
-				 cfg->mode == EDGE_EBPF_RING ? 1 : (uint32_t)cfg->max_keys);
+	/* ring mode keeps nothing in the kernel's counts and stacks maps */
+	uint32_t nstacks = cfg->mode == EDGE_EBPF_RING ? 1 : (uint32_t)cfg->max_stacks;
+	uint32_t nkeys = cfg->mode == EDGE_EBPF_RING ? 1 : (uint32_t)cfg->max_keys;
+	bpf_map__set_max_entries(c->skel->maps.wt_stacks0, nstacks);
+	bpf_map__set_max_entries(c->skel->maps.wt_stacks1, nstacks);
+	bpf_map__set_max_entries(c->skel->maps.wt_counts0, nkeys);
+	bpf_map__set_max_entries(c->skel->maps.wt_counts1, nkeys);
 	bpf_map__set_max_entries(c->skel->maps.wt_events,
 				 cfg->mode == EDGE_EBPF_RING ? RING_BYTES : (uint32_t)sysconf(_SC_PAGESIZE));
+	int unwind = cfg->unwind != EDGE_UNWIND_FP;
+	c->skel->rodata->wt_unwind = unwind;
+	bpf_map__set_max_entries(c->skel->maps.wt_unwind_rows, unwind ? (uint32_t)cfg->unwind_rows : 1);
+	bpf_map__set_max_entries(c->skel->maps.wt_unwind_procs, unwind ? 4096 : 1);
 	if ((e = wt_profile_bpf__load(c->skel))) {
 		rc = wt_err_set(err, WT_EIO, "ebpf: loading wt_profile_cpu failed: %s (needs root or CAP_BPF+CAP_PERFMON)",
 				strerror(-e));
 		goto fail;
 	}
+	if (unwind && !(c->unwind = edge_unwind_loader_new(bpf_map__fd(c->skel->maps.wt_unwind_rows),
+							   (uint32_t)cfg->unwind_rows,
+							   bpf_map__fd(c->skel->maps.wt_unwind_procs), cache_dir))) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	c->g.gen = (uint32_t *)&c->skel->bss->wt_gen;
+	c->g.counts_fd[0] = bpf_map__fd(c->skel->maps.wt_counts0);
+	c->g.counts_fd[1] = bpf_map__fd(c->skel->maps.wt_counts1);
+	c->g.stacks_fd[0] = bpf_map__fd(c->skel->maps.wt_stacks0);
+	c->g.stacks_fd[1] = bpf_map__fd(c->skel->maps.wt_stacks1);
+	c->g.max_keys = nkeys;
+	c->g.max_stacks = nstacks;
 	if (cfg->mode == EDGE_EBPF_RING) {
 		c->ring = ring_buffer__new(bpf_map__fd(c->skel->maps.wt_events), ring_cb, c, NULL);
 		if (!c->ring) {
@@ -523,8 +669,22 @@ int edge_ebpf_cpu_consume_procs(edge_ebpf_cpu *c, edge_ebpf_seen seen, void *arg
 
 void edge_ebpf_cpu_forget(edge_ebpf_cpu *c, uint32_t tgid)
 {
-	if (c)
-		bpf_map_delete_elem(bpf_map__fd(c->skel->maps.wt_procs), &tgid);
+	if (!c)
+		return;
+	bpf_map_delete_elem(bpf_map__fd(c->skel->maps.wt_procs), &tgid);
+	edge_unwind_loader_forget(c->unwind, tgid);
+}
+
+void edge_ebpf_cpu_unwind_add(edge_ebpf_cpu *c, const struct edge_proc *p)
+{
+	if (c && c->unwind)
+		edge_unwind_loader_add(c->unwind, p);
+}
+
+void edge_ebpf_cpu_unwind_stats(edge_ebpf_cpu *c, uint64_t *files, uint64_t *rows, uint64_t *failed,
+				uint64_t *pending)
+{
+	edge_unwind_loader_stats(c ? c->unwind : NULL, files, rows, failed, pending);
 }
 
 int edge_ebpf_cpu_drain(edge_ebpf_cpu *c, edge_ebpf_sink fn, void *arg, wt_err *err)
@@ -532,8 +692,7 @@ int edge_ebpf_cpu_drain(edge_ebpf_cpu *c, edge_ebpf_sink fn, void *arg, wt_err *
 	int rc;
 	edge_ebpf_read_stats(bpf_map__fd(c->skel->maps.wt_stats), c->prev, c->ctr);
 	if (!c->ring)
-		return edge_ebpf_drain_maps(bpf_map__fd(c->skel->maps.wt_counts), bpf_map__fd(c->skel->maps.wt_stacks),
-					    EDGE_EBPF_CPU, c->max_keys, fn, arg, c->ctr, err);
+		return edge_ebpf_drain_gen(&c->g, EDGE_EBPF_CPU, fn, arg, c->ctr, err);
 	/* ring mode: take what is queued, then hand over the aggregation */
 	ring_buffer__consume(c->ring);
 	struct wt_stack_key *keys = calloc(c->ua.n + 1, sizeof(*keys));
@@ -552,7 +711,8 @@ int edge_ebpf_cpu_drain(edge_ebpf_cpu *c, edge_ebpf_sink fn, void *arg, wt_err *
 	free(c->ua.e);
 	c->ua.e = NULL;
 	c->ua.cap = c->ua.n = 0;
-	rc = drain_entries(keys, vals, n, bpf_map__fd(c->skel->maps.wt_stacks), EDGE_EBPF_CPU, fn, arg, c->ctr, err);
+	rc = drain_entries(keys, vals, n, &c->ustk, EDGE_EBPF_CPU, fn, arg, c->ctr);
+	stk_free(&c->ustk);
 	free(keys);
 	free(vals);
 	return rc;
@@ -570,6 +730,8 @@ void edge_ebpf_cpu_close(edge_ebpf_cpu *c)
 	if (c->skel)
 		wt_profile_bpf__destroy(c->skel);
 	free(c->ua.e);
+	stk_free(&c->ustk);
+	edge_unwind_loader_free(c->unwind);
 	free(c->links);
 	free(c->cpus);
 	free(c);

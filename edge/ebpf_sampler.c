@@ -98,7 +98,7 @@ struct edge_ebpf {
 	_Atomic int enabled, offcpu_on, frequency;
 	_Atomic uint64_t flushes, profiles, flush_errors, load_errors, commit_errors, truncated, unsym_frames,
 		frames, no_proc, samples_cpu, offcpu_ns, reloads, lost_procs, captured_procs, tracked_procs,
-		reread_procs, jit_frames;
+		reread_procs, jit_frames, unwind_files, unwind_rows, unwind_failed, unwind_pending;
 	_Atomic int64_t last_flush_us;
 };
 
@@ -330,6 +330,19 @@ static int user_frame(edge_ebpf *e, svc *s, edge_proc *pr, uint64_t ip, int leaf
 	return wt_profile_add_frame(s->p, &fr, out, err);
 }
 
+/* Queue a live process for its unwind tables: once, and again when its
+ * mappings were read again since (a capture inside execve or before
+ * ld.so mapped the libraries, then re-read; dlopen). */
+static void unwind_give(edge_ebpf *e, edge_proc *pr)
+{
+	if (pr->state != EDGE_PROC_LIVE)
+		return;
+	if (atomic_exchange(&pr->unwind_loaded, 1) && atomic_load(&pr->unwind_nmaps) == pr->nmaps)
+		return;
+	atomic_store(&pr->unwind_nmaps, pr->nmaps);
+	edge_ebpf_cpu_unwind_add(e->cpu, pr);
+}
+
 static int is_root(const char *name)
 {
 	if (!name)
@@ -388,6 +401,8 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		return;
 	}
 	pr->gen = e->gen;
+	if (e->cpu && e->cur.unwind != EDGE_UNWIND_FP) /* not announced (found at the flush), or re-read */
+		unwind_give(e, pr);
 	for (size_t i = skip_tracing(e, kind, kstack, nk); i < nk && rc == 0; i++)
 		rc = kernel_frame(e, s, kstack[i], i == 0, &frames[n++], err);
 	for (size_t i = 0; i < nu && rc == 0; i++) {
@@ -445,7 +460,10 @@ static void seen(void *arg, const struct wt_proc_event *ev)
 	char comm[WT_COMM_LEN + 1];
 	memcpy(comm, ev->comm, WT_COMM_LEN);
 	comm[WT_COMM_LEN] = '\0';
-	edge_procs_get(e->procs, ev->tgid, ev->image, ev->cgroup_id, comm, ev->pid == ev->tgid);
+	edge_proc *pr = edge_procs_get(e->procs, ev->tgid, ev->image, ev->cgroup_id, comm, ev->pid == ev->tgid);
+	/* tables at capture: the process's next samples are unwound with them */
+	if (pr && e->cpu && e->cur.unwind != EDGE_UNWIND_FP)
+		unwind_give(e, pr);
 }
 
 /* An off-CPU key's image: processes the on-CPU program announced in the
@@ -564,6 +582,12 @@ static void flush(edge_ebpf *e)
 	atomic_store(&e->captured_procs, cap);
 	atomic_store(&e->lost_procs, lost);
 	atomic_store(&e->tracked_procs, tracked);
+	uint64_t uf = 0, ur = 0, ufail = 0, upend = 0;
+	edge_ebpf_cpu_unwind_stats(e->cpu, &uf, &ur, &ufail, &upend);
+	atomic_store(&e->unwind_pending, upend);
+	atomic_store(&e->unwind_files, uf);
+	atomic_store(&e->unwind_rows, ur);
+	atomic_store(&e->unwind_failed, ufail);
 	atomic_fetch_add(&e->flushes, 1);
 	atomic_store(&e->last_flush_us, (now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 }
@@ -642,7 +666,9 @@ static void load(edge_ebpf *e)
 		wt_warn("msg=\"kernel frames stay unsymbolized\" error=\"%s\"", err.msg);
 	memset(&err, 0, sizeof(err));
 	pmu_lock_sampler(e);
-	int rc = edge_ebpf_cpu_open(&e->cur, &e->ctr[EDGE_EBPF_CPU], &e->cpu, &err) ||
+	char cache_dir[4200];
+	snprintf(cache_dir, sizeof(cache_dir), "%s/unwind", e->cfg->data_dir);
+	int rc = edge_ebpf_cpu_open(&e->cur, cache_dir, &e->ctr[EDGE_EBPF_CPU], &e->cpu, &err) ||
 		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err));
 	pthread_mutex_unlock(&e->pmu);
 	if (rc) {
@@ -661,9 +687,11 @@ static void load(edge_ebpf *e)
 	pthread_mutex_lock(&e->mu);
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
-	wt_info("msg=\"ebpf sampler running\" frequency_hz=%d offcpu=%s offcpu_min_us=%lld mode=%s flush_interval_s=%d",
+	wt_info("msg=\"ebpf sampler running\" frequency_hz=%d offcpu=%s offcpu_min_us=%lld mode=%s flush_interval_s=%d "
+		"unwind=%s",
 		e->cur.frequency_hz, e->off ? "true" : "false", (long long)e->cur.offcpu_min_us,
-		e->cur.mode == EDGE_EBPF_RING ? "ring" : "hash", e->cur.flush_interval_s);
+		e->cur.mode == EDGE_EBPF_RING ? "ring" : "hash", e->cur.flush_interval_s,
+		e->cur.unwind == EDGE_UNWIND_FP ? "fp" : e->cur.unwind == EDGE_UNWIND_AUTO ? "auto" : "eh_frame");
 }
 
 static void apply_cfg(edge_ebpf *e, edge_ebpf_cfg *next)
@@ -671,7 +699,8 @@ static void apply_cfg(edge_ebpf *e, edge_ebpf_cfg *next)
 	edge_ebpf_cfg old = e->cur;
 	int loaded = e->cpu != NULL;
 	int reload = next->mode != old.mode || next->max_stacks != old.max_stacks || next->max_keys != old.max_keys ||
-		     next->offcpu != old.offcpu || next->offcpu_min_us != old.offcpu_min_us;
+		     next->offcpu != old.offcpu || next->offcpu_min_us != old.offcpu_min_us ||
+		     next->unwind != old.unwind || next->unwind_rows != old.unwind_rows;
 
 	atomic_fetch_add(&e->reloads, 1);
 	/* what was sampled under the old settings is flushed under them */
@@ -909,7 +938,7 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 	for (int k = 0; k < EDGE_EBPF_NKINDS; k++)
 		wt_buf_printf(b, "wt_edge_ebpf_lost_samples_total{probe=\"%s\"} %llu\n", probe[k],
 			      (unsigned long long)atomic_load(&e->ctr[k].stat[WT_STAT_LOST]));
-	wt_buf_puts(b, "# HELP wt_edge_ebpf_stack_collisions_total Stacks not stored (bpf_get_stackid -EEXIST/-ENOMEM: stack map full or hash collision).\n"
+	wt_buf_puts(b, "# HELP wt_edge_ebpf_stack_collisions_total Stacks not stored: more than max_stacks distinct stacks in one flush.\n"
 		       "# TYPE wt_edge_ebpf_stack_collisions_total counter\n");
 	for (int k = 0; k < EDGE_EBPF_NKINDS; k++) {
 		wt_buf_printf(b, "wt_edge_ebpf_stack_collisions_total{probe=\"%s\",stack=\"user\"} %llu\n", probe[k],
@@ -951,6 +980,15 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 		atomic_load(&e->jit_frames));
 	counter(b, "wt_edge_ebpf_truncated_stacks_total", "User stacks that did not reach a known root (frame pointers missing).",
 		atomic_load(&e->truncated));
+	gauge(b, "wt_edge_ebpf_unwind_files", "Files whose unwind table is loaded into the BPF maps (ebpf.unwind eh_frame/auto).",
+	      (long long)atomic_load(&e->unwind_files));
+	gauge(b, "wt_edge_ebpf_unwind_rows", "Rows of the BPF unwind-table array in use (of ebpf.unwind_rows).",
+	      (long long)atomic_load(&e->unwind_rows));
+	gauge(b, "wt_edge_ebpf_unwind_pending_processes", "Processes waiting for their unwind tables (built on the loader's thread).",
+	      (long long)atomic_load(&e->unwind_pending));
+	gauge(b, "wt_edge_ebpf_unwind_failed_files",
+	      "Executable files without a table: not x86-64 ELF, no CFI, unreadable, or the rows array full.",
+	      (long long)atomic_load(&e->unwind_failed));
 	gauge(b, "wt_edge_ebpf_last_flush_microseconds", "Duration of the last drain + symbolize + commit.",
 	      (long long)atomic_load(&e->last_flush_us));
 }

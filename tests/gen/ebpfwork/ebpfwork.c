@@ -162,6 +162,53 @@ __attribute__((noinline)) static int run_exec(double seconds, char **argv)
 	return 1;
 }
 
+__attribute__((noinline)) static void churn_leaf(void)
+{
+	int64_t end = ns(CLOCK_THREAD_CPUTIME_ID) + 1000000;
+	struct timespec nap = {0, 100000};
+	while (ns(CLOCK_THREAD_CPUTIME_ID) < end)
+		hot_alpha(20000);
+	nanosleep(&nap, NULL);
+	sleep_in_known_function(3);
+}
+
+/* Two functions calling each other or themselves as the path's bits say:
+ * every path is a different sequence of return addresses. The increment
+ * after each call keeps the calls from becoming tail calls. */
+__attribute__((noinline)) void churn_b(int d, unsigned p);
+
+__attribute__((noinline)) void churn_a(int d, unsigned p)
+{
+	if (d == 0)
+		churn_leaf();
+	else if (p & 1)
+		churn_a(d - 1, p >> 1);
+	else
+		churn_b(d - 1, p >> 1);
+	sink++;
+}
+
+__attribute__((noinline)) void churn_b(int d, unsigned p)
+{
+	if (d == 0)
+		churn_leaf();
+	else if (p & 1)
+		churn_a(d - 1, p >> 1);
+	else
+		churn_b(d - 1, p >> 1);
+	sink++;
+}
+
+__attribute__((noinline)) static int run_churn(double seconds, int levels)
+{
+	int64_t end = ns(CLOCK_MONOTONIC) + (int64_t)(seconds * 1e9);
+	unsigned p = 0;
+	while (ns(CLOCK_MONOTONIC) < end)
+		churn_a(levels, p++);
+	printf("{\"mode\":\"churn\",\"pid\":%d,\"paths\":%u}\n", (int)getpid(), p);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -173,6 +220,8 @@ int main(int argc, char **argv)
 		return run_sleep(atoi(argv[2]), atol(argv[3]));
 	if (argc >= 3 && !strcmp(argv[1], "spin"))
 		return run_spin(atof(argv[2]));
+	if (argc >= 4 && !strcmp(argv[1], "churn"))
+		return run_churn(atof(argv[2]), atoi(argv[3]));
 	if (argc >= 4 && !strcmp(argv[1], "exec"))
 		return run_exec(atof(argv[2]), argv + 3);
 	fprintf(stderr, "usage: ebpfwork cpu S | syscall S | sleep N MS | spin S | exec S PROG ARG...\n");

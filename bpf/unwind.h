@@ -1,0 +1,55 @@
+/*
+ * unwind.h — the unwind table row the edge builds from .eh_frame /
+ * .debug_frame (edge/ebpf_unwind.c) and a BPF unwinder reads: for the
+ * instructions from pc up to the next row's pc, how to find the caller's
+ * frame (x86-64). Included from BPF C and from ordinary C like profile.h.
+ *
+ * CFA = the canonical frame address (the caller's rsp after the return);
+ * the return address is at CFA - 8 on x86-64 (rows where it is not have
+ * type WT_CFA_EXPR); rbp is restored as rbp_type says.
+ */
+#ifndef WT_BPF_UNWIND_H
+#define WT_BPF_UNWIND_H
+
+enum wt_cfa_type {
+	WT_CFA_NONE = 0,   /* no CFI for this pc (gap between functions): frame pointers */
+	WT_CFA_RSP = 1,    /* CFA = rsp + cfa_off */
+	WT_CFA_RBP = 2,    /* CFA = rbp + cfa_off */
+	WT_CFA_PLT = 3,    /* PLT entries: CFA = rsp + cfa_off + ((pc & 15) >= rbp_off ? 8 : 0) */
+	WT_CFA_END = 4,    /* return address undefined: outermost frame (_start, thread start) */
+	WT_CFA_SIGNAL = 5, /* signal trampoline (CIE augmentation 'S'): registers in the sigcontext at rsp */
+	WT_CFA_EXPR = 6,   /* another DWARF expression or register: not unwound here (frame pointers) */
+};
+
+enum wt_rbp_type {
+	WT_RBP_SAME = 0,  /* rbp unchanged in this frame */
+	WT_RBP_CFA = 1,   /* the caller's rbp saved at CFA + rbp_off */
+	WT_RBP_OTHER = 2, /* in a register or an expression: unknown to the unwinder */
+};
+
+/* 12 bytes; pc is the ELF virtual address (files whose executable code
+ * lies above 4 GiB get no table) */
+struct wt_unwind_row {
+	__u32 pc;
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__u8 cfa_type;
+	__u8 rbp_type;
+};
+
+/* Executable mappings of one process that have a table, sorted by start:
+ * pc in [start, end) has ELF address pc - bias and its rows are
+ * rows[first .. first + count) of the rows array (wt_unwind_rows). */
+#define WT_UNWIND_MAPS 32
+struct wt_unwind_map {
+	__u64 start, end, bias;
+	__u32 first, count;
+};
+
+struct wt_unwind_proc {
+	__u32 n;
+	__u32 pad;
+	struct wt_unwind_map m[WT_UNWIND_MAPS];
+};
+
+#endif

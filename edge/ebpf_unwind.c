@@ -1,0 +1,1119 @@
+/*
+ * ebpf_unwind.c — unwind tables from DWARF call frame information (see
+ * ebpf_unwind.h): reads the CIEs and FDEs of .eh_frame and .debug_frame,
+ * interprets each FDE's CFA program and keeps, per pc where the rule
+ * changes, what an unwinder needs on x86-64: the CFA rule (rsp+N, rbp+N,
+ * the PLT expression, signal frame, outermost frame), where rbp was saved,
+ * and whether the return address is at CFA-8. Everything else (other
+ * registers, other expressions) is dropped or marked WT_CFA_EXPR, which the
+ * unwinder answers with frame pointers.
+ *
+ * The input is untrusted (any binary on the machine): every read is bounds
+ * checked, loops are bounded by the section size, the row count by
+ * EDGE_UNWIND_MAX_ROWS, the remember-state stack by REMEMBER_MAX.
+ */
+#include "ebpf_unwind.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "ebpf_procs.h"
+#include "fsdir.h"
+#include "log.h"
+
+#define DW_RBP 6
+#define DW_RSP 7
+#define DW_RA 16
+#define REMEMBER_MAX 16
+#define CIE_CACHE 64
+#define CACHE_MAGIC "WTU2"
+
+/* ---- bounded reader ---------------------------------------------------------- */
+
+typedef struct rd {
+	const uint8_t *p, *end;
+	int bad;
+} rd;
+
+static uint64_t rd_u(rd *r, int n)
+{
+	uint64_t v = 0;
+	if (r->end - r->p < n) {
+		r->bad = 1;
+		r->p = r->end;
+		return 0;
+	}
+	for (int i = 0; i < n; i++)
+		v |= (uint64_t)r->p[i] << (8 * i);
+	r->p += n;
+	return v;
+}
+
+static uint64_t rd_uleb(rd *r)
+{
+	uint64_t v = 0;
+	for (int shift = 0; r->p < r->end; shift += 7) {
+		uint8_t b = *r->p++;
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->bad = 1;
+	return 0;
+}
+
+static int64_t rd_sleb(rd *r)
+{
+	int64_t v = 0;
+	int shift = 0;
+	while (r->p < r->end) {
+		uint8_t b = *r->p++;
+		if (shift < 64)
+			v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
+		shift += 7;
+		if (!(b & 0x80)) {
+			if (shift < 64 && (b & 0x40))
+				v |= -((int64_t)1 << shift);
+			return v;
+		}
+	}
+	r->bad = 1;
+	return 0;
+}
+
+/* DW_EH_PE_* pointer; pos is the field's address (pcrel). 0 = read,
+ * -1 = omitted or an encoding not used for code addresses here */
+static int rd_ptr(rd *r, uint8_t enc, uint64_t pos, int addr_size, uint64_t *out)
+{
+	uint64_t v;
+	if (enc == 0xff)
+		return -1;
+	switch (enc & 0x0f) {
+	case 0x00: v = rd_u(r, addr_size); break;
+	case 0x01: v = rd_uleb(r); break;
+	case 0x02: v = rd_u(r, 2); break;
+	case 0x03: v = rd_u(r, 4); break;
+	case 0x04: v = rd_u(r, 8); break;
+	case 0x09: v = (uint64_t)rd_sleb(r); break;
+	case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd_u(r, 2); break;
+	case 0x0b: v = (uint64_t)(int64_t)(int32_t)rd_u(r, 4); break;
+	case 0x0c: v = rd_u(r, 8); break;
+	default: r->bad = 1; return -1;
+	}
+	switch (enc & 0x70) {
+	case 0x00: break;
+	case 0x10: v += pos; break;
+	default: return -1; /* textrel/datarel/funcrel/aligned: not used for x86-64 code */
+	}
+	if (enc & 0x80)
+		return -1; /* indirect */
+	*out = v;
+	return r->bad ? -1 : 0;
+}
+
+/* ---- CFA state ---------------------------------------------------------------- */
+
+enum { R_SAME = 0, R_UNDEF, R_OFFSET, R_OTHER };
+enum { C_REG = 0, C_PLT, C_EXPR };
+
+typedef struct rule {
+	uint8_t type;
+	int64_t off;
+} rule;
+
+typedef struct state {
+	uint8_t cfa;
+	uint8_t plt_thr;
+	uint64_t cfa_reg;
+	int64_t cfa_off;
+	rule rbp, ra;
+} state;
+
+typedef struct cie {
+	uint64_t off; /* section offset + 1 (0 = empty slot) */
+	uint64_t code_align;
+	int64_t data_align;
+	uint64_t ra_reg;
+	uint8_t fde_enc;
+	uint8_t addr_size;
+	int has_z, signal;
+	const uint8_t *ins, *ins_end;
+} cie;
+
+typedef struct raw_row {
+	uint64_t pc;
+	uint32_t seq;
+	uint8_t prio; /* 2 .eh_frame, 1 .debug_frame, 0 end of an FDE */
+	struct wt_unwind_row r;
+} raw_row;
+
+typedef struct builder {
+	raw_row *rows;
+	size_t n, cap;
+	size_t fdes;
+	int full;
+} builder;
+
+static void set_rule(state *s, uint64_t reg, uint8_t type, int64_t off)
+{
+	rule *x = reg == DW_RBP ? &s->rbp : reg == DW_RA ? &s->ra : NULL;
+	if (x) {
+		x->type = type;
+		x->off = off;
+	}
+}
+
+static void restore_rule(state *s, const state *init, uint64_t reg)
+{
+	if (reg == DW_RBP)
+		s->rbp = init->rbp;
+	else if (reg == DW_RA)
+		s->ra = init->ra;
+}
+
+/* The PLT entries' CFA: rsp + N + ((rip & 15) >= K ? 8 : 0), written by
+ * binutils as breg7 N; breg16 0; lit15; and; litK; ge; lit3; shl; plus. */
+static int plt_expr(const uint8_t *b, uint64_t len, int64_t *off, uint8_t *thr)
+{
+	if (len != 11 || b[0] != 0x77 || (b[1] & 0xc0) || b[2] != 0x80 || b[3] != 0x00 || b[4] != 0x3f ||
+	    b[5] != 0x1a || b[6] < 0x30 || b[6] > 0x4f || b[7] != 0x2a || b[8] != 0x33 || b[9] != 0x24 || b[10] != 0x22)
+		return 0;
+	*off = b[1];
+	*thr = (uint8_t)(b[6] - 0x30);
+	return 1;
+}
+
+static int row_push(builder *b, uint64_t pc, uint8_t prio, const struct wt_unwind_row *r)
+{
+	if (b->n == b->cap) {
+		if (b->cap >= EDGE_UNWIND_MAX_ROWS) {
+			b->full = 1;
+			return WT_ELIMIT;
+		}
+		size_t nc = b->cap ? b->cap * 2 : 4096;
+		raw_row *nr = realloc(b->rows, nc * sizeof(*nr));
+		if (!nr)
+			return WT_ENOMEM;
+		b->rows = nr;
+		b->cap = nc;
+	}
+	raw_row *x = &b->rows[b->n];
+	x->pc = pc;
+	x->seq = (uint32_t)b->n;
+	x->prio = prio;
+	x->r = *r;
+	b->n++;
+	return 0;
+}
+
+static int emit(builder *b, const cie *c, const state *s, uint64_t pc, uint8_t prio)
+{
+	struct wt_unwind_row r;
+	memset(&r, 0, sizeof(r));
+	if (pc > UINT32_MAX)
+		return 0;
+	r.pc = (uint32_t)pc;
+	if (c->signal)
+		r.cfa_type = WT_CFA_SIGNAL;
+	else if (s->ra.type == R_UNDEF)
+		r.cfa_type = WT_CFA_END;
+	else if (s->ra.type != R_OFFSET || s->ra.off != -8)
+		r.cfa_type = WT_CFA_EXPR;
+	else if (s->cfa == C_PLT) {
+		r.cfa_type = WT_CFA_PLT;
+		r.cfa_off = (int32_t)s->cfa_off;
+		r.rbp_off = s->plt_thr;
+	} else if (s->cfa == C_REG && (s->cfa_reg == DW_RSP || s->cfa_reg == DW_RBP) && s->cfa_off >= INT32_MIN &&
+		   s->cfa_off <= INT32_MAX) {
+		r.cfa_type = s->cfa_reg == DW_RSP ? WT_CFA_RSP : WT_CFA_RBP;
+		r.cfa_off = (int32_t)s->cfa_off;
+	} else {
+		r.cfa_type = WT_CFA_EXPR;
+	}
+	if (r.cfa_type != WT_CFA_PLT) {
+		if (s->rbp.type == R_SAME)
+			r.rbp_type = WT_RBP_SAME;
+		else if (s->rbp.type == R_OFFSET && s->rbp.off >= INT16_MIN && s->rbp.off <= INT16_MAX) {
+			r.rbp_type = WT_RBP_CFA;
+			r.rbp_off = (int16_t)s->rbp.off;
+		} else
+			r.rbp_type = WT_RBP_OTHER;
+	}
+	return row_push(b, pc, prio, &r);
+}
+
+/* Run a CFA program from state s at loc (s is updated). With b, rows are
+ * emitted at every advance while loc < end; without, only the state is
+ * computed (a CIE's initial instructions). */
+static int run_cfa(builder *b, const cie *c, const uint8_t *p, const uint8_t *pend, state *s, const state *init,
+		   uint64_t loc, uint64_t end, uint8_t prio)
+{
+	rd r = {p, pend, 0};
+	state stack[REMEMBER_MAX];
+	int depth = 0, rc = 0;
+
+	while (r.p < r.end && !r.bad && rc == 0) {
+		uint8_t op = *r.p++;
+		uint64_t delta = 0, reg, reg2;
+		int advance = 0;
+		switch (op & 0xc0) {
+		case 0x40:
+			delta = (op & 0x3f) * c->code_align;
+			advance = 1;
+			break;
+		case 0x80:
+			set_rule(s, op & 0x3f, R_OFFSET, (int64_t)rd_uleb(&r) * c->data_align);
+			continue;
+		case 0xc0:
+			if (init)
+				restore_rule(s, init, op & 0x3f);
+			continue;
+		default:
+			break;
+		}
+		if (!advance) {
+			switch (op) {
+			case 0x00: /* nop */
+				break;
+			case 0x01: { /* set_loc */
+				uint64_t to;
+				if (rd_ptr(&r, c->fde_enc, 0, c->addr_size, &to) || to < loc)
+					return 0;
+				delta = to - loc;
+				advance = 1;
+				break;
+			}
+			case 0x02: delta = rd_u(&r, 1) * c->code_align; advance = 1; break;
+			case 0x03: delta = rd_u(&r, 2) * c->code_align; advance = 1; break;
+			case 0x04: delta = rd_u(&r, 4) * c->code_align; advance = 1; break;
+			case 0x05:
+				reg = rd_uleb(&r);
+				set_rule(s, reg, R_OFFSET, (int64_t)rd_uleb(&r) * c->data_align);
+				break;
+			case 0x06:
+				reg = rd_uleb(&r);
+				if (init)
+					restore_rule(s, init, reg);
+				break;
+			case 0x07: set_rule(s, rd_uleb(&r), R_UNDEF, 0); break;
+			case 0x08: set_rule(s, rd_uleb(&r), R_SAME, 0); break;
+			case 0x09:
+				reg = rd_uleb(&r);
+				reg2 = rd_uleb(&r);
+				set_rule(s, reg, R_OTHER, (int64_t)reg2);
+				break;
+			case 0x0a:
+				if (depth < REMEMBER_MAX)
+					stack[depth] = *s;
+				depth++;
+				break;
+			case 0x0b:
+				if (depth > 0) {
+					depth--;
+					/* the CFA too, as GCC's unwinder and readelf do */
+					if (depth < REMEMBER_MAX)
+						*s = stack[depth];
+				}
+				break;
+			case 0x0c:
+				s->cfa = C_REG;
+				s->cfa_reg = rd_uleb(&r);
+				s->cfa_off = (int64_t)rd_uleb(&r);
+				break;
+			case 0x0d:
+				s->cfa_reg = rd_uleb(&r);
+				if (s->cfa != C_REG) {
+					s->cfa = C_REG;
+					s->cfa_off = 0;
+				}
+				break;
+			case 0x0e: s->cfa_off = (int64_t)rd_uleb(&r); break;
+			case 0x0f: {
+				uint64_t len = rd_uleb(&r);
+				if ((uint64_t)(r.end - r.p) < len) {
+					r.bad = 1;
+					break;
+				}
+				s->cfa = plt_expr(r.p, len, &s->cfa_off, &s->plt_thr) ? C_PLT : C_EXPR;
+				r.p += len;
+				break;
+			}
+			case 0x10:
+			case 0x16: {
+				reg = rd_uleb(&r);
+				uint64_t len = rd_uleb(&r);
+				if ((uint64_t)(r.end - r.p) < len) {
+					r.bad = 1;
+					break;
+				}
+				r.p += len;
+				set_rule(s, reg, R_OTHER, 0);
+				break;
+			}
+			case 0x11:
+				reg = rd_uleb(&r);
+				set_rule(s, reg, R_OFFSET, rd_sleb(&r) * c->data_align);
+				break;
+			case 0x12:
+				s->cfa = C_REG;
+				s->cfa_reg = rd_uleb(&r);
+				s->cfa_off = rd_sleb(&r) * c->data_align;
+				break;
+			case 0x13: s->cfa_off = rd_sleb(&r) * c->data_align; break;
+			case 0x14:
+				reg = rd_uleb(&r);
+				rd_uleb(&r);
+				set_rule(s, reg, R_OTHER, 0);
+				break;
+			case 0x15:
+				reg = rd_uleb(&r);
+				rd_sleb(&r);
+				set_rule(s, reg, R_OTHER, 0);
+				break;
+			case 0x2e: rd_uleb(&r); break; /* GNU_args_size */
+			case 0x2f:
+				reg = rd_uleb(&r);
+				set_rule(s, reg, R_OFFSET, -(int64_t)rd_uleb(&r) * c->data_align);
+				break;
+			default:
+				return 0; /* unknown opcode: the rest of this FDE is not read */
+			}
+		}
+		if (advance && b) {
+			if (loc >= end)
+				return 0;
+			rc = emit(b, c, s, loc, prio);
+			loc += delta;
+		}
+	}
+	if (b && rc == 0 && loc < end)
+		rc = emit(b, c, s, loc, prio);
+	return rc;
+}
+
+/* ---- sections ------------------------------------------------------------------ */
+
+typedef struct section {
+	const uint8_t *data;
+	uint64_t size, addr;
+	int eh; /* .eh_frame (else .debug_frame) */
+} section;
+
+static int parse_cie(const section *sec, uint64_t off, cie *c)
+{
+	rd r = {sec->data + off, sec->data + sec->size, 0};
+	uint64_t len = rd_u(&r, 4);
+	int wide = 0;
+	memset(c, 0, sizeof(*c));
+	if (len == 0xffffffffu) {
+		len = rd_u(&r, 8);
+		wide = 1;
+	}
+	if (r.bad || len > (uint64_t)(r.end - r.p))
+		return -1;
+	const uint8_t *end = r.p + len;
+	r.end = end;
+	uint64_t id = rd_u(&r, wide ? 8 : 4);
+	if (sec->eh ? id != 0 : id != (wide ? UINT64_MAX : 0xffffffffu))
+		return -1;
+	uint8_t version = (uint8_t)rd_u(&r, 1);
+	const char *aug = (const char *)r.p;
+	size_t alen = strnlen(aug, (size_t)(r.end - r.p));
+	if (r.p + alen >= r.end)
+		return -1;
+	r.p += alen + 1;
+	c->addr_size = 8;
+	if (strstr(aug, "eh"))
+		rd_u(&r, 8);
+	if (version >= 4) {
+		c->addr_size = (uint8_t)rd_u(&r, 1);
+		rd_u(&r, 1); /* segment selector size */
+		if (c->addr_size != 4 && c->addr_size != 8)
+			return -1;
+	}
+	c->code_align = rd_uleb(&r);
+	c->data_align = rd_sleb(&r);
+	c->ra_reg = version == 1 ? rd_u(&r, 1) : rd_uleb(&r);
+	c->fde_enc = 0x00; /* absptr unless 'R' says otherwise */
+	if (aug[0] == 'z') {
+		uint64_t zl = rd_uleb(&r);
+		if (r.bad || zl > (uint64_t)(r.end - r.p))
+			return -1;
+		const uint8_t *zend = r.p + zl;
+		c->has_z = 1;
+		for (const char *a = aug + 1; *a && r.p <= zend; a++) {
+			uint64_t ignored;
+			if (*a == 'L')
+				rd_u(&r, 1);
+			else if (*a == 'R')
+				c->fde_enc = (uint8_t)rd_u(&r, 1);
+			else if (*a == 'P') {
+				uint8_t enc = (uint8_t)rd_u(&r, 1);
+				/* indirect personalities are fine to skip: only the size matters */
+				rd_ptr(&r, enc & 0x7f, 0, 8, &ignored);
+			} else if (*a == 'S')
+				c->signal = 1;
+			else if (*a != 'B' && *a != 'G')
+				break;
+		}
+		r.p = zend;
+	} else if (aug[0] != '\0') {
+		return -1; /* an augmentation we cannot skip */
+	}
+	if (r.bad || c->code_align == 0)
+		return -1;
+	c->ins = r.p;
+	c->ins_end = end;
+	c->off = off + 1;
+	return 0;
+}
+
+static int parse_section(builder *b, const section *sec)
+{
+	cie cache[CIE_CACHE];
+	uint64_t off = 0;
+	int rc = 0;
+	memset(cache, 0, sizeof(cache));
+	while (rc == 0 && off + 4 <= sec->size) {
+		rd r = {sec->data + off, sec->data + sec->size, 0};
+		uint64_t len = rd_u(&r, 4);
+		int wide = 0;
+		if (len == 0) {
+			if (sec->eh)
+				break; /* terminator */
+			off += 4;
+			continue;
+		}
+		if (len == 0xffffffffu) {
+			len = rd_u(&r, 8);
+			wide = 1;
+		}
+		if (r.bad || len > (uint64_t)(r.end - r.p))
+			break;
+		const uint8_t *entry_end = r.p + len;
+		uint64_t next = (uint64_t)(entry_end - sec->data);
+		r.end = entry_end;
+		const uint8_t *id_pos = r.p;
+		uint64_t id = rd_u(&r, wide ? 8 : 4);
+		int is_cie = sec->eh ? id == 0 : id == (wide ? UINT64_MAX : 0xffffffffu);
+		if (is_cie || r.bad) {
+			off = next;
+			continue;
+		}
+		uint64_t cie_off = sec->eh ? (uint64_t)(id_pos - sec->data) - id : id;
+		if (cie_off >= sec->size) {
+			off = next;
+			continue;
+		}
+		cie *c = &cache[cie_off % CIE_CACHE];
+		if (c->off != cie_off + 1 && parse_cie(sec, cie_off, c)) {
+			c->off = 0;
+			off = next;
+			continue;
+		}
+		uint64_t pc, range;
+		uint64_t pos = sec->addr + (uint64_t)(r.p - sec->data);
+		uint8_t enc = sec->eh ? c->fde_enc : 0x00;
+		if (rd_ptr(&r, enc, pos, c->addr_size, &pc) || rd_ptr(&r, enc & 0x0f, 0, c->addr_size, &range) ||
+		    pc == 0 || range == 0 || pc + range < pc) {
+			off = next;
+			continue;
+		}
+		if (c->has_z) {
+			uint64_t zl = rd_uleb(&r);
+			if (r.bad || zl > (uint64_t)(r.end - r.p)) {
+				off = next;
+				continue;
+			}
+			r.p += zl;
+		}
+		state init, s;
+		memset(&init, 0, sizeof(init));
+		init.cfa = C_REG;
+		if (c->ra_reg != DW_RA) {
+			off = next;
+			continue; /* not x86-64 CFI */
+		}
+		run_cfa(NULL, c, c->ins, c->ins_end, &init, NULL, 0, 0, 0);
+		s = init;
+		uint8_t prio = sec->eh ? 2 : 1;
+		struct wt_unwind_row none;
+		memset(&none, 0, sizeof(none));
+		if ((rc = run_cfa(b, c, r.p, entry_end, &s, &init, pc, pc + range, prio)))
+			break;
+		if (pc + range <= UINT32_MAX) {
+			none.pc = (uint32_t)(pc + range);
+			rc = row_push(b, pc + range, 0, &none);
+		}
+		b->fdes++;
+		off = next;
+	}
+	return rc;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const raw_row *x = a, *y = b;
+	if (x->pc != y->pc)
+		return x->pc < y->pc ? -1 : 1;
+	if (x->prio != y->prio)
+		return x->prio > y->prio ? -1 : 1;
+	return x->seq > y->seq ? -1 : x->seq < y->seq; /* the last state at a pc wins */
+}
+
+static int same_rule(const struct wt_unwind_row *a, const struct wt_unwind_row *b)
+{
+	return a->cfa_type == b->cfa_type && a->cfa_off == b->cfa_off && a->rbp_type == b->rbp_type &&
+	       a->rbp_off == b->rbp_off;
+}
+
+static int finish(builder *b, edge_unwind_table *t)
+{
+	if (b->n) /* a file without CFI has no rows (and qsort wants a buffer) */
+		qsort(b->rows, b->n, sizeof(*b->rows), row_cmp);
+	t->rows = malloc((b->n ? b->n : 1) * sizeof(*t->rows));
+	if (!t->rows)
+		return WT_ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		if (i > 0 && b->rows[i].pc == b->rows[i - 1].pc)
+			continue; /* the first of a pc is the one that counts */
+		if (n > 0 && same_rule(&t->rows[n - 1], &b->rows[i].r))
+			continue;
+		if (n == 0 && b->rows[i].r.cfa_type == WT_CFA_NONE)
+			continue;
+		t->rows[n++] = b->rows[i].r;
+	}
+	t->n = n;
+	return 0;
+}
+
+int edge_unwind_build(const char *path, edge_unwind_table **out, wt_err *err)
+{
+	builder b = {0};
+	edge_unwind_table *t = calloc(1, sizeof(*t));
+	Elf *elf = NULL;
+	int fd = -1, rc = 0;
+	size_t shstrndx;
+
+	*out = NULL;
+	if (!t)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	elf_version(EV_CURRENT);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = wt_err_set(err, WT_EIO, "unwind table: cannot open %s: %s", path, strerror(errno));
+		goto out;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) || elf_getshdrstrndx(elf, &shstrndx)) {
+		rc = wt_err_set(err, WT_EINVAL, "unwind table: %s is not an ELF file", path);
+		goto out;
+	}
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
+		rc = wt_err_set(err, WT_EINVAL, "unwind table: %s is not x86-64", path);
+		goto out;
+	}
+	size_t nph = 0;
+	if (elf_getphdrnum(elf, &nph) == 0)
+		for (size_t i = 0; i < nph && t->nloads < 8; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+				t->load_off[t->nloads] = ph.p_offset;
+				t->load_vaddr[t->nloads] = ph.p_vaddr;
+				t->load_filesz[t->nloads++] = ph.p_filesz;
+			}
+		}
+	for (int pass = 0; pass < 2 && rc == 0; pass++) {
+		const char *want = pass == 0 ? ".eh_frame" : ".debug_frame";
+		for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn && rc == 0; scn = elf_nextscn(elf, scn)) {
+			GElf_Shdr sh;
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+				continue;
+			const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+			if (!name || strcmp(name, want))
+				continue;
+			if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+				continue;
+			Elf_Data *d = elf_getdata(scn, NULL);
+			if (!d || !d->d_buf)
+				continue;
+			section sec = {d->d_buf, d->d_size, sh.sh_addr, pass == 0};
+			t->cfi_bytes += d->d_size;
+			rc = parse_section(&b, &sec);
+		}
+	}
+	if (rc) {
+		wt_err_set(err, rc, "unwind table: %s: %s", path, b.full ? "too many rows" : "out of memory");
+		goto out;
+	}
+	t->fdes = b.fdes;
+	if ((rc = finish(&b, t)))
+		wt_err_set(err, rc, "out of memory");
+out:
+	free(b.rows);
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	if (rc)
+		edge_unwind_free(t);
+	else
+		*out = t;
+	return rc;
+}
+
+/* ---- on-disk cache ---------------------------------------------------------------- */
+
+typedef struct cache_hdr {
+	char magic[4];
+	uint32_t row_size;
+	uint64_t n, fdes, cfi_bytes;
+	uint64_t load_off[8], load_vaddr[8], load_filesz[8];
+	uint32_t nloads, pad;
+} cache_hdr;
+
+static int cache_read(const char *file, edge_unwind_table **out)
+{
+	FILE *f = fopen(file, "rbe");
+	cache_hdr h;
+	edge_unwind_table *t = NULL;
+	struct stat st;
+	int ok = 0;
+	if (!f)
+		return -1;
+	if (fstat(fileno(f), &st) || fread(&h, sizeof(h), 1, f) != 1 || memcmp(h.magic, CACHE_MAGIC, 4) ||
+	    h.row_size != sizeof(struct wt_unwind_row) || h.n > EDGE_UNWIND_MAX_ROWS ||
+	    (uint64_t)st.st_size != sizeof(h) + h.n * sizeof(struct wt_unwind_row))
+		goto out;
+	t = calloc(1, sizeof(*t));
+	if (!t || !(t->rows = malloc((h.n ? h.n : 1) * sizeof(*t->rows))))
+		goto out;
+	if (h.n && fread(t->rows, sizeof(*t->rows), h.n, f) != h.n)
+		goto out;
+	t->n = h.n;
+	t->fdes = h.fdes;
+	t->cfi_bytes = h.cfi_bytes;
+	t->nloads = h.nloads > 8 ? 8 : h.nloads;
+	memcpy(t->load_off, h.load_off, sizeof(h.load_off));
+	memcpy(t->load_vaddr, h.load_vaddr, sizeof(h.load_vaddr));
+	memcpy(t->load_filesz, h.load_filesz, sizeof(h.load_filesz));
+	t->from_cache = 1;
+	ok = 1;
+out:
+	fclose(f);
+	if (!ok) {
+		edge_unwind_free(t);
+		return -1;
+	}
+	*out = t;
+	return 0;
+}
+
+static void cache_write(const char *file, const edge_unwind_table *t)
+{
+	char tmp[4200];
+	cache_hdr h;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, CACHE_MAGIC, 4);
+	h.nloads = t->nloads;
+	memcpy(h.load_off, t->load_off, sizeof(h.load_off));
+	memcpy(h.load_vaddr, t->load_vaddr, sizeof(h.load_vaddr));
+	memcpy(h.load_filesz, t->load_filesz, sizeof(h.load_filesz));
+	h.row_size = sizeof(struct wt_unwind_row);
+	h.n = t->n;
+	h.fdes = t->fdes;
+	h.cfi_bytes = t->cfi_bytes;
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", file, (int)getpid());
+	FILE *f = fopen(tmp, "wbe");
+	if (!f)
+		return;
+	int ok = fwrite(&h, sizeof(h), 1, f) == 1 && (!t->n || fwrite(t->rows, sizeof(*t->rows), t->n, f) == t->n);
+	if (fclose(f) != 0)
+		ok = 0;
+	if (!ok || rename(tmp, file) != 0)
+		unlink(tmp);
+}
+
+int edge_unwind_get(const char *cache_dir, const char *key, const char *path, edge_unwind_table **out,
+		    wt_err *err)
+{
+	char file[4096];
+	int rc;
+	*out = NULL;
+	for (const char *k = key; *k; k++)
+		if (!((*k >= '0' && *k <= '9') || (*k >= 'a' && *k <= 'f') || (*k >= 'A' && *k <= 'F')))
+			return wt_err_set(err, WT_EINVAL, "unwind cache key must be hex: %s", key);
+	if (!*key || strlen(cache_dir) + strlen(key) + 8 > sizeof(file))
+		return wt_err_set(err, WT_EINVAL, "unwind cache path too long");
+	snprintf(file, sizeof(file), "%s/%s.wtu", cache_dir, key);
+	if (cache_read(file, out) == 0)
+		return 0;
+	if ((rc = edge_unwind_build(path, out, err)))
+		return rc;
+	wt_err ignored = {0};
+	if (wt_mkdir_p(cache_dir, 0700, &ignored) == 0)
+		cache_write(file, *out); /* best effort: a table not cached is built again */
+	return 0;
+}
+
+const struct wt_unwind_row *edge_unwind_find(const edge_unwind_table *t, uint64_t vaddr)
+{
+	size_t lo = 0, hi = t->n;
+	if (vaddr > UINT32_MAX)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->rows[mid].pc <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &t->rows[lo - 1] : NULL;
+}
+
+void edge_unwind_free(edge_unwind_table *t)
+{
+	if (!t)
+		return;
+	free(t->rows);
+	free(t);
+}
+
+/* ---- loader ----------------------------------------------------------------------- */
+
+typedef struct loaded_file {
+	char key[96]; /* device-inode-size-mtime */
+	uint32_t first, count;
+	uint64_t load_off[8], load_vaddr[8], load_filesz[8];
+	uint32_t nloads;
+	int ok;
+} loaded_file;
+
+/* one process to give tables: a copy of its mappings (the process table
+ * may drop the process meanwhile) */
+typedef struct job_map {
+	uint64_t start, end, pgoff;
+	char *path;
+} job_map;
+
+typedef struct job {
+	uint32_t tgid;
+	uint64_t seq; /* creation order */
+	size_t n;
+	job_map m[WT_UNWIND_MAPS];
+} job;
+
+#define MAX_JOBS 4096
+#define LAST_SLOTS 16384
+
+/* Tables are built on a thread of the loader's own: a large binary takes
+ * a while (~25-90 ms per MiB of CFI) and neither the discovery thread
+ * (captures of short-lived processes) nor the flush should wait for it. */
+struct edge_unwind_loader {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t th;
+	int started, stop, busy;
+	uint64_t seq; /* jobs created */
+	/* tgid → seq of the job whose entry was written last (direct-mapped):
+	 * a job of an older image (before an exec) never overwrites a newer */
+	uint32_t last_tgid[LAST_SLOTS];
+	uint64_t last_seq[LAST_SLOTS];
+	job **q; /* ring of pending jobs */
+	size_t qhead, qn;
+	int rows_fd, procs_fd;
+	uint32_t max_rows, used;
+	char *cache_dir;
+	loaded_file *files; /* appended by the loader thread, read by all, under mu */
+	size_t nfiles, cap;
+	_Atomic uint64_t failed, dropped, files_ok, rows_used; /* for stats */
+};
+
+static void job_free(job *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->n; i++)
+		free(j->m[i].path);
+	free(j);
+}
+
+static void *loader_run(void *arg);
+
+edge_unwind_loader *edge_unwind_loader_new(int rows_fd, uint32_t max_rows, int procs_fd, const char *cache_dir)
+{
+	edge_unwind_loader *l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->cv, NULL);
+	l->rows_fd = rows_fd;
+	l->procs_fd = procs_fd;
+	l->max_rows = max_rows;
+	l->q = calloc(MAX_JOBS, sizeof(*l->q));
+	if (!l->q || (cache_dir && !(l->cache_dir = strdup(cache_dir))) || pthread_create(&l->th, NULL, loader_run, l)) {
+		edge_unwind_loader_free(l);
+		return NULL;
+	}
+	l->started = 1;
+	return l;
+}
+
+static int rows_upload(edge_unwind_loader *l, const edge_unwind_table *t, uint32_t first)
+{
+	enum { CHUNK = 4096 };
+	uint32_t keys[CHUNK];
+	for (size_t i = 0; i < t->n; i += CHUNK) {
+		uint32_t n = (uint32_t)(t->n - i < CHUNK ? t->n - i : CHUNK);
+		for (uint32_t k = 0; k < n; k++)
+			keys[k] = first + (uint32_t)i + k;
+		uint32_t cnt = n;
+		if (bpf_map_update_batch(l->rows_fd, keys, t->rows + i, &cnt, NULL) == 0 && cnt == n)
+			continue;
+		/* kernels without batch updates on arrays (before 5.6) */
+		for (uint32_t k = 0; k < n; k++)
+			if (bpf_map_update_elem(l->rows_fd, &keys[k], &t->rows[i + k], BPF_ANY))
+				return -1;
+	}
+	return 0;
+}
+
+static int file_key(const char *path, char key[96])
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return -1;
+	snprintf(key, 96, "%llx%08llx%llx%llx", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		 (unsigned long long)st.st_size, (unsigned long long)st.st_mtim.tv_sec);
+	return 0;
+}
+
+/* 0 unknown file, 1 loaded (copied to *out), 2 known without a table */
+static int file_find(edge_unwind_loader *l, const char *key, loaded_file *out)
+{
+	int r = 0;
+	pthread_mutex_lock(&l->mu);
+	for (size_t i = 0; i < l->nfiles; i++)
+		if (!strcmp(l->files[i].key, key)) {
+			*out = l->files[i];
+			r = out->ok ? 1 : 2;
+			break;
+		}
+	pthread_mutex_unlock(&l->mu);
+	return r;
+}
+
+/* Loader thread: build (or read from the disk cache) and load the table
+ * of a file not seen before, then record it. 1 = loaded (*f), 0 = none. */
+static int file_load(edge_unwind_loader *l, const char *path, const char *key, loaded_file *f)
+{
+	edge_unwind_table *t = NULL;
+	wt_err err = {0};
+	memset(f, 0, sizeof(*f));
+	snprintf(f->key, sizeof(f->key), "%s", key);
+	int rc = l->cache_dir ? edge_unwind_get(l->cache_dir, key, path, &t, &err) : edge_unwind_build(path, &t, &err);
+	if (rc || !t->n || t->n > l->max_rows - l->used || rows_upload(l, t, l->used)) {
+		atomic_fetch_add(&l->failed, 1);
+	} else {
+		f->first = l->used;
+		f->count = (uint32_t)t->n;
+		f->nloads = t->nloads;
+		memcpy(f->load_off, t->load_off, sizeof(f->load_off));
+		memcpy(f->load_vaddr, t->load_vaddr, sizeof(f->load_vaddr));
+		memcpy(f->load_filesz, t->load_filesz, sizeof(f->load_filesz));
+		f->ok = 1;
+		l->used += (uint32_t)t->n;
+		atomic_store(&l->rows_used, l->used);
+		atomic_fetch_add(&l->files_ok, 1);
+	}
+	edge_unwind_free(t);
+	pthread_mutex_lock(&l->mu);
+	if (l->nfiles == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		loaded_file *nf = realloc(l->files, nc * sizeof(*nf));
+		if (nf) {
+			l->files = nf;
+			l->cap = nc;
+		}
+	}
+	if (l->nfiles < l->cap)
+		l->files[l->nfiles++] = *f; /* else tried again next time */
+	pthread_mutex_unlock(&l->mu);
+	return f->ok;
+}
+
+/* Write process j's entry from the tables of its files. Without may_load
+ * (the caller's thread), a file not seen before makes it return -1 (the
+ * job goes to the loader thread); 0 = done. */
+static int load_job(edge_unwind_loader *l, const job *j, int may_load)
+{
+	struct wt_unwind_proc v;
+	char path[4400], key[96];
+	memset(&v, 0, sizeof(v));
+	for (size_t i = 0; i < j->n && v.n < WT_UNWIND_MAPS; i++) {
+		const job_map *m = &j->m[i];
+		loaded_file f;
+		uint64_t va = 0;
+		int found = 0;
+		snprintf(path, sizeof(path), "/proc/%u/root%s", j->tgid, m->path);
+		if (file_key(path, key))
+			continue;
+		int known = file_find(l, key, &f);
+		if (!known && !may_load)
+			return -1;
+		if (!(known ? known == 1 : file_load(l, path, key, &f)))
+			continue;
+		for (uint32_t k = 0; k < f.nloads && !found; k++)
+			if (m->pgoff >= f.load_off[k] && m->pgoff < f.load_off[k] + f.load_filesz[k]) {
+				va = m->pgoff - f.load_off[k] + f.load_vaddr[k];
+				found = 1;
+			}
+		if (!found)
+			continue;
+		struct wt_unwind_map *x = &v.m[v.n++];
+		x->start = m->start;
+		x->end = m->end;
+		x->bias = m->start - va;
+		x->first = f.first;
+		x->count = f.count;
+	}
+	uint32_t tgid = j->tgid;
+	wt_debug("msg=\"unwind tables\" tgid=%u maps=%zu with_tables=%u loader_thread=%d", tgid, j->n, v.n, may_load);
+	/* a newer image of the tgid already has its entry: this one is stale */
+	pthread_mutex_lock(&l->mu);
+	size_t slot = tgid % LAST_SLOTS;
+	int stale = l->last_tgid[slot] == tgid && l->last_seq[slot] > j->seq;
+	if (!stale) {
+		l->last_tgid[slot] = tgid;
+		l->last_seq[slot] = j->seq;
+		/* a process gone meanwhile gets no entry (nobody would delete it) */
+		if (v.n && kill((pid_t)tgid, 0) == 0)
+			bpf_map_update_elem(l->procs_fd, &tgid, &v, BPF_ANY);
+		else
+			bpf_map_delete_elem(l->procs_fd, &tgid);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return 0;
+}
+
+static void *loader_run(void *arg)
+{
+	edge_unwind_loader *l = arg;
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		while (!l->stop && !l->qn)
+			pthread_cond_wait(&l->cv, &l->mu);
+		if (l->stop)
+			break;
+		job *j = l->q[l->qhead];
+		l->qhead = (l->qhead + 1) % MAX_JOBS;
+		l->qn--;
+		l->busy = 1;
+		pthread_mutex_unlock(&l->mu);
+		load_job(l, j, 1);
+		job_free(j);
+		pthread_mutex_lock(&l->mu);
+		l->busy = 0;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p)
+{
+	if (!l || p->state != EDGE_PROC_LIVE)
+		return;
+	job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return;
+	j->tgid = p->tgid;
+	for (size_t i = 0; i < p->nmaps && j->n < WT_UNWIND_MAPS; i++) {
+		const edge_proc_map *m = &p->maps[i];
+		if (!m->path || m->path[0] != '/')
+			continue;
+		job_map *x = &j->m[j->n];
+		if (!(x->path = strdup(m->path)))
+			break;
+		x->start = m->start;
+		x->end = m->end;
+		x->pgoff = m->pgoff;
+		j->n++;
+	}
+	/* every file known (the common case: a new process of binaries that
+	 * ran before): the entry is written now, not behind table builds (an
+	 * earlier image of the tgid still queued is then not written: seq) */
+	pthread_mutex_lock(&l->mu);
+	j->seq = ++l->seq;
+	pthread_mutex_unlock(&l->mu);
+	if (load_job(l, j, 0) == 0) {
+		job_free(j);
+		return;
+	}
+	pthread_mutex_lock(&l->mu);
+	if (l->qn < MAX_JOBS) {
+		l->q[(l->qhead + l->qn) % MAX_JOBS] = j;
+		l->qn++;
+		j = NULL;
+		pthread_cond_signal(&l->cv);
+	} else {
+		atomic_fetch_add(&l->dropped, 1);
+	}
+	pthread_mutex_unlock(&l->mu);
+	job_free(j);
+}
+
+void edge_unwind_loader_forget(edge_unwind_loader *l, uint32_t tgid)
+{
+	if (l)
+		bpf_map_delete_elem(l->procs_fd, &tgid);
+}
+
+void edge_unwind_loader_stats(edge_unwind_loader *l, uint64_t *files, uint64_t *rows, uint64_t *failed,
+			      uint64_t *pending)
+{
+	*files = l ? atomic_load(&l->files_ok) : 0;
+	*rows = l ? atomic_load(&l->rows_used) : 0;
+	*failed = l ? atomic_load(&l->failed) + atomic_load(&l->dropped) : 0;
+	*pending = 0;
+	if (l) {
+		pthread_mutex_lock(&l->mu);
+		*pending = l->qn + (uint64_t)l->busy;
+		pthread_mutex_unlock(&l->mu);
+	}
+}
+
+void edge_unwind_loader_free(edge_unwind_loader *l)
+{
+	if (!l)
+		return;
+	if (l->started) {
+		pthread_mutex_lock(&l->mu);
+		l->stop = 1;
+		pthread_cond_broadcast(&l->cv);
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(l->th, NULL);
+	}
+	for (size_t i = 0; l->q && i < l->qn; i++)
+		job_free(l->q[(l->qhead + i) % MAX_JOBS]);
+	free(l->q);
+	pthread_cond_destroy(&l->cv);
+	pthread_mutex_destroy(&l->mu);
+	free(l->files);
+	free(l->cache_dir);
+	free(l);
+}

@@ -1,0 +1,213 @@
+"""test_ebpf_unwind.py — user stacks without frame pointers: the eBPF
+sampler's unwinder with tables from .eh_frame (ebpf.unwind = "eh_frame").
+
+test_debian_binaries_vs_perf_dwarf: Debian's own xz, gzip and python3
+(no frame pointers) against perf's DWARF unwinder on the same run.
+
+tests/gen/unwindwork, built -O2 -fomit-frame-pointer (rbp is an ordinary
+register in it), runs a known call chain: main → chain_a → chain_b →
+leaf_deep, main → chain_a → leaf_mid, main → leaf_top, measuring each
+leaf's thread CPU time itself. With the tables, >= 99 % of its samples
+reach main and each leaf's share of the samples is the workload's own
+within 2 points; the call chain above leaf_deep is exactly chain_b,
+chain_a, main. The same run with frame pointers only (ebpf.unwind = "fp")
+is printed for comparison (it loses main in most samples).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness.edge import Edge, ROOT  # noqa: E402
+from test_ebpf import requirements  # noqa: E402
+
+SRC = os.path.join(ROOT, "tests", "gen", "unwindwork", "unwindwork.c")
+LEAVES = ["leaf_deep", "leaf_mid", "leaf_top"]
+
+
+class EbpfUnwind(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="wt-ebpf-unwind-")
+        cls.work = os.path.join(cls.tmp, "unwindwork")
+        subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-o", cls.work, SRC], check=True, timeout=60)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        why = requirements()
+        if why:
+            self.fail("the eBPF sampler cannot run here: " + "; ".join(why))
+
+    def sample(self, unwind, seconds=12):
+        e = Edge(self)
+        with open(e.cfg, "a") as f:
+            f.write(f'\nebpf = {{ enabled = true; frequency_hz = 997; offcpu = false; flush_interval_s = 1; '
+                    f'unwind = "{unwind}"; }};\n')
+        e.start()
+        deadline = time.time() + 60  # a loaded machine: the rows array and the verifier take a while
+        while time.time() < deadline and e.metrics().get("wt_edge_ebpf_enabled") != 1:
+            time.sleep(0.1)
+        self.assertEqual(e.metrics().get("wt_edge_ebpf_enabled"), 1, e.read_log()[-2000:])
+        if unwind != "fp":
+            # the tables of every process already running are built and
+            # loaded right after the start: the workload's process is then
+            # announced, captured and given its tables within moments
+            self.settle(e)
+        out = subprocess.run([self.work, str(seconds)], capture_output=True, text=True, timeout=seconds + 60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        truth = json.loads(out.stdout.strip().splitlines()[-1])
+        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
+        deadline = time.time() + 30
+        while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
+            time.sleep(0.1)
+        st, js = e.query("table", service="unwindwork", type="cpu", **{"label.pid": str(truth["pid"])})
+        self.assertEqual(st, 200, js)
+        st, flame = e.query("flamegraph", service="unwindwork", type="cpu", **{"label.pid": str(truth["pid"])})
+        self.assertEqual(st, 200, flame)
+        self.log = e.read_log()
+        e.stop()
+        rows = {r["function"]: r for r in js["rows"]}
+        self.assertGreater(js["total"], 0)
+        return truth, js, rows, flame
+
+    def test_eh_frame_reaches_main(self):
+        truth, js, rows, flame = self.sample("eh_frame")
+        share_main = rows.get("main", {}).get("total", 0) / js["total"]
+        meas = truth["cpu_ns"]
+        mtot = sum(meas.values())
+        stot = sum(rows.get(f, {}).get("self", 0) for f in LEAVES)
+        paths = []
+        self.leaves(flame["root"], [], paths)
+        for t, p in sorted(paths, reverse=True)[:8]:
+            print(f"  {t}: {' <- '.join(reversed(p))}", file=sys.stderr)
+        print(f"eh_frame: {100 * share_main:.2f} % of samples under main; top: "
+              f"{[(r['function'], r['self']) for r in sorted(js['rows'], key=lambda r: -r['self'])[:6]]}",
+              file=sys.stderr)
+        for f in LEAVES:
+            want = 100.0 * meas[f] / mtot
+            got = 100.0 * rows.get(f, {}).get("self", 0) / stot if stot else 0
+            print(f"  {f}: workload {want:.1f} % sampler {got:.1f} %", file=sys.stderr)
+        self.assertGreaterEqual(share_main, 0.99, "\n".join(
+            ln for ln in self.log.splitlines() if "unwind" in ln and f"tgid={truth['pid']}" in ln))
+        for f in LEAVES:
+            want = 100.0 * meas[f] / mtot
+            got = 100.0 * rows.get(f, {}).get("self", 0) / stot
+            self.assertLess(abs(got - want), 2.0, f"{f}: sampled {got:.1f} % vs measured {want:.1f} %")
+        # the chain above leaf_deep: chain_b's total covers leaf_deep, chain_a's both
+        self.assertGreaterEqual(rows["chain_b"]["total"], rows["leaf_deep"]["self"])
+        self.assertGreaterEqual(rows["chain_a"]["total"], rows["leaf_deep"]["self"] + rows["leaf_mid"]["self"])
+
+    def test_debian_binaries_vs_perf_dwarf(self):
+        """Stock Debian binaries without frame pointers (xz, gzip, python3),
+        each run under `perf record --call-graph dwarf` (perf's own DWARF
+        unwinder over copied user stacks) while the edge samples the
+        machine: the share of the run's samples whose user stack reaches
+        the C runtime (__libc_start_main, _start) is at least perf's less
+        1 point (a new process's first samples, before its capture, are
+        walked by frame pointers). Each program runs once before (its
+        tables built), as a program that ran before would. A missing
+        binary or perf skips with the reason."""
+        if not shutil.which("perf"):
+            self.skipTest("perf not installed")
+        small, big = os.path.join(self.tmp, "small.txt"), os.path.join(self.tmp, "big.txt")
+        with open(small, "wb") as f:
+            f.write(os.urandom(2 << 20).hex().encode())  # xz -9: several seconds
+        with open(big, "wb") as f:
+            f.write(os.urandom(24 << 20).hex().encode())  # gzip -9: several seconds
+        progs = [("xz", ["/usr/bin/xz", "-9", "-T1", "-c", small]), ("gzip", ["/usr/bin/gzip", "-9", "-c", big]),
+                 ("python3", ["/usr/bin/python3", "-S", "-c", "s = 0\nfor i in range(20000000): s += i * i % 7"])]
+        missing = [n for n, c in progs if not shutil.which(c[0])]
+        progs = [(n, c) for n, c in progs if shutil.which(c[0])]  # Debian's own: /usr/bin, not a pyenv shim
+        if not progs:
+            self.skipTest("none of xz, gzip, python3 installed")
+        if missing:
+            print(f"not installed, not checked: {missing}", file=sys.stderr)
+        e = Edge(self)
+        with open(e.cfg, "a") as f:
+            f.write('\nebpf = { enabled = true; frequency_hz = 499; offcpu = false; flush_interval_s = 1; '
+                    'unwind = "eh_frame"; };\n')
+        e.start()
+        deadline = time.time() + 60
+        while time.time() < deadline and e.metrics().get("wt_edge_ebpf_enabled") != 1:
+            time.sleep(0.1)
+        self.settle(e)
+        roots = ("__libc_start_main", "_start", "__libc_start_call_main")
+        for name, cmd in progs:
+            # warm: a run long enough to be sampled, so its files get tables
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, timeout=600)
+            time.sleep(1.5)
+            deadline = time.time() + 60  # until the loader has built them (python3.11: 4 MB of CFI)
+            while time.time() < deadline and e.metrics().get("wt_edge_ebpf_unwind_pending_processes"):
+                time.sleep(0.2)
+            pdata = os.path.join(self.tmp, f"perf-{name}.data")
+            subprocess.run(["perf", "record", "-q", "-F", "499", "--call-graph", "dwarf", "-o", pdata, "--"] + cmd,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600, check=True)
+            out = subprocess.run(["perf", "script", "-i", pdata, "-F", "pid,ip,sym"], capture_output=True,
+                                 text=True, timeout=600).stdout
+            n = ok = 0
+            pid = None
+            for blk in out.split("\n\n"):
+                lines = blk.strip().splitlines()
+                if not lines:
+                    continue
+                pid = pid or lines[0].split()[0]
+                n += 1
+                ok += any(len(ln.split()) >= 2 and ln.split()[1] in roots for ln in lines[1:])
+            perf_share = ok / n
+            flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
+            deadline = time.time() + 30
+            while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
+                time.sleep(0.1)
+            svc = os.path.basename(os.path.realpath(shutil.which(cmd[0])))
+            st, fg = e.query("flamegraph", service=svc, type="cpu", **{"label.pid": pid})
+            self.assertEqual(st, 200, fg)
+            paths = []
+            self.leaves(fg["root"], [], paths)
+            tot = sum(t for t, _ in paths)
+            ours = sum(t for t, p in paths if any(r in p for r in roots)) / tot if tot else 0
+            print(f"{name}: samples reaching the C runtime: ours {100 * ours:.2f} % of {tot / 2004008:.0f}, "
+                  f"perf --call-graph dwarf {100 * perf_share:.2f} % of {n}", file=sys.stderr)
+            for t, p in sorted((x for x in paths if not any(r in x[1] for r in roots)), reverse=True)[:3]:
+                print(f"  not reaching: {t / 2004008:.0f} x {' <- '.join(reversed(p))[:240]}", file=sys.stderr)
+            self.assertGreater(tot, 0, f"no samples of {name}")
+            self.assertGreaterEqual(ours, perf_share - 0.01, f"{name}: ours {ours:.4f} vs perf {perf_share:.4f}")
+        e.stop()
+
+    @staticmethod
+    def leaves(n, path, out):
+        if not n["children"]:
+            out.append((n["total"], path + [n["name"]]))
+        for ch in n["children"]:
+            EbpfUnwind.leaves(ch, path + [n["name"]], out)
+
+    @staticmethod
+    def settle(e):
+        """wait until the tables of the processes running at the start are
+        loaded (the loader's queue empty, the rows steady for 3 s)"""
+        last, stable_since, deadline = -1, time.time(), time.time() + 90
+        while time.time() < deadline and time.time() - stable_since < 3:
+            m = e.metrics()
+            rows = m.get("wt_edge_ebpf_unwind_rows")
+            if rows != last or not rows or m.get("wt_edge_ebpf_unwind_pending_processes"):
+                last, stable_since = rows, time.time()
+            time.sleep(0.2)
+        m = e.metrics()
+        print(f"unwind tables: {m.get('wt_edge_ebpf_unwind_files')} files, {last} rows, "
+              f"{m.get('wt_edge_ebpf_unwind_failed_files')} failed", file=sys.stderr)
+
+    def test_fp_for_comparison(self):
+        truth, js, rows, _ = self.sample("fp", seconds=3)
+        share_main = rows.get("main", {}).get("total", 0) / js["total"]
+        print(f"fp: {100 * share_main:.2f} % of samples under main", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
