@@ -57,6 +57,22 @@ static void label_conds(wt_buf *w, const hub_params *hp)
 	}
 }
 
+/* " WHERE project = … [AND service = …] [AND sample_type = …]": what raw
+ * rows and stack_agg_v1 rows are selected by alike */
+static void where_head(wt_buf *w, const hub_sel *s, const char *type)
+{
+	wt_buf_puts(w, " WHERE project = ");
+	hub_sql_quote(w, s->project);
+	if (s->hp.service) {
+		wt_buf_puts(w, " AND service = ");
+		hub_sql_quote(w, s->hp.service);
+	}
+	if (type) {
+		wt_buf_puts(w, " AND sample_type = ");
+		hub_sql_quote(w, type);
+	}
+}
+
 /* " WHERE …" over raw rows of [from, until) */
 static void where_range(wt_buf *w, const hub_sel *s, const char *type, int64_t from, int64_t until)
 {
@@ -65,16 +81,7 @@ static void where_range(wt_buf *w, const hub_sel *s, const char *type, int64_t f
 
 	date_str(from, d0);
 	date_str(until, d1);
-	wt_buf_puts(w, " WHERE project = ");
-	hub_sql_quote(w, s->project);
-	if (hp->service) {
-		wt_buf_puts(w, " AND service = ");
-		hub_sql_quote(w, hp->service);
-	}
-	if (type) {
-		wt_buf_puts(w, " AND sample_type = ");
-		hub_sql_quote(w, type);
-	}
+	where_head(w, s, type);
 	wt_buf_printf(w, " AND date >= '%s' AND date <= '%s' AND time_ns >= %lld AND time_ns < %lld",
 		      d0, d1, (long long)from, (long long)until);
 	label_conds(w, hp);
@@ -125,16 +132,7 @@ static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_a
 
 	date_str(g->from_ns, d0);
 	date_str(g->until_ns - 1, d1);
-	wt_buf_puts(w, " WHERE project = ");
-	hub_sql_quote(w, s->project);
-	if (hp->service) {
-		wt_buf_puts(w, " AND service = ");
-		hub_sql_quote(w, hp->service);
-	}
-	if (type) {
-		wt_buf_puts(w, " AND sample_type = ");
-		hub_sql_quote(w, type);
-	}
+	where_head(w, s, type);
 	wt_buf_printf(w, " AND res = %lld AND date >= '%s' AND date <= '%s' AND bucket >= %lld AND bucket < %lld",
 		      (long long)g->res, d0, d1, (long long)(g->from_ns / 1000000000LL),
 		      (long long)(g->until_ns / 1000000000LL));
