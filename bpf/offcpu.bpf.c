@@ -40,27 +40,10 @@ struct {
 	__uint(max_entries, 1);
 } wt_off_scratch SEC(".maps");
 
-#define STACKS_MAP(name)                                                                                   \
-	struct {                                                                                           \
-		__uint(type, BPF_MAP_TYPE_HASH);                                                           \
-		__type(key, __u64);                                                                        \
-		__type(value, struct wt_stack);                                                            \
-		__uint(max_entries, 16384);                                                                \
-		__uint(map_flags, BPF_F_NO_PREALLOC);                                                      \
-	} name SEC(".maps")
-
-#define COUNTS_MAP(name)                                                                                   \
-	struct {                                                                                           \
-		__uint(type, BPF_MAP_TYPE_HASH);                                                           \
-		__type(key, struct wt_stack_key);                                                          \
-		__type(value, __u64);                                                                      \
-		__uint(max_entries, 16384);                                                                \
-	} name SEC(".maps")
-
-STACKS_MAP(wt_off_stacks0);
-STACKS_MAP(wt_off_stacks1);
-COUNTS_MAP(wt_off_counts0);
-COUNTS_MAP(wt_off_counts1);
+WT_STACKS_MAP(wt_off_stacks0, BPF_F_NO_PREALLOC);
+WT_STACKS_MAP(wt_off_stacks1, BPF_F_NO_PREALLOC);
+WT_COUNTS_MAP(wt_off_counts0);
+WT_COUNTS_MAP(wt_off_counts1);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -28,26 +28,10 @@ const volatile int wt_unwind = 0;
 /* generation written by the programs; the edge flips it at each drain */
 volatile __u32 wt_gen;
 
-#define STACKS_MAP(name)                                                                                   \
-	struct {                                                                                           \
-		__uint(type, BPF_MAP_TYPE_HASH);                                                           \
-		__type(key, __u64);                                                                        \
-		__type(value, struct wt_stack);                                                            \
-		__uint(max_entries, 16384);                                                                \
-	} name SEC(".maps")
-
-#define COUNTS_MAP(name)                                                                                   \
-	struct {                                                                                           \
-		__uint(type, BPF_MAP_TYPE_HASH);                                                           \
-		__type(key, struct wt_stack_key);                                                          \
-		__type(value, __u64);                                                                      \
-		__uint(max_entries, 16384);                                                                \
-	} name SEC(".maps")
-
-STACKS_MAP(wt_stacks0);
-STACKS_MAP(wt_stacks1);
-COUNTS_MAP(wt_counts0);
-COUNTS_MAP(wt_counts1);
+WT_STACKS_MAP(wt_stacks0, 0);
+WT_STACKS_MAP(wt_stacks1, 0);
+WT_COUNTS_MAP(wt_counts0);
+WT_COUNTS_MAP(wt_counts1);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

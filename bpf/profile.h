@@ -89,4 +89,24 @@ enum wt_mode {
 	WT_MODE_RING = 1, /* stream every sample through a ring buffer */
 };
 
+/* BPF side only (SEC and __uint come from the BPF headers): one set of the
+ * double-buffered maps the programs fill and the edge empties at each
+ * flush — stacks by hash (size set by the loader), counts by key. */
+#define WT_STACKS_MAP(name, flags)                                                                         \
+	struct {                                                                                           \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                           \
+		__type(key, __u64);                                                                        \
+		__type(value, struct wt_stack);                                                            \
+		__uint(max_entries, 16384);                                                                \
+		__uint(map_flags, flags);                                                                  \
+	} name SEC(".maps")
+
+#define WT_COUNTS_MAP(name)                                                                                \
+	struct {                                                                                           \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                           \
+		__type(key, struct wt_stack_key);                                                          \
+		__type(value, __u64);                                                                      \
+		__uint(max_entries, 16384);                                                                \
+	} name SEC(".maps")
+
 #endif
