@@ -32,7 +32,7 @@ typedef struct tok {
 
 struct edge_config_client {
 	edge_config *cfg;
-	edge_store *store;
+	edge_buffer *store;
 	wt_tls_client *tls;
 	char **urls; /* one per hub.urls entry: ...?project=..&wait= */
 	size_t nurls, cur; /* cur: the hub pulled from; the next one after a failure */
@@ -247,7 +247,7 @@ static int persist(edge_config_client *c, const char *text, size_t len, wt_err *
 		return 0;
 	wo = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(wo, 1);
-	rocksdb_put_cf(edge_store_db(c->store), wo, edge_store_cf(c->store, EDGE_CF_CONFIG), EDGE_CONFIG_KEY,
+	rocksdb_put_cf(edge_buffer_db(c->store), wo, edge_buffer_cf(c->store, EDGE_CF_CONFIG), EDGE_CONFIG_KEY,
 		       strlen(EDGE_CONFIG_KEY), text, len, &e);
 	rocksdb_writeoptions_destroy(wo);
 	if (e) {
@@ -487,7 +487,7 @@ static void load_persisted(edge_config_client *c)
 	size_t len = 0;
 	wt_err err = {0, ""};
 
-	v = rocksdb_get_cf(edge_store_db(c->store), ro, edge_store_cf(c->store, EDGE_CF_CONFIG), EDGE_CONFIG_KEY,
+	v = rocksdb_get_cf(edge_buffer_db(c->store), ro, edge_buffer_cf(c->store, EDGE_CF_CONFIG), EDGE_CONFIG_KEY,
 			   strlen(EDGE_CONFIG_KEY), &len, &e);
 	rocksdb_readoptions_destroy(ro);
 	if (e) {
@@ -556,7 +556,7 @@ void edge_config_client_free_detached(edge_config_client *c)
 	free(c);
 }
 
-int edge_config_client_start(edge_config *cfg, edge_store *store, edge_config_client **out, wt_err *err)
+int edge_config_client_start(edge_config *cfg, edge_buffer *store, edge_config_client **out, wt_err *err)
 {
 	wt_tls_client_config tc = {0};
 	edge_config_client *c;

@@ -34,7 +34,7 @@
 #include "buf.h"
 #include "config.h"
 #include "err.h"
-#include "store.h"
+#include "buffer.h"
 
 #define EDGE_CONFIG_KEY "remote"
 #define EDGE_CONFIG_MAX_BYTES (8u << 20)
@@ -66,7 +66,7 @@ void edge_config_set_policy_hook(edge_policy_hook fn, void *arg);
 
 /* Load the persisted config, then start pulling (when cfg->hub_url is
  * set; else *out = NULL, 0). */
-int edge_config_client_start(edge_config *cfg, edge_store *store, edge_config_client **out, wt_err *err);
+int edge_config_client_start(edge_config *cfg, edge_buffer *store, edge_config_client **out, wt_err *err);
 /* Attach the eBPF sampler (may be NULL): the current policy is applied to it
  * at once and every later one too. */
 void edge_config_client_set_ebpf(edge_config_client *c, struct edge_ebpf *e);

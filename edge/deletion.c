@@ -77,10 +77,10 @@ static int log_matches(const uint8_t *v, size_t vl, const char *project, const c
 }
 
 /* Delete replicated records (seq <= cursor) of cf that match. */
-static size_t sweep_replicated(edge_store *s, rocksdb_readoptions_t *ro, rocksdb_writebatch_t *wb, int cf,
+static size_t sweep_replicated(edge_buffer *s, rocksdb_readoptions_t *ro, rocksdb_writebatch_t *wb, int cf,
 			       uint64_t cursor, const char *project, const char *service, int64_t before_ns)
 {
-	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(edge_store_db(s), ro, edge_store_cf(s, cf));
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(edge_buffer_db(s), ro, edge_buffer_cf(s, cf));
 	uint8_t first[8];
 	size_t n = 0;
 
@@ -93,7 +93,7 @@ static size_t sweep_replicated(edge_store *s, rocksdb_readoptions_t *ro, rocksdb
 			break;
 		if (cf == EDGE_CF_RAW ? raw_matches(v, vl, project, service, before_ns)
 				      : log_matches(v, vl, project, service, before_ns)) {
-			rocksdb_writebatch_delete_cf(wb, edge_store_cf(s, cf), k, kl);
+			rocksdb_writebatch_delete_cf(wb, edge_buffer_cf(s, cf), k, kl);
 			n++;
 		}
 	}
@@ -103,11 +103,11 @@ static size_t sweep_replicated(edge_store *s, rocksdb_readoptions_t *ro, rocksdb
 
 /* Series (meta types/ proj\0svc\0type) of the project(/service): delete
  * rollup and stacks minutes [0, end_min). */
-static size_t sweep_series(edge_store *s, rocksdb_readoptions_t *ro, rocksdb_writebatch_t *wb,
+static size_t sweep_series(edge_buffer *s, rocksdb_readoptions_t *ro, rocksdb_writebatch_t *wb,
 			   const char *project, const char *service, int64_t end_min)
 {
 	const size_t pl = strlen(EDGE_META_TYPES);
-	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(edge_store_db(s), ro, edge_store_cf(s, EDGE_CF_META));
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(edge_buffer_db(s), ro, edge_buffer_cf(s, EDGE_CF_META));
 	size_t n = 0;
 
 	for (rocksdb_iter_seek(it, EDGE_META_TYPES, pl); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
@@ -131,9 +131,9 @@ static size_t sweep_series(edge_store *s, rocksdb_readoptions_t *ro, rocksdb_wri
 		edge_be64_put(m, (uint64_t)end_min);
 		wt_buf_append(&b, m, 8);
 		if (!a.oom && !b.oom) {
-			rocksdb_writebatch_delete_range_cf(wb, edge_store_cf(s, EDGE_CF_ROLLUP), (char *)a.data, a.len,
+			rocksdb_writebatch_delete_range_cf(wb, edge_buffer_cf(s, EDGE_CF_ROLLUP), (char *)a.data, a.len,
 							   (char *)b.data, b.len);
-			rocksdb_writebatch_delete_range_cf(wb, edge_store_cf(s, EDGE_CF_STACKS), (char *)a.data, a.len,
+			rocksdb_writebatch_delete_range_cf(wb, edge_buffer_cf(s, EDGE_CF_STACKS), (char *)a.data, a.len,
 							   (char *)b.data, b.len);
 			n++;
 		}
@@ -144,7 +144,7 @@ static size_t sweep_series(edge_store *s, rocksdb_readoptions_t *ro, rocksdb_wri
 	return n;
 }
 
-int edge_deletion_apply(edge_store *s, const char *deletion_id, const char *project, const char *service,
+int edge_deletion_apply(edge_buffer *s, const char *deletion_id, const char *project, const char *service,
 			int64_t before_ns, wt_err *err)
 {
 	rocksdb_readoptions_t *ro = NULL;
@@ -164,7 +164,7 @@ int edge_deletion_apply(edge_store *s, const char *deletion_id, const char *proj
 		return wt_err_set(err, WT_EINVAL, "deletion %s: before_ns: expected a positive time", deletion_id);
 	snprintf(key, sizeof(key), "%s%s", EDGE_META_DELETIONS, deletion_id);
 	ro = rocksdb_readoptions_create();
-	v = rocksdb_get_cf(edge_store_db(s), ro, edge_store_cf(s, EDGE_CF_META), key, strlen(key), &vl, &e);
+	v = rocksdb_get_cf(edge_buffer_db(s), ro, edge_buffer_cf(s, EDGE_CF_META), key, strlen(key), &vl, &e);
 	if (e) {
 		rc = wt_err_set(err, WT_EIO, "deletion %s: reading meta: %s", deletion_id, e);
 		goto out;
@@ -173,7 +173,7 @@ int edge_deletion_apply(edge_store *s, const char *deletion_id, const char *proj
 		free(v);
 		goto out;
 	}
-	v = rocksdb_get_cf(edge_store_db(s), ro, edge_store_cf(s, EDGE_CF_META), EDGE_META_REPL_CURSOR,
+	v = rocksdb_get_cf(edge_buffer_db(s), ro, edge_buffer_cf(s, EDGE_CF_META), EDGE_META_REPL_CURSOR,
 			   strlen(EDGE_META_REPL_CURSOR), &vl, &e);
 	if (e) {
 		rc = wt_err_set(err, WT_EIO, "deletion %s: reading the replication cursor: %s", deletion_id, e);
@@ -188,10 +188,10 @@ int edge_deletion_apply(edge_store *s, const char *deletion_id, const char *proj
 	nraw = cursor ? sweep_replicated(s, ro, wb, EDGE_CF_RAW, cursor, project, service, before_ns) : 0;
 	nlog = cursor ? sweep_replicated(s, ro, wb, EDGE_CF_ROLLUPLOG, cursor, project, service, before_ns) : 0;
 	edge_le64_put(stamp, now_ns());
-	rocksdb_writebatch_put_cf(wb, edge_store_cf(s, EDGE_CF_META), key, strlen(key), (const char *)stamp, 8);
+	rocksdb_writebatch_put_cf(wb, edge_buffer_cf(s, EDGE_CF_META), key, strlen(key), (const char *)stamp, 8);
 	wo = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(wo, 1);
-	rocksdb_write(edge_store_db(s), wo, wb, &e);
+	rocksdb_write(edge_buffer_db(s), wo, wb, &e);
 	if (e) {
 		rc = wt_err_set(err, WT_EIO, "deletion %s: write failed: %s", deletion_id, e);
 		goto out;

@@ -24,13 +24,13 @@
 #include <stdint.h>
 
 #include "err.h"
-#include "store.h"
+#include "buffer.h"
 
 #define EDGE_META_DELETIONS "deletions/"
 
 /* Returns 1 when applied now, 0 when it was applied before, or a negative
  * WT_E* code (err set). service may be NULL (all services). */
-int edge_deletion_apply(edge_store *s, const char *deletion_id, const char *project, const char *service,
+int edge_deletion_apply(edge_buffer *s, const char *deletion_id, const char *project, const char *service,
 			int64_t before_ns, wt_err *err);
 
 #endif

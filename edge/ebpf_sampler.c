@@ -540,7 +540,7 @@ static void submit_all(edge_ebpf *e, int64_t start_ns, int64_t end_ns)
 	e->inflight += (int)k;
 	pthread_mutex_unlock(&e->cmu);
 	for (size_t i = 0; i < k; i++)
-		edge_store_submit(e->srv->store, &cs[i]);
+		edge_buffer_submit(e->srv->store, &cs[i]);
 	pthread_mutex_lock(&e->cmu);
 	while (e->inflight > 0)
 		pthread_cond_wait(&e->ccv, &e->cmu);

@@ -15,7 +15,7 @@
 #include "log.h"
 #include "repl_client.h"
 #include "server.h"
-#include "store.h"
+#include "buffer.h"
 
 static void usage(FILE *f)
 {
@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 	const char *path = NULL;
 	int check = 0, rc = 1;
 	edge_config cfg;
-	edge_store *store = NULL;
+	edge_buffer *store = NULL;
 	edge_repl *repl = NULL;
 	edge_ebpf *ebpf = NULL;
 	edge_config_client *cfgc = NULL;
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	text = slurp(path);
-	if (edge_store_open(&cfg, text, &store, &err) != 0) {
+	if (edge_buffer_open(&cfg, text, &store, &err) != 0) {
 		wt_error("cannot open the buffer: %s", err.msg);
 		goto out;
 	}
@@ -140,7 +140,7 @@ int main(int argc, char **argv)
 	wt_info("http server stopped");
 out:
 	edge_config_client_stop(cfgc);
-	edge_store_close(store);
+	edge_buffer_close(store);
 	edge_config_free(&cfg);
 	free(text);
 	if (rc == 0)

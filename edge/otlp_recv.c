@@ -274,7 +274,7 @@ static void job_work(void *arg)
 	j->body = NULL;
 	atomic_store(&j->pending, j->ncommits);
 	for (i = 0; i < j->ncommits; i++)
-		edge_store_submit(j->srv->store, &j->commits[i]);
+		edge_buffer_submit(j->srv->store, &j->commits[i]);
 	return;
 fail:
 	if (!j->err.code)

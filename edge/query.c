@@ -61,14 +61,14 @@ static void series_free(series *s, size_t n)
 }
 
 /* Every (service, type, unit) of the project, in key order. */
-static int list_series(edge_store *st, const char *proj, series **out, size_t *n)
+static int list_series(edge_buffer *st, const char *proj, series **out, size_t *n)
 {
 	wt_buf pfx = WT_BUF_INIT;
 	series *v = NULL;
 	size_t cnt = 0, cap = 0;
 	int rc = 0;
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(edge_store_db(st), ro, edge_store_cf(st, EDGE_CF_META));
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(edge_buffer_db(st), ro, edge_buffer_cf(st, EDGE_CF_META));
 
 	wt_buf_puts(&pfx, EDGE_META_TYPES);
 	wt_buf_append(&pfx, proj, strlen(proj) + 1);
@@ -161,7 +161,7 @@ static int64_t minute_floor(int64_t ns)
 static int scan_series(edge_task *t, query *q, const char *svc, const char *type, wt_flame *f,
 		       const char **frames, size_t maxframes, uint64_t *rows)
 {
-	edge_store *st = t->srv->store;
+	edge_buffer *st = t->srv->store;
 	wt_buf lo = WT_BUF_INIT, hi = WT_BUF_INIT;
 	uint8_t m[8];
 	int rc = 0;
@@ -179,7 +179,7 @@ static int scan_series(edge_task *t, query *q, const char *svc, const char *type
 	}
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)hi.data, hi.len);
-	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(edge_store_db(st), ro, edge_store_cf(st, EDGE_CF_STACKS));
+	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(edge_buffer_db(st), ro, edge_buffer_cf(st, EDGE_CF_STACKS));
 	for (rocksdb_iter_seek(it, (const char *)lo.data, lo.len); rocksdb_iter_valid(it) && rc == 0;
 	     rocksdb_iter_next(it)) {
 		size_t vl, nl, nf;

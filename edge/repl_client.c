@@ -84,7 +84,7 @@ static int64_t hint64(json_t *o, const char *k)
 }
 
 /* Fill the typed header u->h from a JSON header (the raw record's, as
- * edge/ingest.c writes it, or the one made from the rolluplog) and attach
+ * edge/http_ingest.c writes it, or the one made from the rolluplog) and attach
  * it to the upload. Strings point into hdr, which u then owns. */
 static int header_from_json(up *u, json_t *hdr, wt_err *err)
 {
@@ -290,10 +290,10 @@ static int iter_error(rocksdb_iterator_t *it, const char *what, wt_err *err)
 	return rc;
 }
 
-int edge_repl_batch_build(edge_store *s, const char *edge_id, uint64_t after, size_t max_uploads,
+int edge_repl_batch_build(edge_buffer *s, const char *edge_id, uint64_t after, size_t max_uploads,
 			  size_t max_bytes, edge_repl_batch *b, wt_err *err)
 {
-	rocksdb_t *db = edge_store_db(s);
+	rocksdb_t *db = edge_buffer_db(s);
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(db);
 	rocksdb_iterator_t *lit, *rit;
@@ -306,8 +306,8 @@ int edge_repl_batch_build(edge_store *s, const char *edge_id, uint64_t after, si
 	memset(b, 0, sizeof(*b));
 	/* one snapshot: retention may delete raw records meanwhile */
 	rocksdb_readoptions_set_snapshot(ro, snap);
-	lit = rocksdb_create_iterator_cf(db, ro, edge_store_cf(s, EDGE_CF_ROLLUPLOG));
-	rit = rocksdb_create_iterator_cf(db, ro, edge_store_cf(s, EDGE_CF_RAW));
+	lit = rocksdb_create_iterator_cf(db, ro, edge_buffer_cf(s, EDGE_CF_ROLLUPLOG));
+	rit = rocksdb_create_iterator_cf(db, ro, edge_buffer_cf(s, EDGE_CF_RAW));
 	edge_be64_put(k, expect);
 	for (rocksdb_iter_seek(lit, (const char *)k, 8); rocksdb_iter_valid(lit) && n < max_uploads;
 	     rocksdb_iter_next(lit)) {
@@ -402,7 +402,7 @@ int edge_repl_batch_build(edge_store *s, const char *edge_id, uint64_t after, si
 			}
 			watchtower__repl__batch__init(&m);
 			m.edge_id = (char *)edge_id;
-			m.incarnation = (char *)edge_store_incarnation(s);
+			m.incarnation = (char *)edge_buffer_incarnation(s);
 			m.first_seq = b->first_seq;
 			m.last_seq = b->last_seq;
 			m.n_uploads = n;
@@ -477,12 +477,12 @@ int edge_repl_ack_parse(const uint8_t *body, size_t len, edge_repl_ack *ack, wt_
 	return rc;
 }
 
-uint64_t edge_repl_cursor_load(edge_store *s)
+uint64_t edge_repl_cursor_load(edge_buffer *s)
 {
 	char *e = NULL;
 	size_t vl = 0;
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-	char *v = rocksdb_get_cf(edge_store_db(s), ro, edge_store_cf(s, EDGE_CF_META), EDGE_META_REPL_CURSOR,
+	char *v = rocksdb_get_cf(edge_buffer_db(s), ro, edge_buffer_cf(s, EDGE_CF_META), EDGE_META_REPL_CURSOR,
 				 strlen(EDGE_META_REPL_CURSOR), &vl, &e);
 	uint64_t r = 0;
 	if (e) {
@@ -496,11 +496,11 @@ uint64_t edge_repl_cursor_load(edge_store *s)
 	return r;
 }
 
-int edge_repl_cursor_save(edge_store *s, uint64_t seq, int64_t acked_ns, wt_err *err)
+int edge_repl_cursor_save(edge_buffer *s, uint64_t seq, int64_t acked_ns, wt_err *err)
 {
 	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-	rocksdb_column_family_handle_t *meta = edge_store_cf(s, EDGE_CF_META);
+	rocksdb_column_family_handle_t *meta = edge_buffer_cf(s, EDGE_CF_META);
 	const size_t pl = strlen(EDGE_META_REPL_LEDGER);
 	char lk[64];
 	uint8_t v[8], t[8];
@@ -514,7 +514,7 @@ int edge_repl_cursor_save(edge_store *s, uint64_t seq, int64_t acked_ns, wt_err 
 	rocksdb_writebatch_put_cf(wb, meta, EDGE_META_REPL_CURSOR, strlen(EDGE_META_REPL_CURSOR), (const char *)v, 8);
 	rocksdb_writebatch_put_cf(wb, meta, lk, pl + 8, (const char *)t, 8);
 	rocksdb_writeoptions_set_sync(wo, 1);
-	rocksdb_write(edge_store_db(s), wo, wb, &e);
+	rocksdb_write(edge_buffer_db(s), wo, wb, &e);
 	if (e) {
 		rc = wt_err_set(err, WT_EIO, "replication: writing the cursor (seq %llu) failed: %s",
 				(unsigned long long)seq, e);
@@ -538,7 +538,7 @@ static const char *const reason_names[R_COUNT] = {
 
 struct edge_repl {
 	const edge_config *cfg;
-	edge_store *store;
+	edge_buffer *store;
 	wt_tls_client *tls;
 	char **urls;   /* POST address per hub (hub.urls + EDGE_REPL_PATH) */
 	size_t nurls;
@@ -780,7 +780,7 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 		wt_warn("replication: the hub knows this edge under incarnation \"%s\" (last seq %llu); this data dir is "
 			"incarnation \"%s\": its uploads are applied as new. Expected once after a data_dir was reset; "
 			"repeated, two edges share the id %s", ack.other_incarnation, (unsigned long long)ack.other_last_seq,
-			edge_store_incarnation(r->store), r->cfg->id);
+			edge_buffer_incarnation(r->store), r->cfg->id);
 	}
 	if (edge_repl_cursor_save(r->store, to, now_ns(), &err)) {
 		/* the hub has it: a restart will resend, the hub skips duplicates */
@@ -1026,7 +1026,7 @@ static void stop_threads(edge_repl *r, int sender)
 	r->pf_started = 0;
 }
 
-int edge_repl_start(const edge_config *cfg, edge_store *store, edge_repl **out, wt_err *err)
+int edge_repl_start(const edge_config *cfg, edge_buffer *store, edge_repl **out, wt_err *err)
 {
 	wt_tls_client_config tc = {0};
 	pthread_condattr_t ca;
@@ -1094,7 +1094,7 @@ int edge_repl_start(const edge_config *cfg, edge_store *store, edge_repl **out, 
 		repl_free(r);
 		return wt_err_set(err, WT_ENOMEM, "cannot start the replication thread");
 	}
-	edge_store_on_commit(store, on_commit, r);
+	edge_buffer_on_commit(store, on_commit, r);
 	*out = r;
 	return 0;
 }
@@ -1103,7 +1103,7 @@ void edge_repl_stop(edge_repl *r)
 {
 	if (!r)
 		return;
-	edge_store_on_commit(r->store, NULL, NULL);
+	edge_buffer_on_commit(r->store, NULL, NULL);
 	atomic_store(&r->cancel, 1);
 	stop_threads(r, 1);
 	repl_free(r);
@@ -1116,9 +1116,9 @@ void edge_repl_stop(edge_repl *r)
  * backlog up to that size, an average-based estimate beyond, and cheap
  * enough for every scrape (a bounded number of reads). */
 #define BACKLOG_SAMPLE 64
-static uint64_t backlog_bytes(edge_store *s, const edge_store_stats *st)
+static uint64_t backlog_bytes(edge_buffer *s, const edge_buffer_stats *st)
 {
-	rocksdb_t *db = edge_store_db(s);
+	rocksdb_t *db = edge_buffer_db(s);
 	rocksdb_readoptions_t *ro;
 	rocksdb_iterator_t *lit, *rit;
 	uint64_t bytes = 0, n = 0;
@@ -1127,8 +1127,8 @@ static uint64_t backlog_bytes(edge_store *s, const edge_store_stats *st)
 	if (!st->unreplicated)
 		return 0;
 	ro = rocksdb_readoptions_create();
-	lit = rocksdb_create_iterator_cf(db, ro, edge_store_cf(s, EDGE_CF_ROLLUPLOG));
-	rit = rocksdb_create_iterator_cf(db, ro, edge_store_cf(s, EDGE_CF_RAW));
+	lit = rocksdb_create_iterator_cf(db, ro, edge_buffer_cf(s, EDGE_CF_ROLLUPLOG));
+	rit = rocksdb_create_iterator_cf(db, ro, edge_buffer_cf(s, EDGE_CF_RAW));
 	edge_be64_put(k, st->repl_cursor + 1);
 	for (rocksdb_iter_seek(lit, (const char *)k, 8); rocksdb_iter_valid(lit) && n < BACKLOG_SAMPLE;
 	     rocksdb_iter_next(lit), n++) {
@@ -1159,7 +1159,7 @@ static uint64_t backlog_bytes(edge_store *s, const edge_store_stats *st)
 #define GAUGE(b, name, help, fmt, v) \
 	wt_buf_printf(b, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " " fmt "\n", v)
 
-void edge_repl_metrics(edge_repl *r, edge_store *store, const edge_store_stats *st, wt_buf *b)
+void edge_repl_metrics(edge_repl *r, edge_buffer *store, const edge_buffer_stats *st, wt_buf *b)
 {
 	double age = st->oldest_unreplicated_ns ? (double)(now_ns() - st->oldest_unreplicated_ns) / 1e9 : 0;
 	int64_t last = r ? atomic_load(&r->last_success_ns) : 0;

@@ -27,7 +27,7 @@
 #include "buf.h"
 #include "config.h"
 #include "err.h"
-#include "store.h"
+#include "buffer.h"
 
 #define EDGE_REPL_PATH "/v1/replicate"
 #define EDGE_REPL_CONTENT_TYPE "application/x-wt-repl-batch"
@@ -50,7 +50,7 @@ typedef struct edge_repl_batch {
  * edge_id goes into Batch.edge_id. Returns 0 with b->nuploads == 0 when
  * nothing is pending; WT_EIO / WT_ENOMEM otherwise. Free with
  * edge_repl_batch_free(). */
-int edge_repl_batch_build(edge_store *s, const char *edge_id, uint64_t after, size_t max_uploads,
+int edge_repl_batch_build(edge_buffer *s, const char *edge_id, uint64_t after, size_t max_uploads,
 			  size_t max_bytes, edge_repl_batch *b, wt_err *err);
 void edge_repl_batch_free(edge_repl_batch *b);
 
@@ -67,20 +67,20 @@ int edge_repl_ack_parse(const uint8_t *body, size_t len, edge_repl_ack *ack, wt_
 
 /* Persist an acknowledgement: meta repl/raw_cursor = BE64(seq) and
  * repl/ledger/BE64(seq) = LE64(acked_ns), one synced write. */
-int edge_repl_cursor_save(edge_store *s, uint64_t seq, int64_t acked_ns, wt_err *err);
-uint64_t edge_repl_cursor_load(edge_store *s);
+int edge_repl_cursor_save(edge_buffer *s, uint64_t seq, int64_t acked_ns, wt_err *err);
+uint64_t edge_repl_cursor_load(edge_buffer *s);
 
 typedef struct edge_repl edge_repl;
 
 /* Start the replication thread when cfg->hub_url is set (else *out = NULL
  * and 0). Errors: unreadable certificate files (WT_EINVAL), WT_ENOMEM. */
-int edge_repl_start(const edge_config *cfg, edge_store *store, edge_repl **out, wt_err *err);
+int edge_repl_start(const edge_config *cfg, edge_buffer *store, edge_repl **out, wt_err *err);
 /* Stop: an in-flight request is abandoned within about a second; joins
  * the thread and frees r. NULL is a no-op. */
 void edge_repl_stop(edge_repl *r);
 
 /* Append the wt_edge_repl_* metrics (Prometheus text). r may be NULL
  * (replication off): counters are 0, the backlog comes from the store. */
-void edge_repl_metrics(edge_repl *r, edge_store *store, const edge_store_stats *st, wt_buf *b);
+void edge_repl_metrics(edge_repl *r, edge_buffer *store, const edge_buffer_stats *st, wt_buf *b);
 
 #endif

@@ -150,8 +150,8 @@ void edge_task_start(edge_task *t)
 static void handle_healthz(edge_server *srv, struct evhttp_request *req)
 {
 	json_t *o = json_object();
-	edge_store_stats st;
-	edge_store_stats_get(srv->store, &st);
+	edge_buffer_stats st;
+	edge_buffer_stats_get(srv->store, &st);
 	json_object_set_new(o, "status", json_string(srv->shutting_down ? "stopping" : "ok"));
 	json_object_set_new(o, "id", json_string(srv->cfg->id));
 	json_object_set_new(o, "last_seq", json_integer((json_int_t)st.last_seq));
@@ -162,8 +162,8 @@ static void handle_healthz(edge_server *srv, struct evhttp_request *req)
 static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 {
 	wt_buf b = WT_BUF_INIT;
-	edge_store_stats st;
-	edge_store_stats_get(srv->store, &st);
+	edge_buffer_stats st;
+	edge_buffer_stats_get(srv->store, &st);
 
 	wt_buf_puts(&b, "# HELP wt_edge_uploads_total Uploads accepted (durably stored), by detected format.\n"
 			"# TYPE wt_edge_uploads_total counter\n");
@@ -385,7 +385,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		event_base_loopbreak(srv->base);
 }
 
-int edge_server_init(edge_server *srv, const edge_config *cfg, edge_store *store, wt_err *err)
+int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *store, wt_err *err)
 {
 	static int threads_ready;
 	memset(srv, 0, sizeof(*srv));

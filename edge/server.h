@@ -21,7 +21,7 @@
 #include "err.h"
 #include "format.h"
 #include "pool.h"
-#include "store.h"
+#include "buffer.h"
 
 #define EDGE_NFORMATS 8
 #define EDGE_NERRCODES 10
@@ -40,7 +40,7 @@ struct edge_repl;
 
 typedef struct edge_server {
 	const edge_config *cfg;
-	edge_store *store;
+	edge_buffer *store;
 	struct edge_repl *repl; /* NULL when replication is off; set by main */
 	struct edge_otlp *otlp; /* OTLP receivers (otlp_recv.c); NULL when off */
 	struct edge_ebpf *ebpf; /* eBPF sampler (ebpf_sampler.c); set by main, may be NULL */
@@ -93,18 +93,18 @@ void edge_memory_trim(struct edge_server *srv, uint64_t request_bytes);
 /* Count a rejected request and send the JSON error (loop thread). */
 void edge_reject(edge_server *srv, struct evhttp_request *req, int code, const char *detail);
 
-int edge_server_init(edge_server *srv, const edge_config *cfg, edge_store *store, wt_err *err);
+int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *store, wt_err *err);
 /* Run the loop until SIGTERM/SIGINT and the in-flight tasks are done. */
 int edge_server_run(edge_server *srv);
 void edge_server_free(edge_server *srv);
 
-/* Handlers (ingest.c, query.c). */
+/* Handlers (http_ingest.c, query.c). */
 void edge_ingest_handle(edge_server *srv, struct evhttp_request *req, int pyroscope);
 void edge_query_handle(edge_server *srv, struct evhttp_request *req, const char *project, const char *view);
 
 /* Build the commit of one profile decoded outside /v1/profiles (OTLP):
  * raw record (raw/rawlen), rollup and stacks, as an upload of service to
- * project. Worker thread; the caller frees c's buffers. See ingest.c. */
+ * project. Worker thread; the caller frees c's buffers. See http_ingest.c. */
 struct wt_profile;
 int edge_ingest_prepare(edge_server *srv, edge_commit *c, const char *project, const char *service,
 			int64_t received_ns, const char *endpoint, const uint8_t *raw, size_t rawlen,

@@ -75,7 +75,7 @@ int hub_archive_run(hub_ctx *ctx, hub_ch *ch, int64_t now_s, json_t *summary, wt
 	json_object_set_new(summary, "archive_days", json_integer(days));
 	if (days == 0)
 		return skip(summary, 2, "off (WT_PROFILE_ARCHIVE_DAYS is 0 or unset)", NULL);
-	hub_store_features(&ctx->store, &f);
+	hub_ch_health_features(&ctx->store, &f);
 	if (hub_ch_cluster(ch))
 		return skip(summary, 32, "cluster mode: archiving to a cold volume is per server and not handled",
 			    hub_ch_cluster(ch));

@@ -4,7 +4,7 @@
 #include "audit.h"
 
 #include "ch_format.h"
-#include "store.h"
+#include "ch_health.h"
 
 int hub_audit_record(hub_ch *ch, const char *project, const char *actor, const char *action,
 		     const char *detail, const char *deletion_id, wt_err *err)

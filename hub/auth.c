@@ -10,7 +10,7 @@
 #include "ch_format.h"
 #include "log.h"
 #include "sha.h"
-#include "store.h"
+#include "ch_health.h"
 
 #define CACHE_SLOTS 4096
 #define NEG_TTL_NS 1000000000LL

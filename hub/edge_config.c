@@ -292,7 +292,7 @@ int hub_edge_config_handle(struct hub_ctx *ctx, hub_ch *ch, const wt_tls_request
 	}
 	if ((h = wt_tls_request_header(req, "if-none-match")))
 		strip_etag(h, inm, sizeof(inm));
-	if (hub_store_check(&ctx->store, &err) || build(ch, edge_id, &want, &cfg, &err))
+	if (hub_ch_health_check(&ctx->store, &err) || build(ch, edge_id, &want, &cfg, &err))
 		goto fail;
 	if (etag_of(cfg, etag)) {
 		wt_err_set(&err, WT_ENOMEM, "out of memory");

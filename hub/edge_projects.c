@@ -20,7 +20,7 @@
 #include "log.h"
 #include "pki.h"
 #include "proto/repl.pb-c.h"
-#include "store.h"
+#include "ch_health.h"
 
 /* A refused edge retries with backoff; one audit event per (edge, project,
  * reason) and hub per this interval is enough to see it. */

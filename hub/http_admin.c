@@ -115,7 +115,7 @@ static void projects_post(hub_req *r, const hub_principal *who)
 		}
 		retention = (long)json_integer_value(jr);
 	}
-	if (hub_store_check(&r->ctx->store, &err) || project_get(r->ch, name, &pr, &err))
+	if (hub_ch_health_check(&r->ctx->store, &err) || project_get(r->ch, name, &pr, &err))
 		goto fail;
 	if (pr.found) {
 		if (pr.retention_days != retention) {
@@ -167,7 +167,7 @@ void hub_handle_admin_projects(hub_req *r)
 		return;
 	}
 	pr.list = json_array();
-	if (hub_store_check(&r->ctx->store, &err) || project_get(r->ch, NULL, &pr, &err)) {
+	if (hub_ch_health_check(&r->ctx->store, &err) || project_get(r->ch, NULL, &pr, &err)) {
 		json_decref(pr.list);
 		hub_req_fail(r, &err);
 		return;
@@ -235,7 +235,7 @@ static void tokens_get(hub_req *r, const hub_principal *who)
 		wt_err_set(&err, WT_EINVAL, "project: required, a valid project name");
 		goto fail;
 	}
-	if (hub_auth_allows(who, project, HUB_ROLE_ADMIN, &err) || hub_store_check(&r->ctx->store, &err))
+	if (hub_auth_allows(who, project, HUB_ROLE_ADMIN, &err) || hub_ch_health_check(&r->ctx->store, &err))
 		goto fail;
 	tokens_newest_sql(&sql, project, NULL);
 	wt_buf_puts(&sql, " WHERE rv = 0 ORDER BY tc, ti FORMAT TabSeparated");
@@ -299,7 +299,7 @@ static void tokens_post(hub_req *r, const hub_principal *who)
 			   hub_role_name(role));
 		goto fail;
 	}
-	if (hub_store_check(&r->ctx->store, &err) || project_get(r->ch, project, &pr, &err))
+	if (hub_ch_health_check(&r->ctx->store, &err) || project_get(r->ch, project, &pr, &err))
 		goto fail;
 	if (!pr.found) {
 		wt_err_set(&err, WT_ENOTFOUND, "project \"%s\" does not exist (create it first)", project);
@@ -398,7 +398,7 @@ void hub_handle_admin_token_revoke(hub_req *r, const char *id)
 		wt_err_set(&err, WT_EINVAL, "id: a token id is 1-32 lowercase hex digits");
 		goto fail;
 	}
-	if (hub_store_check(&r->ctx->store, &err))
+	if (hub_ch_health_check(&r->ctx->store, &err))
 		goto fail;
 	tokens_newest_sql(&sql, NULL, id);
 	wt_buf_puts(&sql, " ORDER BY rv LIMIT 1 FORMAT TabSeparated");

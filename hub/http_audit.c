@@ -68,7 +68,7 @@ void hub_handle_audit(hub_req *r, const char *project)
 	if (hub_param_uint(&q, "limit", AUDIT_DEFAULT_LIMIT, 1, AUDIT_MAX_LIMIT, &limit, &err))
 		goto fail;
 	action = wt_http_param(&q, "action");
-	if (hub_store_check(&r->ctx->store, &err))
+	if (hub_ch_health_check(&r->ctx->store, &err))
 		goto fail;
 	wt_buf_puts(&sql, "SELECT time_ns, actor, action, detail, deletion_id FROM audit_events_v1 WHERE project = ");
 	hub_sql_quote(&sql, project);

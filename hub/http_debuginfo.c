@@ -90,7 +90,7 @@ static void put(hub_req *r, const char *project, const char *bid, const hub_prin
 		wt_err_set(&err, WT_EINVAL, "%s: its build id is %s, the URL names %s", name, got, bid);
 		goto fail;
 	}
-	if (hub_store_check(&r->ctx->store, &err) ||
+	if (hub_ch_health_check(&r->ctx->store, &err) ||
 	    hub_debug_file_store(r->ctx->syms, r->ch, project, bid, name, body, len, who->token_id, "upload", &err))
 		goto fail;
 	{

@@ -27,7 +27,7 @@
 #include "deletion.h"
 #include "http_server.h"
 #include "hub.h"
-#include "ingest.h"
+#include "ch_rows.h"
 #include "log.h"
 #include "params.h"
 #include "schema.h"
@@ -94,7 +94,7 @@ static void delete_profiles(hub_req *r, const char *project, const hub_principal
 		wt_err_set(&err, WT_EINVAL, "service: not a valid service name");
 		goto fail;
 	}
-	if (hub_store_check(&r->ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err))
+	if (hub_ch_health_check(&r->ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err))
 		goto fail;
 	if (hub_random(rnd, sizeof(rnd))) {
 		wt_err_set(&err, WT_EIO, "getrandom failed");
@@ -207,7 +207,7 @@ void hub_handle_deletion(hub_req *r, const char *project, const char *id)
 	}
 	if (hub_auth_allows(&who, project, HUB_ROLE_DELETE, &err) && hub_auth_allows(&who, project, HUB_ROLE_ADMIN, &err))
 		goto fail;
-	if (hub_store_check(&r->ctx->store, &err))
+	if (hub_ch_health_check(&r->ctx->store, &err))
 		goto fail;
 	o = json_pack("{s:s, s:s}", "deletion_id", id, "project", project);
 	wt_buf_puts(&sql, "SELECT time_ns, actor, detail FROM audit_events_v1 WHERE project = ");

@@ -281,7 +281,7 @@ void hub_handle_diff(hub_req *r, const char *project)
 	    hub_param_uint(&q, "period_ns", DEFAULT_PERIOD_NS, 1, 3600000000000L, &period_ns, &err) ||
 	    hub_param_bool(&q, "normalize", 1, &normalize, &err))
 		goto fail;
-	if (hub_store_check(&ctx->store, &err))
+	if (hub_ch_health_check(&ctx->store, &err))
 		goto fail;
 	if (hub_sel_resolve(r->ch, &target.sel, t0, ctx->cfg.default_range_s, &err))
 		goto fail;

@@ -16,7 +16,7 @@
 #include "edge_projects.h"
 #include "http_server.h"
 #include "hub.h"
-#include "ingest.h"
+#include "ch_rows.h"
 #include "log.h"
 #include "pki.h"
 
@@ -61,7 +61,7 @@ static void edges_get(hub_req *r, const hub_principal *who)
 		goto fail;
 	}
 	if ((project && hub_auth_allows(who, project, HUB_ROLE_ADMIN, &err)) ||
-	    hub_store_check(&r->ctx->store, &err))
+	    hub_ch_health_check(&r->ctx->store, &err))
 		goto fail;
 	wt_buf_puts(&sql, "SELECT edge_id, project, argMax(actor, updated_ns), max(updated_ns)"
 			  " FROM edge_projects_v1 WHERE 1");
@@ -117,7 +117,7 @@ static void edges_set(hub_req *r, const hub_principal *who, const char *edge, co
 		wt_err_set(&err, WT_EINVAL, "project: required, a valid project name");
 		goto fail;
 	}
-	if (hub_auth_allows(who, project, HUB_ROLE_ADMIN, &err) || hub_store_check(&r->ctx->store, &err))
+	if (hub_auth_allows(who, project, HUB_ROLE_ADMIN, &err) || hub_ch_health_check(&r->ctx->store, &err))
 		goto fail;
 	if (allowed && hub_project_retention(r->ch, project, &days, &err))
 		goto fail; /* WT_ENOTFOUND: create the project first */

@@ -13,7 +13,7 @@
 #include "http_server.h"
 #include "failpoint.h"
 #include "hub.h"
-#include "ingest.h"
+#include "ch_rows.h"
 #include "log.h"
 #include "params.h"
 #include "recording_rules.h"
@@ -114,8 +114,8 @@ void hub_handle_upload(hub_req *r)
 	int64_t now = hub_now_ns();
 	char upload_id[33], key[HUB_OBJSTORE_KEY_MAX];
 	uint8_t rnd[16];
-	hub_ingest_req rq;
-	hub_ingest_stats st;
+	hub_ch_rows_req rq;
+	hub_ch_rows_stats st;
 	json_t *types, *reply;
 	int days;
 
@@ -161,7 +161,7 @@ void hub_handle_upload(hub_req *r)
 		goto fail;
 	place_times(p, &hp, now);
 
-	if (hub_store_check(&ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err))
+	if (hub_ch_health_check(&ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err))
 		goto fail;
 
 	/* Original first: a reply that says "stored" must be able to name it. */
@@ -185,7 +185,7 @@ void hub_handle_upload(hub_req *r)
 	rq.batch_rows = ctx->cfg.ch_insert_batch_rows;
 	rq.stacks = ctx->stacks;
 	rq.cache_generation = atomic_load(&ctx->store.transitions);
-	if (hub_ingest_profile(r->ch, &rq, p, now, &st, &err))
+	if (hub_ch_rows_profile(r->ch, &rq, p, now, &st, &err))
 		goto fail;
 	if (put_raw_index(r->ch, project, hp.service, upload_id, key, wt_format_name(detected), len,
 			  p->time_ns, &err))

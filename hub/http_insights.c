@@ -172,7 +172,7 @@ void hub_handle_insights(hub_req *r, const char *project)
 		goto fail;
 	}
 	sel.hp.type = "cpu";
-	if (hub_store_check(&ctx->store, &err) ||
+	if (hub_ch_health_check(&ctx->store, &err) ||
 	    hub_sel_resolve(r->ch, &sel, t0, ctx->cfg.default_range_s, &err))
 		goto fail;
 	if (sel.until - sel.from > MAX_RANGE_S * 1000000000LL) {

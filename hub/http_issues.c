@@ -149,7 +149,7 @@ void hub_handle_issues(hub_req *r, const char *project)
 		goto fail;
 	}
 	if (hub_param_uint(&q, "limit", DEFAULT_LIMIT, 1, 100000, &x.limit, &err) ||
-	    hub_store_check(&r->ctx->store, &err))
+	    hub_ch_health_check(&r->ctx->store, &err))
 		goto fail;
 	if (!(x.arr = json_array())) {
 		wt_err_set(&err, WT_ENOMEM, "out of memory");
@@ -208,7 +208,7 @@ void hub_handle_issue_patch(hub_req *r, const char *project, const char *id)
 		wt_err_set(&err, WT_EINVAL, "state: body must be JSON {\"state\": \"acknowledged\"|\"muted\"|\"open\"}");
 		goto fail;
 	}
-	if (hub_store_check(&r->ctx->store, &err))
+	if (hub_ch_health_check(&r->ctx->store, &err))
 		goto fail;
 	if (!(x.arr = json_array())) {
 		wt_err_set(&err, WT_ENOMEM, "out of memory");
@@ -289,7 +289,7 @@ void hub_handle_analysis_run(hub_req *r)
 		wt_err_set(&err, WT_EUNAVAIL, "the regression detector is not running");
 		goto fail;
 	}
-	if (hub_store_check(&r->ctx->store, &err) ||
+	if (hub_ch_health_check(&r->ctx->store, &err) ||
 	    hub_regress_run(r->ctx->regress, r->ch, at, project, &res, &err))
 		goto fail;
 	hub_req_json(r, 200, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",

@@ -192,7 +192,7 @@ void hub_handle_leaks(hub_req *r, const char *project)
 		goto fail;
 	if (!sel.hp.type)
 		sel.hp.type = "inuse_space";
-	if (hub_store_check(&ctx->store, &err) ||
+	if (hub_ch_health_check(&ctx->store, &err) ||
 	    hub_sel_resolve(r->ch, &sel, t0, ctx->cfg.default_range_s, &err))
 		goto fail;
 	width = hub_nice_width(sel.from, sel.until, nbuckets);

@@ -10,7 +10,7 @@
 #include "audit.h"
 #include "http_server.h"
 #include "hub.h"
-#include "ingest.h"
+#include "ch_rows.h"
 #include "log.h"
 #include "policy.h"
 
@@ -49,7 +49,7 @@ static void policy_put(hub_req *r, const char *project, const hub_principal *who
 	}
 	if (hub_policy_validate(doc, &err))
 		goto fail;
-	if (hub_store_check(&r->ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err) ||
+	if (hub_ch_health_check(&r->ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err) ||
 	    hub_policy_load(r->ch, project, &old, &err))
 		goto fail;
 	wt_buf_printf(&detail, "revision %llu -> %llu: ", (unsigned long long)old.revision,
@@ -102,7 +102,7 @@ void hub_handle_policy(hub_req *r, const char *project)
 		policy_put(r, project, &who);
 		return;
 	}
-	if (hub_store_check(&r->ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err) ||
+	if (hub_ch_health_check(&r->ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err) ||
 	    hub_policy_load(r->ch, project, &rec, &err))
 		goto fail;
 	hub_req_json(r, 200, rec_json(project, &rec));

@@ -57,7 +57,7 @@ void hub_handle_query(hub_req *r, const char *project, const char *view)
 	    /* limit 0 = all rows (docs/api.md), as on the edge */
 	    hub_param_uint(&q, "limit", DEFAULT_TABLE_LIMIT, 0, 1000000, &limit, &err))
 		goto fail;
-	if (hub_store_check(&ctx->store, &err) ||
+	if (hub_ch_health_check(&ctx->store, &err) ||
 	    hub_sel_resolve(r->ch, &sel, t0, ctx->cfg.default_range_s, &err))
 		goto fail;
 	type = sel.type;

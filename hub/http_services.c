@@ -100,7 +100,7 @@ static int begin(hub_req *r, const char *project, struct evkeyvalq *q, hub_param
 		return wt_err_set(err, WT_EINVAL, "query string is malformed");
 	if (hub_params_parse(q, hp, err))
 		return err->code;
-	return hub_store_check(&r->ctx->store, err);
+	return hub_ch_health_check(&r->ctx->store, err);
 }
 
 /* ---- services -------------------------------------------------------------- */

@@ -155,7 +155,7 @@ void hub_handle_timeline(hub_req *r, const char *project)
 			   " span_id, trace_id", by_s);
 		goto fail;
 	}
-	if (hub_store_check(&ctx->store, &err) ||
+	if (hub_ch_health_check(&ctx->store, &err) ||
 	    hub_sel_resolve(r->ch, &sel, t0, ctx->cfg.default_range_s, &err))
 		goto fail;
 	if (sel.until <= sel.from)

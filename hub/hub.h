@@ -19,13 +19,13 @@
 #include "objstore.h"
 #include "stackcache.h"
 #include "stacklru.h"
-#include "store.h"
+#include "ch_health.h"
 #include "symbols.h"
 
 typedef struct hub_ctx {
 	hub_config cfg;
 	hub_ch_conf chconf;
-	hub_store store;
+	hub_ch_health store;
 	hub_objstore *os;
 	hub_auth *auth;
 	hub_stackcache *stacks;

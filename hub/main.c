@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 		wt_error("msg=\"out of memory at start\"");
 		goto out_os;
 	}
-	if (hub_store_start(&ctx.store, &ctx.chconf, ctx.cfg.ch_database, ctx.cfg.health_interval_ms)) {
+	if (hub_ch_health_start(&ctx.store, &ctx.chconf, ctx.cfg.ch_database, ctx.cfg.health_interval_ms)) {
 		wt_error("msg=\"cannot start the clickhouse monitor\"");
 		goto out_os;
 	}
@@ -166,7 +166,7 @@ int main(int argc, char **argv)
 	hub_server_stop(srv);
 out_store:
 	hub_regress_stop(ctx.regress); /* NULL-safe; after the HTTP workers that use it */
-	hub_store_stop(&ctx.store);
+	hub_ch_health_stop(&ctx.store);
 out_os:
 	hub_symbols_free(ctx.syms);
 	hub_stackcache_free(ctx.stacks);

@@ -12,7 +12,7 @@
 
 #include "ch_format.h"
 #include "sample_types.h"
-#include "store.h"
+#include "ch_health.h"
 
 #define MAX_GLOB 256
 #define MAX_LIMIT_BODY (4LL << 30)

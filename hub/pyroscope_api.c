@@ -205,7 +205,7 @@ static int pyro_auth(pyro_call *c, wt_err *err)
 	}
 	if ((rc = hub_auth_allows(&who, c->project, HUB_ROLE_READ, err)))
 		return rc;
-	return hub_store_check(&c->r->ctx->store, err);
+	return hub_ch_health_check(&c->r->ctx->store, err);
 }
 
 /* [start, end] in ms → [from, until) ns; 0/0 = all time (open) or the

@@ -16,7 +16,7 @@
 #include "audit.h"
 #include "ch_format.h"
 #include "http_server.h"
-#include "ingest.h"
+#include "ch_rows.h"
 #include "log.h"
 
 #define RULES_MAX 100          /* rules per project */
@@ -605,7 +605,7 @@ static int begin(hub_req *r, const char *project, int role, hub_principal *who, 
 		return wt_err_set(err, WT_ENOTFOUND, "project: \"%.64s\" is not a valid project name", project);
 	if (hub_auth_allows(who, project, role, err))
 		return err->code ? err->code : WT_EFORBIDDEN;
-	return hub_store_check(&r->ctx->store, err);
+	return hub_ch_health_check(&r->ctx->store, err);
 }
 
 static void rules_get_http(hub_req *r, const char *project)

@@ -29,7 +29,7 @@
 #include "edge_projects.h"
 #include "format.h"
 #include "hub.h"
-#include "ingest.h"
+#include "ch_rows.h"
 #include "log.h"
 #include "proto/repl.pb-c.h"
 #include "recording_rules.h"
@@ -598,8 +598,8 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, con
 	wt_limits lim;
 	wt_format det = WT_FMT_AUTO;
 	wt_profile *p = NULL;
-	hub_ingest_req rq;
-	hub_ingest_stats is;
+	hub_ch_rows_req rq;
+	hub_ch_rows_stats is;
 	wt_err derr = {0, ""}, rerr = {0, ""};
 	int rc = 0, exists = 0;
 
@@ -634,7 +634,7 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, con
 	rq.sink = sink;
 	rq.skip = st ? st->samples : NULL;
 	rq.nskip = st ? st->nsamples : 0;
-	if ((rc = hub_ingest_profile(ch, &rq, p, u->received_ns, &is, err)))
+	if ((rc = hub_ch_rows_profile(ch, &rq, p, u->received_ns, &is, err)))
 		goto out;
 	res->sample_rows += is.sample_rows;
 	s->recovery = st != NULL;
@@ -870,7 +870,7 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	res->last_seq = b->last_seq;
 	if (!b->n_uploads)
 		goto out;
-	if ((rc = hub_store_check(&ctx->store, err)))
+	if ((rc = hub_ch_health_check(&ctx->store, err)))
 		goto out;
 
 	ups = calloc(b->n_uploads, sizeof(*ups));

@@ -1,6 +1,6 @@
 /*
  * repl_decode.c — decode one replicated upload's original as the edge did
- * (see repl_decode.h); the header's keys are written by edge/ingest.c.
+ * (see repl_decode.h); the header's keys are written by edge/http_ingest.c.
  */
 #include "repl_decode.h"
 

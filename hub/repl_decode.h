@@ -1,6 +1,6 @@
 /*
  * repl_decode.h — one replicated upload's header and original, read as the
- * edge wrote them (edge/ingest.c): the header from the typed UploadHeader
+ * edge wrote them (edge/http_ingest.c): the header from the typed UploadHeader
  * (proto/repl.proto) or, for batches buffered by edges from before it, the
  * JSON header_json; the original decoded with the options the header
  * names. Pure: no ClickHouse, no object store; hub_repl_apply()

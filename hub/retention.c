@@ -329,7 +329,7 @@ int hub_retention_run(hub_ctx *ctx, hub_ch *ch, int64_t now_s, json_t *summary, 
 	json_t *dropped = json_array(), *mutations = json_array(), *ignored = json_array();
 	int rc, tab;
 
-	hub_store_features(&ctx->store, &f);
+	hub_ch_health_features(&ctx->store, &f);
 	s.p = calloc(MAX_PROJECTS, sizeof(*s.p));
 	s.t = calloc(MAX_TYPE_RULES, sizeof(*s.t));
 	if (!s.p || !s.t || !dropped || !mutations || !ignored) {

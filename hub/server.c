@@ -107,7 +107,7 @@ int hub_req_auth(hub_req *r, hub_principal *p)
 
 void hub_handle_healthz(hub_req *r)
 {
-	json_t *ch = hub_store_status_json(&r->ctx->store);
+	json_t *ch = hub_ch_health_status_json(&r->ctx->store);
 	int up = atomic_load(&r->ctx->store.ready);
 	json_t *o = json_pack("{s:s, s:o, s:s}", "status", up ? "ok" : "degraded",
 			      "clickhouse", ch ? ch : json_null(),

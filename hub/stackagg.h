@@ -13,7 +13,7 @@
  *    same columns as profile_samples_v1, so the same filter SQL applies).
  *  - Both are filled by materialized views on profile_samples_v1 (schema.c),
  *    i.e. inside the very INSERT of every raw row written by the shared row
- *    writer (ingest.c) — direct uploads and replication apply alike — so the
+ *    writer (ch_rows.c) — direct uploads and replication apply alike — so the
  *    replication ledger's per-day exactly-once covers them too.
  *  - Existing data (a hub upgraded from a schema without aggregates) is
  *    rebuilt day by day by the "aggregates" worker job; until a day is

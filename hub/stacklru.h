@@ -4,7 +4,7 @@
  * evicted first. The aggregate query path (selection.c) reads (stack_id,
  * value) pairs from ClickHouse and takes the frames from here, fetching
  * only the misses from profile_stacks_v1. Stack ids are content hashes of
- * the frames (ingest.c), so an entry never goes stale. Thread-safe (one
+ * the frames (ch_rows.c), so an entry never goes stale. Thread-safe (one
  * mutex; every call is O(1) plus the copy).
  */
 #ifndef HUB_STACKLRU_H

@@ -21,7 +21,7 @@
 #include "fsdir.h"
 #include "debuginfod.h"
 #include "log.h"
-#include "store.h"
+#include "ch_health.h"
 #include "symfile.h"
 
 #define MAX_PROJECTS 64         /* indexes kept */

@@ -330,7 +330,7 @@ static int run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s, int
 			break;
 	if (i == NJOBS)
 		return wt_err_set(err, WT_EINVAL, "job: expected retention, archive or aggregates");
-	if ((rc = hub_store_check(&ctx->store, err)))
+	if ((rc = hub_ch_health_check(&ctx->store, err)))
 		return rc;
 	log_paths(ctx);
 	if ((rc = lease_take(ch, job, ctx->cfg.worker_lease_ttl_s, due_s, &last_done, &version, err)))
@@ -369,7 +369,7 @@ static void log_paths(hub_ctx *ctx)
 
 	if (atomic_exchange(&paths_logged, 1))
 		return;
-	hub_store_features(&ctx->store, &f);
+	hub_ch_health_features(&ctx->store, &f);
 	if (f.ttl)
 		wt_info("msg=\"retention path\" path=ttl clickhouse=%s detail=\"project retention by table TTL;"
 			" per-type retention by the worker (ALTER TABLE ... DELETE)\"", f.version);

@@ -1,7 +1,7 @@
 /*
  * fuzz_pyroscope.c — libFuzzer target: the Pyroscope-compatible /ingest
  * request as the edge takes it apart (edge/pyroscope.c, then the decode of
- * edge/ingest.c): the input is "CONTENT-TYPE\nNAME\nBODY", the
+ * edge/http_ingest.c): the input is "CONTENT-TYPE\nNAME\nBODY", the
  * Content-Type header, the `name=` parameter and the request body. The
  * boundary is taken from the Content-Type, the body split into
  * multipart/form-data parts, the "profile" (or "jfr") part decoded with

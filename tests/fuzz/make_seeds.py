@@ -6,7 +6,7 @@ inputs are framings around real profiles, from files of tests/corpus:
       fuzz_pyroscope.c reads): multipart/form-data bodies as the Pyroscope Go
       SDK and Java agent send them (see tests/integration/test_edge.py).
   tests/fuzz/seed/fuzz_repl_batch/  protobuf replication Batches
-      (proto/repl.proto) with headers as edge/ingest.c writes them.
+      (proto/repl.proto) with headers as edge/http_ingest.c writes them.
   tests/fuzz/seed/fuzz_tls_http/    HTTP/1.1 requests as wt-edge's
       replication client and wtctl send them to the hub's mTLS port.
 

@@ -19,7 +19,7 @@
 #include "edge/config.h"
 #include "edge/deletion.h"
 #include "edge/keys.h"
-#include "edge/store.h"
+#include "edge/buffer.h"
 
 #define MIN0 29000000LL /* minutes since the epoch */
 #define NS_PER_MIN 60000000000LL
@@ -27,14 +27,14 @@
 typedef struct fx {
 	char dir[256];
 	edge_config cfg;
-	edge_store *s;
+	edge_buffer *s;
 } fx;
 
 static void put(fx *f, int cf, const void *k, size_t kl, const void *v, size_t vl)
 {
 	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
 	char *e = NULL;
-	rocksdb_put_cf(edge_store_db(f->s), wo, edge_store_cf(f->s, cf), k, kl, v, vl, &e);
+	rocksdb_put_cf(edge_buffer_db(f->s), wo, edge_buffer_cf(f->s, cf), k, kl, v, vl, &e);
 	rocksdb_writeoptions_destroy(wo);
 	assert_null(e);
 }
@@ -44,7 +44,7 @@ static int exists(fx *f, int cf, const void *k, size_t kl)
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	char *e = NULL, *v;
 	size_t vl;
-	v = rocksdb_get_cf(edge_store_db(f->s), ro, edge_store_cf(f->s, cf), k, kl, &vl, &e);
+	v = rocksdb_get_cf(edge_buffer_db(f->s), ro, edge_buffer_cf(f->s, cf), k, kl, &vl, &e);
 	rocksdb_readoptions_destroy(ro);
 	assert_null(e);
 	free(v);
@@ -89,7 +89,7 @@ static int setup(void **state)
 	f->cfg.data_dir = strdup(f->dir);
 	f->cfg.sync = 0;
 	f->cfg.retention_interval_s = 86400;
-	assert_int_equal(edge_store_open(&f->cfg, NULL, &f->s, &err), 0);
+	assert_int_equal(edge_buffer_open(&f->cfg, NULL, &f->s, &err), 0);
 	for (int si = 0; si < 3; si++) {
 		wt_buf_reset(&b);
 		wt_buf_puts(&b, EDGE_META_TYPES);
@@ -130,7 +130,7 @@ static int teardown(void **state)
 {
 	fx *f = *state;
 	char cmd[300];
-	edge_store_close(f->s);
+	edge_buffer_close(f->s);
 	edge_config_free(&f->cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
 	assert_int_equal(system(cmd), 0);

@@ -23,7 +23,7 @@
 #include "edge/config.h"
 #include "edge/keys.h"
 #include "edge/repl_client.h"
-#include "edge/store.h"
+#include "edge/buffer.h"
 #include "proto/repl.pb-c.h"
 
 #define NUP 10
@@ -32,7 +32,7 @@
 typedef struct fx {
 	char dir[256];
 	edge_config cfg;
-	edge_store *s;
+	edge_buffer *s;
 } fx;
 
 static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -104,7 +104,7 @@ static void commit_uploads(fx *f, int first, int last)
 		rolluplog_value(i, &c.rolluplog, &c.rolluplog_len);
 		c.done = commit_done;
 		c.arg = &done;
-		edge_store_submit(f->s, &c);
+		edge_buffer_submit(f->s, &c);
 		pthread_mutex_lock(&done_mu);
 		while (!done)
 			pthread_cond_wait(&done_cv, &done_mu);
@@ -129,7 +129,7 @@ static int setup(void **state)
 	f->cfg.data_dir = strdup(f->dir);
 	f->cfg.sync = 0;
 	f->cfg.retention_interval_s = 86400; /* runs only when the test says */
-	assert_int_equal(edge_store_open(&f->cfg, NULL, &f->s, &err), 0);
+	assert_int_equal(edge_buffer_open(&f->cfg, NULL, &f->s, &err), 0);
 	commit_uploads(f, 1, NUP);
 	*state = f;
 	return 0;
@@ -139,7 +139,7 @@ static int teardown(void **state)
 {
 	fx *f = *state;
 	char cmd[300];
-	edge_store_close(f->s);
+	edge_buffer_close(f->s);
 	edge_config_free(&f->cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
 	assert_int_equal(system(cmd), 0);
@@ -158,7 +158,7 @@ static Watchtower__Repl__Batch *build(fx *f, uint64_t after, size_t max_up, size
 	assert_string_equal(m->edge_id, "edge-t");
 	/* a data dir created by this store has a random incarnation */
 	assert_int_equal(strlen(m->incarnation), 32);
-	assert_string_equal(m->incarnation, edge_store_incarnation(f->s));
+	assert_string_equal(m->incarnation, edge_buffer_incarnation(f->s));
 	assert_int_equal(m->n_uploads, b->nuploads);
 	assert_int_equal(m->first_seq, b->first_seq);
 	assert_int_equal(m->last_seq, b->last_seq);
@@ -278,7 +278,7 @@ static void dropped_raw_is_sent_as_rollup_only(void **state)
 	char *e = NULL;
 	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
 	edge_be64_put(k, 3);
-	rocksdb_delete_cf(edge_store_db(f->s), wo, edge_store_cf(f->s, EDGE_CF_RAW), (const char *)k, 8, &e);
+	rocksdb_delete_cf(edge_buffer_db(f->s), wo, edge_buffer_cf(f->s, EDGE_CF_RAW), (const char *)k, 8, &e);
 	assert_null(e);
 	rocksdb_writeoptions_destroy(wo);
 
@@ -296,10 +296,10 @@ static void quota_keeps_rollups(void **state)
 {
 	fx *f = *state;
 	edge_repl_batch b;
-	edge_store_stats st;
+	edge_buffer_stats st;
 	f->cfg.disk_quota_bytes = 1;
-	edge_store_retention_run(f->s);
-	edge_store_stats_get(f->s, &st);
+	edge_buffer_retention_run(f->s);
+	edge_buffer_stats_get(f->s, &st);
 	assert_int_equal(st.raw_dropped, NUP);
 	Watchtower__Repl__Batch *m = build(f, 0, 64, 8u << 20, &b);
 	assert_int_equal(b.nuploads, NUP);
@@ -321,7 +321,7 @@ static void corrupt_rolluplog_still_sent(void **state)
 	edge_be64_put(k, 2);
 	edge_le64_put(v, BASE_NS + 2);
 	memcpy(v + 8, "junk!", 5);
-	rocksdb_put_cf(edge_store_db(f->s), wo, edge_store_cf(f->s, EDGE_CF_ROLLUPLOG), (const char *)k, 8,
+	rocksdb_put_cf(edge_buffer_db(f->s), wo, edge_buffer_cf(f->s, EDGE_CF_ROLLUPLOG), (const char *)k, 8,
 		       (const char *)v, sizeof(v), &e);
 	assert_null(e);
 	rocksdb_writeoptions_destroy(wo);
@@ -341,7 +341,7 @@ static void cursor_and_ledger_drive_retention(void **state)
 {
 	fx *f = *state;
 	edge_repl_batch b;
-	edge_store_stats st;
+	edge_buffer_stats st;
 	wt_err err = {0};
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -353,12 +353,12 @@ static void cursor_and_ledger_drive_retention(void **state)
 	assert_int_equal(edge_repl_cursor_save(f->s, 4, now - 2 * 3600LL * 1000000000LL, &err), 0);
 	assert_int_equal(edge_repl_cursor_save(f->s, 7, now, &err), 0);
 	assert_int_equal(edge_repl_cursor_load(f->s), 7);
-	edge_store_stats_get(f->s, &st);
+	edge_buffer_stats_get(f->s, &st);
 	assert_int_equal(st.repl_cursor, 7);
 	assert_int_equal(st.unreplicated, NUP - 7);
 	assert_int_equal(st.oldest_unreplicated_ns, BASE_NS + 8);
 
-	edge_store_retention_run(f->s);
+	edge_buffer_retention_run(f->s);
 	/* seqs 1..4 expired: raw and rolluplog gone; 5.. still there */
 	Watchtower__Repl__Batch *m = build(f, 0, 64, 8u << 20, &b);
 	assert_int_equal(b.first_seq, 5);

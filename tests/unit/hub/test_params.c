@@ -14,7 +14,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "hub/auth.h"
-#include "hub/ingest.h"
+#include "hub/ch_rows.h"
 #include "hub/params.h"
 #include "hub/schema.h"
 

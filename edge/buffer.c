@@ -1,9 +1,9 @@
 /*
- * store.c — RocksDB buffer of the edge: opening the column families with
+ * buffer.c — RocksDB buffer of the edge: opening the column families with
  * their merge operators, the group-commit writer thread, and the retention
- * thread (replicated raw expiry, rollup age, disk quota). See store.h.
+ * thread (replicated raw expiry, rollup age, disk quota). See buffer.h.
  */
-#include "store.h"
+#include "buffer.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -27,7 +27,7 @@ static const char *const cf_names[EDGE_CF_COUNT] = {
 	"default", "raw", "rolluplog", "rollup", "stacks", "meta", "config",
 };
 
-struct edge_store {
+struct edge_buffer {
 	const edge_config *cfg;
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
@@ -199,7 +199,7 @@ static uint32_t rd32(const uint8_t *p)
 /* ---- committer ---------------------------------------------------------- */
 
 /* Read-modify-write of a rollup row inside the group batch (rollup_mode=rmw). */
-static int rmw_rollup(edge_store *s, rocksdb_writebatch_wi_t *wb, const uint8_t *k, size_t kl,
+static int rmw_rollup(edge_buffer *s, rocksdb_writebatch_wi_t *wb, const uint8_t *k, size_t kl,
 		      const uint8_t *v, size_t vl)
 {
 	char *e = NULL, *cur;
@@ -236,7 +236,7 @@ static int rmw_rollup(edge_store *s, rocksdb_writebatch_wi_t *wb, const uint8_t 
  * space is back above min_free + reserve the ballast is recreated and
  * commits go through again, without a restart. */
 
-static void reserve_create(edge_store *s)
+static void reserve_create(edge_buffer *s)
 {
 	int fd;
 
@@ -254,7 +254,7 @@ static void reserve_create(edge_store *s)
 }
 
 /* 0: room for need more bytes; -1: refuse. Committer thread. */
-static int disk_room(edge_store *s, uint64_t need)
+static int disk_room(edge_buffer *s, uint64_t need)
 {
 	struct statvfs v;
 	uint64_t avail, min = s->cfg->min_free_bytes;
@@ -283,12 +283,12 @@ static int disk_room(edge_store *s, uint64_t need)
 	return 0;
 }
 
-void edge_commit_error(const edge_store *s, int rc, wt_err *err)
+void edge_commit_error(const edge_buffer *s, int rc, wt_err *err)
 {
 	if (rc == EDGE_COMMIT_DISK_FULL)
 		wt_err_set(err, WT_EUNAVAIL, "the edge's disk is full (edge.data_dir has %llu MiB free, "
 			   "under retention.min_free_mb = %llu); nothing was stored; retry later",
-			   (unsigned long long)(atomic_load(&((edge_store *)s)->disk_free) >> 20),
+			   (unsigned long long)(atomic_load(&((edge_buffer *)s)->disk_free) >> 20),
 			   (unsigned long long)(s->cfg->min_free_bytes >> 20));
 	else if (rc == WT_EUNAVAIL)
 		wt_err_set(err, WT_EUNAVAIL, "the edge is shutting down; the upload was not stored");
@@ -296,7 +296,7 @@ void edge_commit_error(const edge_store *s, int rc, wt_err *err)
 		wt_err_set(err, WT_EIO, "writing the upload to the buffer failed; nothing was stored");
 }
 
-static void commit_group(edge_store *s, edge_commit *list)
+static void commit_group(edge_buffer *s, edge_commit *list)
 {
 	int rmw = s->cfg->rollup_mode == EDGE_ROLLUP_RMW;
 	rocksdb_writebatch_t *wb = rmw ? NULL : rocksdb_writebatch_create();
@@ -386,7 +386,7 @@ static void commit_group(edge_store *s, edge_commit *list)
 
 static void *committer_main(void *arg)
 {
-	edge_store *s = arg;
+	edge_buffer *s = arg;
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
 		while (!s->head && !s->stopping)
@@ -405,7 +405,7 @@ static void *committer_main(void *arg)
 	return NULL;
 }
 
-void edge_store_submit(edge_store *s, edge_commit *c)
+void edge_buffer_submit(edge_buffer *s, edge_commit *c)
 {
 	c->next = NULL;
 	pthread_mutex_lock(&s->mu);
@@ -424,7 +424,7 @@ void edge_store_submit(edge_store *s, edge_commit *c)
 	pthread_mutex_unlock(&s->mu);
 }
 
-void edge_store_on_commit(edge_store *s, void (*fn)(void *arg), void *arg)
+void edge_buffer_on_commit(edge_buffer *s, void (*fn)(void *arg), void *arg)
 {
 	pthread_mutex_lock(&s->mu);
 	s->on_commit = fn;
@@ -461,7 +461,7 @@ int edge_raw_encode(int64_t received_ns, const char *hdr, const uint8_t *body, s
 
 /* ---- stats -------------------------------------------------------------- */
 
-static uint64_t prop_u64(edge_store *s, int cf, const char *name)
+static uint64_t prop_u64(edge_buffer *s, int cf, const char *name)
 {
 	char *v = rocksdb_property_value_cf(s->db, s->cf[cf], name);
 	uint64_t r = v ? strtoull(v, NULL, 10) : 0;
@@ -469,7 +469,7 @@ static uint64_t prop_u64(edge_store *s, int cf, const char *name)
 	return r;
 }
 
-static uint64_t disk_bytes(edge_store *s)
+static uint64_t disk_bytes(edge_buffer *s)
 {
 	uint64_t t = 0;
 	for (int i = 0; i < EDGE_CF_COUNT; i++)
@@ -477,7 +477,7 @@ static uint64_t disk_bytes(edge_store *s)
 	return t;
 }
 
-static uint64_t get_be64_meta(edge_store *s, const char *key)
+static uint64_t get_be64_meta(edge_buffer *s, const char *key)
 {
 	char *e = NULL;
 	size_t vl = 0;
@@ -494,7 +494,7 @@ static uint64_t get_be64_meta(edge_store *s, const char *key)
 /* Read or create the incarnation (keys.h). A data dir with uploads but no
  * incarnation predates them: it keeps replicating as "" so the hub's ledger
  * of its seqs still applies; an empty one gets a fresh id. */
-static int incarnation_init(edge_store *s, wt_err *err)
+static int incarnation_init(edge_buffer *s, wt_err *err)
 {
 	char *e = NULL;
 	size_t vl = 0, i;
@@ -545,12 +545,12 @@ out:
 	return rc;
 }
 
-const char *edge_store_incarnation(const edge_store *s)
+const char *edge_buffer_incarnation(const edge_buffer *s)
 {
 	return s->incarnation;
 }
 
-void edge_store_stats_get(edge_store *s, edge_store_stats *st)
+void edge_buffer_stats_get(edge_buffer *s, edge_buffer_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->last_seq = atomic_load(&s->last_seq);
@@ -589,7 +589,7 @@ void edge_store_stats_get(edge_store *s, edge_store_stats *st)
 /* Raw originals the hub acknowledged more than N hours ago: the replication
  * client writes meta repl/ledger/BE64(seq) → LE64(acked_at_ns) for each acked
  * batch; every raw seq ≤ such a seq is deleted once acked_at + N h < now. */
-static void expire_replicated(edge_store *s, int64_t now)
+static void expire_replicated(edge_buffer *s, int64_t now)
 {
 	const size_t pl = strlen(EDGE_META_REPL_LEDGER);
 	int64_t keep_ns = s->cfg->raw_hours_after_replication * 3600LL * 1000000000LL;
@@ -632,7 +632,7 @@ static void expire_replicated(edge_store *s, int64_t now)
 /* Local rollups and stacks older than rollup_days: delete_range per series
  * (project/service/type) listed in meta types/. Unreplicated rollup deltas
  * live in rolluplog and are not touched here. */
-static void expire_rollups(edge_store *s, int64_t now)
+static void expire_rollups(edge_buffer *s, int64_t now)
 {
 	const size_t pl = strlen(EDGE_META_TYPES);
 	int64_t cutoff_min = now / 60000000000LL - s->cfg->rollup_days * 1440;
@@ -680,7 +680,7 @@ out:
 
 /* Disk quota: drop the oldest raw originals (replicated or not — they are
  * the bulk; rollup deltas stay) until the DB is 10% under quota. */
-static void enforce_quota(edge_store *s)
+static void enforce_quota(edge_buffer *s)
 {
 	uint64_t quota = s->cfg->disk_quota_bytes;
 	uint64_t used = disk_bytes(s);
@@ -731,7 +731,7 @@ static void enforce_quota(edge_store *s)
 	}
 }
 
-void edge_store_retention_run(edge_store *s)
+void edge_buffer_retention_run(edge_buffer *s)
 {
 	pthread_mutex_lock(&s->retention_run_mu);
 	int64_t now = now_ns();
@@ -743,7 +743,7 @@ void edge_store_retention_run(edge_store *s)
 
 static void *retention_main(void *arg)
 {
-	edge_store *s = arg;
+	edge_buffer *s = arg;
 	pthread_mutex_lock(&s->rmu);
 	while (!s->rstop) {
 		struct timespec ts;
@@ -753,7 +753,7 @@ static void *retention_main(void *arg)
 		if (s->rstop)
 			break;
 		pthread_mutex_unlock(&s->rmu);
-		edge_store_retention_run(s);
+		edge_buffer_retention_run(s);
 		pthread_mutex_lock(&s->rmu);
 	}
 	pthread_mutex_unlock(&s->rmu);
@@ -762,12 +762,12 @@ static void *retention_main(void *arg)
 
 /* ---- open / close ------------------------------------------------------- */
 
-rocksdb_t *edge_store_db(edge_store *s) { return s->db; }
-rocksdb_column_family_handle_t *edge_store_cf(edge_store *s, int cf) { return s->cf[cf]; }
+rocksdb_t *edge_buffer_db(edge_buffer *s) { return s->db; }
+rocksdb_column_family_handle_t *edge_buffer_cf(edge_buffer *s, int cf) { return s->cf[cf]; }
 
-int edge_store_open(const edge_config *cfg, const char *config_text, edge_store **out, wt_err *err)
+int edge_buffer_open(const edge_config *cfg, const char *config_text, edge_buffer **out, wt_err *err)
 {
-	edge_store *s = calloc(1, sizeof(*s));
+	edge_buffer *s = calloc(1, sizeof(*s));
 	char *e = NULL;
 	int rc = 0;
 
@@ -870,7 +870,7 @@ fail:
 	return rc;
 }
 
-void edge_store_close(edge_store *s)
+void edge_buffer_close(edge_buffer *s)
 {
 	char *e = NULL;
 	if (!s)

@@ -1,5 +1,5 @@
 /*
- * ingest.c — profile → ClickHouse rows (see ingest.h).
+ * ch_rows.c — profile → ClickHouse rows (see ch_rows.h).
  *
  * profile_samples_v1 gets one row per (sample, sample type) with a nonzero
  * value. The label columns of a row depend only on its labelset, so they
@@ -8,7 +8,7 @@
  * in every upload and project, and profile_stacks_v1 is written only for
  * ids this hub has not written before (stackcache).
  */
-#include "ingest.h"
+#include "ch_rows.h"
 #include "symref.h"
 
 #include <stdlib.h>
@@ -17,7 +17,7 @@
 
 #include "ch_format.h"
 #include "rollup.h"
-#include "store.h"
+#include "ch_health.h"
 
 #define SAMPLES_INSERT \
 	"INSERT INTO profile_samples_v1 (date, time_ns, project, service, sample_type, unit," \
@@ -46,7 +46,7 @@ typedef struct kv {
 
 /* Encode the label columns of labelset ls (plus request labels) into b:
  * host, thread, container, span_id, trace_id, labels.key, labels.value. */
-static int encode_labels(const wt_profile *p, uint32_t ls, const hub_ingest_req *rq, wt_buf *b)
+static int encode_labels(const wt_profile *p, uint32_t ls, const hub_ch_rows_req *rq, wt_buf *b)
 {
 	kv *items;
 	size_t n = 0, nl = 0, i, j, extra = 0;
@@ -102,7 +102,7 @@ static int encode_labels(const wt_profile *p, uint32_t ls, const hub_ingest_req 
 	return rc ? WT_ENOMEM : 0;
 }
 
-static int flush(hub_ch *ch, const char *sql, wt_buf *b, hub_ingest_stats *st, wt_err *err)
+static int flush(hub_ch *ch, const char *sql, wt_buf *b, hub_ch_rows_stats *st, wt_err *err)
 {
 	int64_t t0;
 	int rc;
@@ -119,8 +119,8 @@ static int flush(hub_ch *ch, const char *sql, wt_buf *b, hub_ingest_stats *st, w
 }
 
 /* Stack ids (and the frames insert for new ones). */
-static int do_stacks(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p, uint64_t *ids,
-		     hub_ingest_stats *st, wt_err *err)
+static int do_stacks(hub_ch *ch, const hub_ch_rows_req *rq, const wt_profile *p, uint64_t *ids,
+		     hub_ch_rows_stats *st, wt_err *err)
 {
 	uint64_t proj_hash = XXH3_64bits(rq->project, strlen(rq->project));
 	wt_buf names = WT_BUF_INIT, rows = WT_BUF_INIT;
@@ -185,8 +185,8 @@ out:
 	return rc;
 }
 
-static int do_samples(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p, const uint64_t *ids,
-		      int64_t fallback_ns, hub_ingest_stats *st, wt_err *err)
+static int do_samples(hub_ch *ch, const hub_ch_rows_req *rq, const wt_profile *p, const uint64_t *ids,
+		      int64_t fallback_ns, hub_ch_rows_stats *st, wt_err *err)
 {
 	wt_buf rows = WT_BUF_INIT, prefix = WT_BUF_INIT, lab = WT_BUF_INIT, tail = WT_BUF_INIT;
 	size_t *lab_off = NULL, *lab_len = NULL, *type_off = NULL, *skipped = NULL, i, t, batch = 0;
@@ -285,8 +285,8 @@ out:
 	return rc;
 }
 
-static int do_rollup(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p, int64_t fallback_ns,
-		     hub_ingest_stats *st, wt_err *err)
+static int do_rollup(hub_ch *ch, const hub_ch_rows_req *rq, const wt_profile *p, int64_t fallback_ns,
+		     hub_ch_rows_stats *st, wt_err *err)
 {
 	wt_rollup r;
 	wt_buf rows = WT_BUF_INIT;
@@ -324,8 +324,8 @@ out:
 	return rc;
 }
 
-int hub_ingest_profile(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p,
-		       int64_t fallback_ns, hub_ingest_stats *st, wt_err *err)
+int hub_ch_rows_profile(hub_ch *ch, const hub_ch_rows_req *rq, const wt_profile *p,
+		       int64_t fallback_ns, hub_ch_rows_stats *st, wt_err *err)
 {
 	uint64_t *ids = calloc(p->nstacks + 1, sizeof(uint64_t));
 	int rc;

@@ -1,10 +1,10 @@
 /*
- * store.h — the hub's view of ClickHouse health. A monitor thread probes
+ * ch_health.h — the hub's view of ClickHouse health. A monitor thread probes
  * ClickHouse every health_interval_ms; when it answers, the monitor detects
  * the version (feature flags) and applies migrations, then marks the store
- * ready. Request handlers call hub_store_check() and answer 503 at once
+ * ready. Request handlers call hub_ch_health_check() and answer 503 at once
  * while the store is not ready; a request that finds ClickHouse unreachable
- * marks it down (hub_store_mark_down) so others fail fast too, and the
+ * marks it down (hub_ch_health_mark_down) so others fail fast too, and the
  * monitor brings it back by itself when ClickHouse answers again.
  *
  * One store per process (the ch_client down-hook is process-wide).
@@ -20,7 +20,7 @@
 #include "ch_client.h"
 #include "schema.h"
 
-typedef struct hub_store {
+typedef struct hub_ch_health {
 	const hub_ch_conf *conf;
 	const char *db;
 	int interval_ms;
@@ -36,21 +36,21 @@ typedef struct hub_store {
 	int64_t since_ns;       /* time of the last state change */
 	pthread_t thr;
 	int started;
-} hub_store;
+} hub_ch_health;
 
 /* Start the monitor thread (first probe runs at once). conf and db must
  * outlive the store. 0 or WT_ENOMEM. */
-int hub_store_start(hub_store *s, const hub_ch_conf *conf, const char *db, int interval_ms);
-void hub_store_stop(hub_store *s);
+int hub_ch_health_start(hub_ch_health *s, const hub_ch_conf *conf, const char *db, int interval_ms);
+void hub_ch_health_stop(hub_ch_health *s);
 
 /* 0 when ready, else WT_EUNAVAIL with a message naming the last error. */
-int hub_store_check(hub_store *s, wt_err *err);
+int hub_ch_health_check(hub_ch_health *s, wt_err *err);
 /* Tell the monitor that a request found ClickHouse unreachable. */
-void hub_store_mark_down(hub_store *s, const char *why);
+void hub_ch_health_mark_down(hub_ch_health *s, const char *why);
 /* Copy of the feature flags (valid once ready). */
-void hub_store_features(hub_store *s, hub_ch_features *out);
+void hub_ch_health_features(hub_ch_health *s, hub_ch_features *out);
 /* {"status":"up"|"down","version":..,"schema_version":..,"error":..,"since":..} */
-json_t *hub_store_status_json(hub_store *s);
+json_t *hub_ch_health_status_json(hub_ch_health *s);
 
 int64_t hub_now_ns(void);
 

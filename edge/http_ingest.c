@@ -1,5 +1,5 @@
 /*
- * ingest.c — POST /v1/profiles and the Pyroscope-compatible POST /ingest.
+ * http_ingest.c — POST /v1/profiles and the Pyroscope-compatible POST /ingest.
  *
  * Loop thread: authenticate, parse parameters, copy the body, hand a task to
  * a worker. Worker: split multipart, wt_format_decode, build the raw record
@@ -532,7 +532,7 @@ static void ingest_work(edge_task *t)
 	in->body = NULL;
 	t->commit.done = commit_done;
 	t->commit.arg = t;
-	edge_store_submit(t->srv->store, &t->commit);
+	edge_buffer_submit(t->srv->store, &t->commit);
 	return;
 fail:
 	if (!t->err.code)

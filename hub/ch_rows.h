@@ -1,5 +1,5 @@
 /*
- * ingest.h — turn a decoded wt_profile into the hub's ClickHouse rows
+ * ch_rows.h — turn a decoded wt_profile into the hub's ClickHouse rows
  * (profile_samples_v1, profile_stacks_v1, function_rollup_v1) and insert
  * them in RowBinary batches. Used by the direct upload endpoint (and later
  * by replication from edges).
@@ -16,7 +16,7 @@
 #include "profile.h"
 #include "stackcache.h"
 
-typedef struct hub_ingest_req {
+typedef struct hub_ch_rows_req {
 	const char *project;
 	const char *service;
 	const char *upload_id;
@@ -37,22 +37,22 @@ typedef struct hub_ingest_req {
 	hub_daysink *sink;
 	const hub_day_count *skip;
 	size_t nskip;
-} hub_ingest_req;
+} hub_ch_rows_req;
 
-typedef struct hub_ingest_stats {
+typedef struct hub_ch_rows_stats {
 	size_t sample_rows, stack_rows, rollup_rows;
 	int64_t insert_ns;
-} hub_ingest_stats;
+} hub_ch_rows_stats;
 
 /* Sample times must already be placed (time_ns set on the profile or its
  * samples). Inserts stacks first, then samples, then rollups. On error
  * some tables may already hold rows (18.16 has no multi-table
  * transactions); the error is returned (WT_EUNAVAIL / WT_EIO / WT_ENOMEM). */
-int hub_ingest_profile(hub_ch *ch, const hub_ingest_req *rq, const wt_profile *p,
-		       int64_t fallback_ns, hub_ingest_stats *st, wt_err *err);
+int hub_ch_rows_profile(hub_ch *ch, const hub_ch_rows_req *rq, const wt_profile *p,
+		       int64_t fallback_ns, hub_ch_rows_stats *st, wt_err *err);
 
 /* Column list of profile_samples_v1 inserts (the row layout written by
- * hub_ingest_profile into a sink). */
+ * hub_ch_rows_profile into a sink). */
 extern const char hub_samples_insert_sql[];
 
 /* The project's retention_days (a default when unset); WT_ENOTFOUND when

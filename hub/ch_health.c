@@ -1,8 +1,8 @@
 /*
- * store.c — ClickHouse health monitor: probe, detect version, migrate, and
- * flip the ready flag that request handlers consult (see store.h).
+ * ch_health.c — ClickHouse health monitor: probe, detect version, migrate, and
+ * flip the ready flag that request handlers consult (see ch_health.h).
  */
-#include "store.h"
+#include "ch_health.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 
 #include "log.h"
 
-static hub_store *the_store;
+static hub_ch_health *the_store;
 
 void hub_test_delay(const char *env)
 {
@@ -36,10 +36,10 @@ int64_t hub_now_ns(void)
 static void on_down_hook(void)
 {
 	if (the_store)
-		hub_store_mark_down(the_store, "request could not reach clickhouse");
+		hub_ch_health_mark_down(the_store, "request could not reach clickhouse");
 }
 
-static void set_state(hub_store *s, int ready, const char *error)
+static void set_state(hub_ch_health *s, int ready, const char *error)
 {
 	int was;
 
@@ -64,7 +64,7 @@ static void set_state(hub_store *s, int ready, const char *error)
 }
 
 /* One probe: ping; if not ready yet, detect and migrate. */
-static void probe(hub_store *s, hub_ch *ch, int *logged_down)
+static void probe(hub_ch_health *s, hub_ch *ch, int *logged_down)
 {
 	wt_err err = {0, ""};
 	hub_ch_features f;
@@ -94,7 +94,7 @@ static void probe(hub_store *s, hub_ch *ch, int *logged_down)
 
 static void *monitor(void *arg)
 {
-	hub_store *s = arg;
+	hub_ch_health *s = arg;
 	hub_ch *ch = hub_ch_new(s->conf);
 	int logged_down = 0;
 
@@ -127,7 +127,7 @@ static void *monitor(void *arg)
 	return NULL;
 }
 
-int hub_store_start(hub_store *s, const hub_ch_conf *conf, const char *db, int interval_ms)
+int hub_ch_health_start(hub_ch_health *s, const hub_ch_conf *conf, const char *db, int interval_ms)
 {
 	memset(s, 0, sizeof(*s));
 	s->conf = conf;
@@ -145,7 +145,7 @@ int hub_store_start(hub_store *s, const hub_ch_conf *conf, const char *db, int i
 	return 0;
 }
 
-void hub_store_stop(hub_store *s)
+void hub_ch_health_stop(hub_ch_health *s)
 {
 	if (!s->started)
 		return;
@@ -161,7 +161,7 @@ void hub_store_stop(hub_store *s)
 	pthread_mutex_destroy(&s->mu);
 }
 
-int hub_store_check(hub_store *s, wt_err *err)
+int hub_ch_health_check(hub_ch_health *s, wt_err *err)
 {
 	if (atomic_load(&s->ready))
 		return 0;
@@ -171,7 +171,7 @@ int hub_store_check(hub_store *s, wt_err *err)
 	return WT_EUNAVAIL;
 }
 
-void hub_store_mark_down(hub_store *s, const char *why)
+void hub_ch_health_mark_down(hub_ch_health *s, const char *why)
 {
 	if (atomic_load(&s->ready))
 		set_state(s, 0, why);
@@ -181,14 +181,14 @@ void hub_store_mark_down(hub_store *s, const char *why)
 	pthread_mutex_unlock(&s->mu);
 }
 
-void hub_store_features(hub_store *s, hub_ch_features *out)
+void hub_ch_health_features(hub_ch_health *s, hub_ch_features *out)
 {
 	pthread_mutex_lock(&s->mu);
 	*out = s->feat;
 	pthread_mutex_unlock(&s->mu);
 }
 
-json_t *hub_store_status_json(hub_store *s)
+json_t *hub_ch_health_status_json(hub_ch_health *s)
 {
 	json_t *o;
 	int ready = atomic_load(&s->ready);

@@ -1,10 +1,10 @@
 /*
- * store.h — the edge's durable buffer: one RocksDB database with column
+ * buffer.h — the edge's durable buffer: one RocksDB database with column
  * families raw, rolluplog, rollup, stacks, meta, config (layout in keys.h),
  * a group-commit writer thread and the local retention job.
  *
  * Group commit: upload workers hand fully prepared edge_commit items to
- * edge_store_submit(); one committer thread takes every item queued so far,
+ * edge_buffer_submit(); one committer thread takes every item queued so far,
  * assigns consecutive sequence numbers (the raw/rolluplog keys, so
  * replication can read them in commit order), writes all of them in ONE
  * WriteBatch with one synced write (WAL fsync when edge.sync is true) and
@@ -53,9 +53,9 @@ typedef struct edge_commit {
 int edge_commit_op(edge_commit *c, int cf, int kind, const void *key, size_t klen,
 		   const void *val, size_t vlen);
 
-typedef struct edge_store edge_store;
+typedef struct edge_buffer edge_buffer;
 
-typedef struct edge_store_stats {
+typedef struct edge_buffer_stats {
 	uint64_t last_seq;
 	uint64_t repl_cursor;
 	uint64_t disk_bytes;          /* SST + memtables of all column families */
@@ -68,42 +68,42 @@ typedef struct edge_store_stats {
 	int disk_full;                /* commits refused: data_dir under min_free */
 	uint64_t disk_free;           /* free bytes in data_dir at the last check */
 	uint64_t disk_full_refused;   /* uploads refused because of it */
-} edge_store_stats;
+} edge_buffer_stats;
 
 /* The answer for an upload whose commit failed with rc: sets *err to
  * WT_EUNAVAIL (shutting down, disk full: retry later) or WT_EIO, with a
  * message saying that nothing was stored. */
-void edge_commit_error(const edge_store *s, int rc, wt_err *err);
+void edge_commit_error(const edge_buffer *s, int rc, wt_err *err);
 
 /* Open (creating) the DB under cfg->data_dir and start the committer and
  * retention threads. cfg must outlive the store. config_text (may be NULL)
  * is saved under config/"local". */
-int edge_store_open(const edge_config *cfg, const char *config_text, edge_store **out, wt_err *err);
+int edge_buffer_open(const edge_config *cfg, const char *config_text, edge_buffer **out, wt_err *err);
 /* Drain the commit queue, stop the threads, flush and close the DB. */
-void edge_store_close(edge_store *s);
+void edge_buffer_close(edge_buffer *s);
 
 /* Queue c for the next group commit. Never blocks on I/O. After close has
  * begun, c->done is called at once with rc = WT_EUNAVAIL. */
-void edge_store_submit(edge_store *s, edge_commit *c);
+void edge_buffer_submit(edge_buffer *s, edge_commit *c);
 
 /* Call fn(arg) on the committer thread after every group commit (with the
  * store's queue lock held: fn must only signal, never block or call back
  * into the store). fn = NULL removes the hook; once this returns, the old
  * fn is not running and will not be called again. One hook at a time. */
-void edge_store_on_commit(edge_store *s, void (*fn)(void *arg), void *arg);
+void edge_buffer_on_commit(edge_buffer *s, void (*fn)(void *arg), void *arg);
 
 /* The data dir's incarnation: 32 random hex chars created with it (seqs
  * restart at 1 in a new one, so the hub keys its ledger by it), or "" for a
  * data dir that holds uploads from before incarnations existed. Owned by
  * the store; valid until close. */
-const char *edge_store_incarnation(const edge_store *s);
+const char *edge_buffer_incarnation(const edge_buffer *s);
 
-rocksdb_t *edge_store_db(edge_store *s);
-rocksdb_column_family_handle_t *edge_store_cf(edge_store *s, int cf);
-void edge_store_stats_get(edge_store *s, edge_store_stats *st);
+rocksdb_t *edge_buffer_db(edge_buffer *s);
+rocksdb_column_family_handle_t *edge_buffer_cf(edge_buffer *s, int cf);
+void edge_buffer_stats_get(edge_buffer *s, edge_buffer_stats *st);
 
 /* Run the retention job once now (also runs every retention.interval_s). */
-void edge_store_retention_run(edge_store *s);
+void edge_buffer_retention_run(edge_buffer *s);
 
 /* Raw record: "WTR1" LE64(received_ns) LE32(hdrlen) header-JSON zstd(body).
  * *out is malloc'd (caller frees). */
