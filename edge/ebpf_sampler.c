@@ -142,6 +142,9 @@ static void unload(edge_ebpf *e)
 	edge_ebpf_off_close(e->off);
 	e->cpu = NULL;
 	e->off = NULL;
+	/* files captured since the last flush would stay open until the next
+	 * lookup, which a stopped sampler never makes */
+	edge_elf_cache_parse_pending(e->elfs);
 	pthread_mutex_unlock(&e->pmu);
 	atomic_store(&e->enabled, 0);
 	atomic_store(&e->offcpu_on, 0);

@@ -383,6 +383,12 @@ static edge_elf *elf_ready(edge_elf *e)
 	return e;
 }
 
+void edge_elf_cache_parse_pending(edge_elf_cache *c)
+{
+	for (size_t i = 0; c && i < c->n; i++)
+		elf_ready(c->e[i]);
+}
+
 static void cache_evict(edge_elf_cache *c)
 {
 	size_t unref = 0, victim = SIZE_MAX;

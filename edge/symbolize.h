@@ -42,6 +42,10 @@ typedef struct edge_elf_cache edge_elf_cache;
  * never evicted). NULL on OOM. */
 edge_elf_cache *edge_elf_cache_new(size_t max_files);
 void edge_elf_cache_free(edge_elf_cache *c);
+/* Parse every file opened by a capture but not looked up yet, which closes
+ * its descriptor: the sampler calls it when it stops, so a disabled
+ * sampler holds no file open. Not concurrently with edge_elf_get. */
+void edge_elf_cache_parse_pending(edge_elf_cache *c);
 
 /* The ELF file at path (open(2)-able, e.g. /proc/PID/root/usr/lib/x.so)
  * with a new reference. A file new to the cache is only opened here (its
