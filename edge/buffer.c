@@ -4,6 +4,7 @@
  * thread (replicated raw expiry, rollup age, disk quota). See buffer.h.
  */
 #include "buffer.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -61,13 +62,6 @@ struct edge_buffer {
 	_Atomic uint64_t disk_free, disk_full_refused;
 	char *reserve_path;      /* data_dir/wt-reserve */
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* ---- merge operators ---------------------------------------------------- */
 
@@ -734,7 +728,7 @@ static void enforce_quota(edge_buffer *s)
 void edge_buffer_retention_run(edge_buffer *s)
 {
 	pthread_mutex_lock(&s->retention_run_mu);
-	int64_t now = now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	expire_replicated(s, now);
 	expire_rollups(s, now);
 	enforce_quota(s);

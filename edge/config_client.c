@@ -3,6 +3,7 @@
  * config_client.h for what is applied and how).
  */
 #include "config_client.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <mbedtls/sha256.h>
@@ -60,20 +61,6 @@ static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
 static edge_config_client *_Atomic the_client; /* for /metrics (server.c) */
 static edge_policy_hook hook_fn;
 static void *hook_arg;
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sha256_hex(const char *s, char out[HASH_HEX + 1])
 {
@@ -354,7 +341,7 @@ int edge_config_client_apply(edge_config_client *c, const char *text, size_t len
 	apply_sampler(c);
 	pthread_rwlock_unlock(&c->lk);
 	atomic_fetch_add(&c->applied, 1);
-	atomic_store(&c->last_apply_ns, now_ns());
+	atomic_store(&c->last_apply_ns, wt_now_ns(CLOCK_REALTIME));
 	apply_deletions(c);
 	{
 		wt_buf revs = WT_BUF_INIT;
@@ -431,7 +418,7 @@ static void *client_main(void *arg)
 		wt_buf resp = WT_BUF_INIT;
 		wt_err err = {0, ""};
 		long status = 0;
-		int64_t t0 = mono_ms(), wait_ms;
+		int64_t t0 = wt_now_ms(CLOCK_MONOTONIC), wait_ms;
 		int rc;
 
 		pthread_rwlock_rdlock(&c->lk);
@@ -452,9 +439,9 @@ static void *client_main(void *arg)
 		if (rc) {
 			int64_t lo = EDGE_CONFIG_BACKOFF_INITIAL_MS, hi = EDGE_CONFIG_BACKOFF_MAX_MS, ceil = hi;
 			atomic_fetch_add(&c->failures, 1);
-			if (!attempt || now_ns() - fail_logged > 60000000000LL) {
+			if (!attempt || wt_now_ns(CLOCK_REALTIME) - fail_logged > 60000000000LL) {
 				wt_warn("remote config: pull failed (keeping the last good config) error=\"%s\"", err.msg);
-				fail_logged = now_ns();
+				fail_logged = wt_now_ns(CLOCK_REALTIME);
 			}
 			if (c->nurls > 1) {
 				/* several hubs (hub.urls): try the next one */
@@ -471,8 +458,8 @@ static void *client_main(void *arg)
 			attempt = 0;
 			if (status == 304)
 				atomic_fetch_add(&c->not_modified, 1);
-			atomic_store(&c->last_ok_ns, now_ns());
-			wait_ms = c->cfg->config_poll_ms - (mono_ms() - t0);
+			atomic_store(&c->last_ok_ns, wt_now_ns(CLOCK_REALTIME));
+			wait_ms = c->cfg->config_poll_ms - (wt_now_ms(CLOCK_MONOTONIC) - t0);
 		}
 		if (wait_ms > 0 && nap(c, wait_ms))
 			break;
@@ -536,7 +523,7 @@ edge_config_client *edge_config_client_new_detached(edge_config *cfg)
 	pthread_cond_init(&c->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_rwlock_init(&c->lk, NULL);
-	c->rng = (uint64_t)now_ns() ^ 0x9E3779B97F4A7C15ULL;
+	c->rng = (uint64_t)wt_now_ns(CLOCK_REALTIME) ^ 0x9E3779B97F4A7C15ULL;
 	return c;
 }
 
@@ -678,5 +665,5 @@ void edge_config_client_metrics(edge_config_client *c, wt_buf *b)
 		      c ? (unsigned long long)atomic_load(&c->failures) : 0ULL);
 	wt_buf_printf(b, "# HELP wt_edge_config_seconds_since_pull Seconds since the hub last answered a pull (-1 never).\n"
 			 "# TYPE wt_edge_config_seconds_since_pull gauge\nwt_edge_config_seconds_since_pull %.3f\n",
-		      last ? (double)(now_ns() - last) / 1e9 : -1.0);
+		      last ? (double)(wt_now_ns(CLOCK_REALTIME) - last) / 1e9 : -1.0);
 }

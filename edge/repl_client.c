@@ -6,6 +6,7 @@
  * repl_client.h; the wire contract is in docs/operations.md.
  */
 #include "repl_client.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -31,13 +32,6 @@
 #define FAIL_LOG_PERIOD_NS (60LL * 1000000000LL)
 #define RAW_MAGIC "WTR1"
 #define RAW_HDR 16
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -641,7 +635,7 @@ static int64_t backoff_ms(edge_repl *r, unsigned attempt, int cap_now)
 
 static void note_failure(edge_repl *r, int reason, const char *what)
 {
-	int64_t now = now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	atomic_fetch_add(&r->errors[reason], 1);
 	atomic_store(&r->failing, 1);
 	if (!r->fails++) {
@@ -661,11 +655,11 @@ static void note_success(edge_repl *r)
 {
 	if (r->fails)
 		wt_info("replication: the hub answers again after %llu failed attempts in %lld s cursor=%llu",
-			(unsigned long long)r->fails, (long long)((now_ns() - r->fail_since) / 1000000000),
+			(unsigned long long)r->fails, (long long)((wt_now_ns(CLOCK_REALTIME) - r->fail_since) / 1000000000),
 			(unsigned long long)r->cursor);
 	r->fails = 0;
 	atomic_store(&r->failing, 0);
-	atomic_store(&r->last_success_ns, now_ns());
+	atomic_store(&r->last_success_ns, wt_now_ns(CLOCK_REALTIME));
 }
 
 /* SEND_FAILOVER: the hub could not be reached or answered 5xx/timeout;
@@ -739,7 +733,7 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 			atomic_fetch_add(&r->errors[R_HTTP_4XX], 1);
 			atomic_store(&r->failing, 1);
 			if (!r->fails++)
-				r->fail_since = now_ns();
+				r->fail_since = wt_now_ns(CLOCK_REALTIME);
 			wt_error("replication: the hub refused batch seq %llu..%llu (%zu uploads, %zu bytes): %s; "
 				 "retrying every %d ms until fixed edge_id=%s",
 				 (unsigned long long)b->first_seq, (unsigned long long)b->last_seq, b->nuploads, zl, what,
@@ -761,7 +755,7 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 		atomic_fetch_add(&r->errors[R_ACK], 1);
 		atomic_store(&r->failing, 1);
 		if (!r->fails++)
-			r->fail_since = now_ns();
+			r->fail_since = wt_now_ns(CLOCK_REALTIME);
 		wt_error("replication: the hub acknowledged last_seq=%llu for batch seq %llu..%llu: it did not apply "
 			 "the batch; retrying every %d ms edge_id=%s",
 			 (unsigned long long)ack.last_seq, (unsigned long long)b->first_seq,
@@ -782,7 +776,7 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 			"repeated, two edges share the id %s", ack.other_incarnation, (unsigned long long)ack.other_last_seq,
 			edge_buffer_incarnation(r->store), r->cfg->id);
 	}
-	if (edge_repl_cursor_save(r->store, to, now_ns(), &err)) {
+	if (edge_repl_cursor_save(r->store, to, wt_now_ns(CLOCK_REALTIME), &err)) {
 		/* the hub has it: a restart will resend, the hub skips duplicates */
 		atomic_fetch_add(&r->errors[R_CURSOR_WRITE], 1);
 		wt_error("%s", err.msg);
@@ -1049,7 +1043,7 @@ int edge_repl_start(const edge_config *cfg, edge_buffer *store, edge_repl **out,
 	pthread_cond_init(&r->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&r->pf_cv, NULL);
-	r->rng = (uint64_t)now_ns() ^ ((uint64_t)(uintptr_t)r << 16) ^ 0x9E3779B97F4A7C15ULL;
+	r->rng = (uint64_t)wt_now_ns(CLOCK_REALTIME) ^ ((uint64_t)(uintptr_t)r << 16) ^ 0x9E3779B97F4A7C15ULL;
 	if (!r->rng)
 		r->rng = 1;
 	/* hub.urls, or hub.url alone when the config was not built by the loader */
@@ -1161,7 +1155,7 @@ static uint64_t backlog_bytes(edge_buffer *s, const edge_buffer_stats *st)
 
 void edge_repl_metrics(edge_repl *r, edge_buffer *store, const edge_buffer_stats *st, wt_buf *b)
 {
-	double age = st->oldest_unreplicated_ns ? (double)(now_ns() - st->oldest_unreplicated_ns) / 1e9 : 0;
+	double age = st->oldest_unreplicated_ns ? (double)(wt_now_ns(CLOCK_REALTIME) - st->oldest_unreplicated_ns) / 1e9 : 0;
 	int64_t last = r ? atomic_load(&r->last_success_ns) : 0;
 
 	GAUGE(b, "wt_edge_repl_enabled", "1 when hub.url is set and the replication thread runs.", "%d", r ? 1 : 0);

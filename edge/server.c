@@ -3,6 +3,7 @@
  * event loop and workers, /healthz, /metrics and graceful shutdown.
  */
 #include "server.h"
+#include "clock.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -49,13 +50,6 @@ void edge_memory_trim(edge_server *srv, uint64_t request_bytes)
 	malloc_trim(0);
 	if (srv->trim_timer)
 		event_add(srv->trim_timer, &later); /* re-arming pushes it back: one trim per quiet spell */
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 void edge_reject(edge_server *srv, struct evhttp_request *req, int code, const char *detail)
@@ -155,7 +149,7 @@ static void handle_healthz(edge_server *srv, struct evhttp_request *req)
 	json_object_set_new(o, "status", json_string(srv->shutting_down ? "stopping" : "ok"));
 	json_object_set_new(o, "id", json_string(srv->cfg->id));
 	json_object_set_new(o, "last_seq", json_integer((json_int_t)st.last_seq));
-	json_object_set_new(o, "uptime_s", json_integer((now_ns() - srv->started_ns) / 1000000000));
+	json_object_set_new(o, "uptime_s", json_integer((wt_now_ns(CLOCK_REALTIME) - srv->started_ns) / 1000000000));
 	wt_http_send_json(req, srv->shutting_down ? 503 : 200, o);
 }
 
@@ -212,7 +206,7 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 	wt_buf_printf(&b, "# HELP wt_edge_unreplicated_uploads Committed uploads the hub has not acknowledged.\n"
 			  "# TYPE wt_edge_unreplicated_uploads gauge\nwt_edge_unreplicated_uploads %llu\n",
 		      (unsigned long long)st.unreplicated);
-	double age = st.oldest_unreplicated_ns ? (double)(now_ns() - st.oldest_unreplicated_ns) / 1e9 : 0;
+	double age = st.oldest_unreplicated_ns ? (double)(wt_now_ns(CLOCK_REALTIME) - st.oldest_unreplicated_ns) / 1e9 : 0;
 	wt_buf_printf(&b, "# HELP wt_edge_oldest_unreplicated_age_seconds Age of the oldest upload not yet replicated.\n"
 			  "# TYPE wt_edge_oldest_unreplicated_age_seconds gauge\nwt_edge_oldest_unreplicated_age_seconds %.3f\n",
 		      age < 0 ? 0 : age);
@@ -391,7 +385,7 @@ int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *stor
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
 	srv->store = store;
-	srv->started_ns = now_ns();
+	srv->started_ns = wt_now_ns(CLOCK_REALTIME);
 	wt_budget_init(&srv->inflight, cfg->max_inflight);
 	if (!threads_ready) {
 		if (evthread_use_pthreads() != 0)

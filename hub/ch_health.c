@@ -3,6 +3,7 @@
  * flip the ready flag that request handlers consult (see ch_health.h).
  */
 #include "ch_health.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -25,14 +26,6 @@ void hub_test_delay(const char *env)
 	}
 }
 
-int64_t hub_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void on_down_hook(void)
 {
 	if (the_store)
@@ -50,7 +43,7 @@ static void set_state(hub_ch_health *s, int ready, const char *error)
 	else
 		s->last_error[0] = '\0';
 	if (was != ready) {
-		s->since_ns = hub_now_ns();
+		s->since_ns = wt_now_ns(CLOCK_REALTIME);
 		atomic_fetch_add(&s->transitions, 1);
 	}
 	atomic_store(&s->ready, ready);
@@ -134,7 +127,7 @@ int hub_ch_health_start(hub_ch_health *s, const hub_ch_conf *conf, const char *d
 	s->db = db;
 	s->interval_ms = interval_ms;
 	snprintf(s->last_error, sizeof(s->last_error), "not probed yet");
-	s->since_ns = hub_now_ns();
+	s->since_ns = wt_now_ns(CLOCK_REALTIME);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	the_store = s;

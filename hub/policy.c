@@ -3,6 +3,7 @@
  * for the audit log, and storage in policies_v1 (see policy.h).
  */
 #include "policy.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -401,7 +402,7 @@ int hub_policy_store(hub_ch *ch, const char *project, const json_t *doc, const c
 	hub_sql_quote(&sql, text);
 	wt_buf_puts(&sql, ", ");
 	hub_sql_quote(&sql, actor);
-	wt_buf_printf(&sql, ", %lld)", (long long)hub_now_ns());
+	wt_buf_printf(&sql, ", %lld)", (long long)wt_now_ns(CLOCK_REALTIME));
 	rc = hub_ch_query_buf(ch, &sql, NULL, err);
 	wt_buf_free(&sql);
 	free(text);

@@ -4,6 +4,7 @@
  * per-process counters behind /metrics, and the HTTP endpoints.
  */
 #include "recording_rules.h"
+#include "clock.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -208,7 +209,7 @@ void hub_rules_set_max_series(size_t n)
 /* A private copy of the project's rule document (cached for a second). */
 static int rules_get(hub_ch *ch, const char *project, json_t **doc, wt_err *err)
 {
-	int64_t now = hub_now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	json_t *e;
 	stored s;
 	int rc;
@@ -656,7 +657,7 @@ static void rules_put_http(hub_req *r, const char *project)
 	rule *rules = NULL;
 	wt_buf sql = WT_BUF_INIT, detail = WT_BUF_INIT;
 	char *text = NULL;
-	int64_t now = hub_now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	int rc, days;
 
 	if ((rc = begin(r, project, HUB_ROLE_ADMIN, &who, &err))) {
@@ -771,7 +772,7 @@ static void rule_series_http(hub_req *r, const char *project, const char *name)
 	if (hub_params_parse(&q, &hp, &err) ||
 	    hub_param_uint(&q, "points", 240, 1, SERIES_MAX_POINTS, &points, &err))
 		goto fail;
-	until = hp.has_until ? hp.until_ns : hub_now_ns();
+	until = hp.has_until ? hp.until_ns : wt_now_ns(CLOCK_REALTIME);
 	from = hp.has_from ? hp.from_ns : until - (int64_t)r->ctx->cfg.default_range_s * 1000000000LL;
 	if (from < 0)
 		from = 0;

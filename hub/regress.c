@@ -11,6 +11,7 @@
  * then every changed issue row is written with version = window end.
  */
 #include "regress.h"
+#include "clock.h"
 
 #include <libconfig.h>
 #include <pthread.h>
@@ -601,7 +602,7 @@ static void *worker_main(void *arg)
 		if (atomic_load(&g->ctx->store.ready)) {
 			hub_regress_result res;
 			wt_err err = {0, ""};
-			if (hub_regress_run(g, g->ch, hub_now_ns(), NULL, &res, &err))
+			if (hub_regress_run(g, g->ch, wt_now_ns(CLOCK_REALTIME), NULL, &res, &err))
 				wt_error("msg=\"regression run failed\" error=\"%s\"", err.msg);
 			else if (res.opened || res.resolved)
 				wt_info("msg=\"regression run\" groups=%ld functions=%ld opened=%ld updated=%ld"
