@@ -5,6 +5,7 @@
  */
 #include "buffer.h"
 #include "clock.h"
+#include "rng.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -13,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -515,7 +515,7 @@ static int incarnation_init(edge_buffer *s, wt_err *err)
 			" (empty) incarnation\" data_dir=%s last_seq=%llu", s->cfg->data_dir, (unsigned long long)s->seq);
 		goto out;
 	}
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+	if (wt_random_bytes(rnd, sizeof(rnd))) {
 		rc = wt_err_set(err, WT_EIO, "getrandom for the incarnation failed: %s", strerror(errno));
 		goto out;
 	}

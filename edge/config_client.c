@@ -4,6 +4,7 @@
  */
 #include "config_client.h"
 #include "clock.h"
+#include "rng.h"
 
 #include <errno.h>
 #include <mbedtls/sha256.h>
@@ -43,7 +44,6 @@ struct edge_config_client {
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	int stop;
 	_Atomic int cancel;
-	uint64_t rng;
 
 	pthread_rwlock_t lk; /* guards toks, etag, current, ebpf */
 	tok *toks;
@@ -398,14 +398,6 @@ static int nap(edge_config_client *c, int64_t ms)
 	return s;
 }
 
-static uint64_t rnd(edge_config_client *c)
-{
-	c->rng ^= c->rng >> 12;
-	c->rng ^= c->rng << 25;
-	c->rng ^= c->rng >> 27;
-	return c->rng * 0x2545F4914F6CDD1DULL;
-}
-
 static void *client_main(void *arg)
 {
 	edge_config_client *c = arg;
@@ -451,7 +443,7 @@ static void *client_main(void *arg)
 			if (attempt < 16 && (lo << attempt) < hi)
 				ceil = lo << attempt;
 			attempt++;
-			wait_ms = lo + (int64_t)(rnd(c) % (uint64_t)(ceil - lo + 1));
+			wait_ms = lo + (int64_t)(wt_rng_u64() % (uint64_t)(ceil - lo + 1));
 		} else {
 			if (attempt)
 				wt_info("remote config: hub reachable again");
@@ -523,7 +515,6 @@ edge_config_client *edge_config_client_new_detached(edge_config *cfg)
 	pthread_cond_init(&c->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_rwlock_init(&c->lk, NULL);
-	c->rng = (uint64_t)wt_now_ns(CLOCK_REALTIME) ^ 0x9E3779B97F4A7C15ULL;
 	return c;
 }
 

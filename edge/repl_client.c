@@ -7,6 +7,7 @@
  */
 #include "repl_client.h"
 #include "clock.h"
+#include "rng.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -544,7 +545,6 @@ struct edge_repl {
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	int stop, woken;
 	_Atomic int cancel;
-	uint64_t rng;
 
 	/* prefetch: a second thread builds (reads, packs, compresses) the batch
 	 * after the one in flight, so the edge's work overlaps the hub's */
@@ -612,15 +612,6 @@ static int stopping(edge_repl *r)
 	return s;
 }
 
-static uint64_t rnd(edge_repl *r)
-{
-	/* xorshift64*: jitter only, not security */
-	r->rng ^= r->rng >> 12;
-	r->rng ^= r->rng << 25;
-	r->rng ^= r->rng >> 27;
-	return r->rng * 0x2545F4914F6CDD1DULL;
-}
-
 /* Exponential backoff with full jitter: uniform in
  * [initial, min(max, initial * 2^attempt)]; cap_now = wait the cap. */
 static int64_t backoff_ms(edge_repl *r, unsigned attempt, int cap_now)
@@ -630,7 +621,7 @@ static int64_t backoff_ms(edge_repl *r, unsigned attempt, int cap_now)
 		return hi;
 	if (attempt < 31 && (lo << attempt) < hi)
 		ceil = lo << attempt;
-	return lo + (int64_t)(rnd(r) % (uint64_t)(ceil - lo + 1));
+	return lo + (int64_t)(wt_rng_u64() % (uint64_t)(ceil - lo + 1));
 }
 
 static void note_failure(edge_repl *r, int reason, const char *what)
@@ -1043,9 +1034,6 @@ int edge_repl_start(const edge_config *cfg, edge_buffer *store, edge_repl **out,
 	pthread_cond_init(&r->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&r->pf_cv, NULL);
-	r->rng = (uint64_t)wt_now_ns(CLOCK_REALTIME) ^ ((uint64_t)(uintptr_t)r << 16) ^ 0x9E3779B97F4A7C15ULL;
-	if (!r->rng)
-		r->rng = 1;
 	/* hub.urls, or hub.url alone when the config was not built by the loader */
 	char *const *hubs = cfg->n_hub_urls ? cfg->hub_urls : &cfg->hub_url;
 	size_t nhubs = cfg->n_hub_urls ? cfg->n_hub_urls : 1;
