@@ -3,8 +3,8 @@
  * config_client.h for what is applied and how).
  */
 #include "config_client.h"
+#include "backoff.h"
 #include "clock.h"
-#include "rng.h"
 
 #include <errno.h>
 #include <mbedtls/sha256.h>
@@ -401,6 +401,7 @@ static int nap(edge_config_client *c, int64_t ms)
 static void *client_main(void *arg)
 {
 	edge_config_client *c = arg;
+	const wt_backoff backoff = {EDGE_CONFIG_BACKOFF_INITIAL_MS, EDGE_CONFIG_BACKOFF_MAX_MS, 1};
 	unsigned attempt = 0;
 	int64_t fail_logged = 0;
 
@@ -429,7 +430,6 @@ static void *client_main(void *arg)
 		if (c->stop)
 			break;
 		if (rc) {
-			int64_t lo = EDGE_CONFIG_BACKOFF_INITIAL_MS, hi = EDGE_CONFIG_BACKOFF_MAX_MS, ceil = hi;
 			atomic_fetch_add(&c->failures, 1);
 			if (!attempt || wt_now_ns(CLOCK_REALTIME) - fail_logged > 60000000000LL) {
 				wt_warn("remote config: pull failed (keeping the last good config) error=\"%s\"", err.msg);
@@ -440,10 +440,7 @@ static void *client_main(void *arg)
 				c->cur = (c->cur + 1) % c->nurls;
 				wt_info("remote config: pulling from %s next", c->urls[c->cur]);
 			}
-			if (attempt < 16 && (lo << attempt) < hi)
-				ceil = lo << attempt;
-			attempt++;
-			wait_ms = lo + (int64_t)(wt_rng_u64() % (uint64_t)(ceil - lo + 1));
+			wait_ms = wt_backoff_ms(&backoff, attempt++);
 		} else {
 			if (attempt)
 				wt_info("remote config: hub reachable again");

@@ -6,8 +6,8 @@
  * repl_client.h; the wire contract is in docs/operations.md.
  */
 #include "repl_client.h"
+#include "backoff.h"
 #include "clock.h"
-#include "rng.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -612,16 +612,13 @@ static int stopping(edge_repl *r)
 	return s;
 }
 
-/* Exponential backoff with full jitter: uniform in
+/* Exponential backoff with full jitter (common/backoff.h): uniform in
  * [initial, min(max, initial * 2^attempt)]; cap_now = wait the cap. */
 static int64_t backoff_ms(edge_repl *r, unsigned attempt, int cap_now)
 {
-	int64_t lo = r->cfg->repl_backoff_initial_ms, hi = r->cfg->repl_backoff_max_ms, ceil = hi;
-	if (cap_now)
-		return hi;
-	if (attempt < 31 && (lo << attempt) < hi)
-		ceil = lo << attempt;
-	return lo + (int64_t)(wt_rng_u64() % (uint64_t)(ceil - lo + 1));
+	wt_backoff b = {r->cfg->repl_backoff_initial_ms, r->cfg->repl_backoff_max_ms, 1};
+
+	return cap_now ? b.max_ms : wt_backoff_ms(&b, attempt);
 }
 
 static void note_failure(edge_repl *r, int reason, const char *what)

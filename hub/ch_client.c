@@ -3,6 +3,7 @@
  * result buffers, timeouts, retries with backoff (see ch_client.h).
  */
 #include "ch_client.h"
+#include "backoff.h"
 
 #include <curl/curl.h>
 #include <stdlib.h>
@@ -199,7 +200,7 @@ static int do_request(hub_ch *ch, int kind, const char *sql, const void *data, s
 			break;
 		if (kind == REQ_INSERT && !nothing_sent && !hub_ch_cluster(ch))
 			break;
-		sleep_ms(c->backoff_ms << attempt);
+		sleep_ms((int)wt_backoff_ms(&(wt_backoff){c->backoff_ms, 0, 0}, (unsigned)attempt));
 	}
 out:
 	wt_buf_free(&url);
