@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "buf.h"
 
@@ -23,11 +24,7 @@ typedef struct name_table {
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
+	return XXH3_64bits(s, strlen(s));
 }
 
 static int table_grow(name_table *t)

@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #define SS_SCHEMA "https://www.speedscope.app/file-format-schema.json"
 #define SS_NONE UINT32_MAX
@@ -67,14 +68,7 @@ static int oom(enc *e)
 
 static uint64_t hash_key(const char *name, const char *file)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a over name, NUL, file */
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 1099511628211ull;
-	h *= 1099511628211ull;
-	for (; *file; file++)
-		h = (h ^ (unsigned char)*file) * 1099511628211ull;
-	return h;
+	return XXH3_64bits_withSeed(file, strlen(file), XXH3_64bits(name, strlen(name)));
 }
 
 static const char *key_name(const frame_table *t, size_t i)
