@@ -18,6 +18,7 @@
 #include "ebpf.h"
 #include "hex.h"
 #include "log.h"
+#include "prom.h"
 #include "tls_client.h"
 
 #define HASH_HEX 64
@@ -645,13 +646,11 @@ void edge_config_client_metrics(edge_config_client *c, wt_buf *b)
 		c = atomic_load(&the_client);
 	last = c ? atomic_load(&c->last_ok_ns) : 0;
 
-	wt_buf_printf(b, "# HELP wt_edge_config_applied_total Remote configs applied (from the hub or the buffer).\n"
-			 "# TYPE wt_edge_config_applied_total counter\nwt_edge_config_applied_total %llu\n",
-		      c ? (unsigned long long)atomic_load(&c->applied) : 0ULL);
-	wt_buf_printf(b, "# HELP wt_edge_config_pull_failures_total Remote config pulls that failed.\n"
-			 "# TYPE wt_edge_config_pull_failures_total counter\nwt_edge_config_pull_failures_total %llu\n",
-		      c ? (unsigned long long)atomic_load(&c->failures) : 0ULL);
-	wt_buf_printf(b, "# HELP wt_edge_config_seconds_since_pull Seconds since the hub last answered a pull (-1 never).\n"
-			 "# TYPE wt_edge_config_seconds_since_pull gauge\nwt_edge_config_seconds_since_pull %.3f\n",
-		      last ? (double)(wt_now_ns(CLOCK_REALTIME) - last) / 1e9 : -1.0);
+	wt_prom_counter(b, "wt_edge_config_applied_total", "Remote configs applied (from the hub or the buffer).",
+			c ? atomic_load(&c->applied) : 0);
+	wt_prom_counter(b, "wt_edge_config_pull_failures_total", "Remote config pulls that failed.",
+			c ? atomic_load(&c->failures) : 0);
+	wt_prom_gauge_f(b, "wt_edge_config_seconds_since_pull",
+			"Seconds since the hub last answered a pull (-1 never).", 3,
+			last ? (double)(wt_now_ns(CLOCK_REALTIME) - last) / 1e9 : -1.0);
 }

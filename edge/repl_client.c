@@ -21,6 +21,7 @@
 #include "compress.h"
 #include "keys.h"
 #include "log.h"
+#include "prom.h"
 #include "proto/repl.pb-c.h"
 #include "tls_client.h"
 
@@ -1133,55 +1134,56 @@ static uint64_t backlog_bytes(edge_buffer *s, const edge_buffer_stats *st)
 	return n >= st->unreplicated ? bytes : (uint64_t)((double)bytes / (double)n * (double)st->unreplicated);
 }
 
-#define COUNTER(b, name, help, v) \
-	wt_buf_printf(b, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %llu\n", (unsigned long long)(v))
-#define GAUGE(b, name, help, fmt, v) \
-	wt_buf_printf(b, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " " fmt "\n", v)
 
 void edge_repl_metrics(edge_repl *r, edge_buffer *store, const edge_buffer_stats *st, wt_buf *b)
 {
 	double age = st->oldest_unreplicated_ns ? (double)(wt_now_ns(CLOCK_REALTIME) - st->oldest_unreplicated_ns) / 1e9 : 0;
 	int64_t last = r ? atomic_load(&r->last_success_ns) : 0;
 
-	GAUGE(b, "wt_edge_repl_enabled", "1 when hub.url is set and the replication thread runs.", "%d", r ? 1 : 0);
-	GAUGE(b, "wt_edge_repl_backlog_uploads", "Committed uploads the hub has not acknowledged.", "%llu",
-	      (unsigned long long)st->unreplicated);
-	GAUGE(b, "wt_edge_repl_backlog_bytes", "Estimated buffer bytes (raw + rolluplog) not yet acknowledged by the hub.",
-	      "%llu", (unsigned long long)backlog_bytes(store, st));
-	GAUGE(b, "wt_edge_repl_oldest_unreplicated_age_seconds", "Age of the oldest upload not yet acknowledged.",
-	      "%.3f", age < 0 ? 0 : age);
-	GAUGE(b, "wt_edge_repl_cursor", "Highest seq the hub acknowledged (durable).", "%llu",
-	      (unsigned long long)st->repl_cursor);
-	COUNTER(b, "wt_edge_repl_batches_sent_total", "Batches the hub acknowledged.", r ? atomic_load(&r->batches) : 0);
-	COUNTER(b, "wt_edge_repl_uploads_sent_total", "Uploads the hub acknowledged.", r ? atomic_load(&r->uploads) : 0);
-	COUNTER(b, "wt_edge_repl_bytes_sent_total", "Compressed request bytes of acknowledged batches.",
-		r ? atomic_load(&r->bytes_sent) : 0);
-	COUNTER(b, "wt_edge_repl_bytes_uncompressed_total", "Protobuf bytes of acknowledged batches before zstd.",
-		r ? atomic_load(&r->bytes_uncompressed) : 0);
-	COUNTER(b, "wt_edge_repl_raw_missing_total",
-		"Acknowledged uploads sent as rollup only (raw original dropped by the disk quota).",
-		r ? atomic_load(&r->raw_missing) : 0);
-	COUNTER(b, "wt_edge_repl_hub_applied_total", "Uploads the hub reported applied.", r ? atomic_load(&r->applied) : 0);
-	COUNTER(b, "wt_edge_repl_hub_duplicates_total", "Uploads the hub reported as already applied (retries).",
-		r ? atomic_load(&r->duplicates) : 0);
-	COUNTER(b, "wt_edge_repl_hub_rejected_total", "Uploads the hub reported rejected.",
-		r ? atomic_load(&r->rejected) : 0);
-	COUNTER(b, "wt_edge_repl_retries_total", "Failed attempts followed by a backoff.", r ? atomic_load(&r->retries) : 0);
-	COUNTER(b, "wt_edge_repl_other_incarnation_total",
-		"Acknowledgements saying the hub last knew this edge id under another incarnation (data dir reset, "
+	wt_prom_gauge(b, "wt_edge_repl_enabled", "1 when hub.url is set and the replication thread runs.",
+		      (int64_t)(r ? 1 : 0));
+	wt_prom_gauge(b, "wt_edge_repl_backlog_uploads", "Committed uploads the hub has not acknowledged.",
+		      (int64_t)st->unreplicated);
+	wt_prom_gauge(b, "wt_edge_repl_backlog_bytes",
+		      "Estimated buffer bytes (raw + rolluplog) not yet acknowledged by the hub.",
+		      (int64_t)(backlog_bytes(store, st)));
+	wt_prom_gauge_f(b, "wt_edge_repl_oldest_unreplicated_age_seconds",
+			"Age of the oldest upload not yet acknowledged.", 3, age < 0 ? 0 : age);
+	wt_prom_gauge(b, "wt_edge_repl_cursor", "Highest seq the hub acknowledged (durable).",
+		      (int64_t)st->repl_cursor);
+	wt_prom_counter(b, "wt_edge_repl_batches_sent_total", "Batches the hub acknowledged.",
+			r ? atomic_load(&r->batches) : 0);
+	wt_prom_counter(b, "wt_edge_repl_uploads_sent_total", "Uploads the hub acknowledged.",
+			r ? atomic_load(&r->uploads) : 0);
+	wt_prom_counter(b, "wt_edge_repl_bytes_sent_total", "Compressed request bytes of acknowledged batches.",
+			r ? atomic_load(&r->bytes_sent) : 0);
+	wt_prom_counter(b, "wt_edge_repl_bytes_uncompressed_total",
+			"Protobuf bytes of acknowledged batches before zstd.",
+			r ? atomic_load(&r->bytes_uncompressed) : 0);
+	wt_prom_counter(b, "wt_edge_repl_raw_missing_total",
+			"Acknowledged uploads sent as rollup only (raw original dropped by the disk quota).",
+			r ? atomic_load(&r->raw_missing) : 0);
+	wt_prom_counter(b, "wt_edge_repl_hub_applied_total", "Uploads the hub reported applied.",
+			r ? atomic_load(&r->applied) : 0);
+	wt_prom_counter(b, "wt_edge_repl_hub_duplicates_total",
+			"Uploads the hub reported as already applied (retries).", r ? atomic_load(&r->duplicates) : 0);
+	wt_prom_counter(b, "wt_edge_repl_hub_rejected_total", "Uploads the hub reported rejected.",
+			r ? atomic_load(&r->rejected) : 0);
+	wt_prom_counter(b, "wt_edge_repl_retries_total", "Failed attempts followed by a backoff.",
+			r ? atomic_load(&r->retries) : 0);
+	wt_prom_counter(b, "wt_edge_repl_other_incarnation_total", "Acknowledgements saying the hub last knew this edge id under another incarnation (data dir reset, "
 		"or two edges with one id).", r ? atomic_load(&r->other_incarnation) : 0);
-	COUNTER(b, "wt_edge_repl_hub_busy_total",
-		"Batches the hub deferred because it was applying them already (retried after Retry-After).",
-		r ? atomic_load(&r->busy) : 0);
-	COUNTER(b, "wt_edge_repl_failovers_total", "Switches to the next hub of hub.urls after a failure.",
-		r ? atomic_load(&r->failovers) : 0);
-	wt_buf_puts(b, "# HELP wt_edge_repl_errors_total Failed replication attempts by reason.\n"
-		       "# TYPE wt_edge_repl_errors_total counter\n");
+	wt_prom_counter(b, "wt_edge_repl_hub_busy_total",
+			"Batches the hub deferred because it was applying them already (retried after Retry-After).",
+			r ? atomic_load(&r->busy) : 0);
+	wt_prom_counter(b, "wt_edge_repl_failovers_total", "Switches to the next hub of hub.urls after a failure.",
+			r ? atomic_load(&r->failovers) : 0);
+	wt_prom_family(b, "wt_edge_repl_errors_total", "counter", "Failed replication attempts by reason.");
 	for (int i = 0; i < R_COUNT; i++)
-		wt_buf_printf(b, "wt_edge_repl_errors_total{reason=\"%s\"} %llu\n", reason_names[i],
-			      (unsigned long long)(r ? atomic_load(&r->errors[i]) : 0));
-	GAUGE(b, "wt_edge_repl_last_success_timestamp_seconds", "Unix time of the last acknowledged batch (0 = none yet).",
-	      "%.3f", (double)last / 1e9);
-	GAUGE(b, "wt_edge_repl_failing", "1 while the last replication attempt failed.", "%d",
-	      r ? atomic_load(&r->failing) : 0);
+		wt_prom_u64(b, "wt_edge_repl_errors_total", "reason", reason_names[i],
+			    (uint64_t)((r ? atomic_load(&r->errors[i]) : 0)));
+	wt_prom_gauge_f(b, "wt_edge_repl_last_success_timestamp_seconds",
+			"Unix time of the last acknowledged batch (0 = none yet).", 3, (double)last / 1e9);
+	wt_prom_gauge(b, "wt_edge_repl_failing", "1 while the last replication attempt failed.",
+		      (int64_t)(r ? atomic_load(&r->failing) : 0));
 }

@@ -20,6 +20,7 @@
 #include "http_guard.h"
 #include "http_server.h"
 #include "log.h"
+#include "prom.h"
 #include "otlp_recv.h"
 #include "repl_client.h"
 
@@ -159,87 +160,61 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 	edge_buffer_stats st;
 	edge_buffer_stats_get(srv->store, &st);
 
-	wt_buf_puts(&b, "# HELP wt_edge_uploads_total Uploads accepted (durably stored), by detected format.\n"
-			"# TYPE wt_edge_uploads_total counter\n");
+	wt_prom_family(&b, "wt_edge_uploads_total", "counter",
+		       "Uploads accepted (durably stored), by detected format.");
 	for (int f = 0; f < EDGE_NFORMATS; f++)
-		wt_buf_printf(&b, "wt_edge_uploads_total{format=\"%s\"} %llu\n", wt_format_name((wt_format)f),
-			      (unsigned long long)atomic_load(&srv->m.uploads[f]));
-	wt_buf_printf(&b, "# HELP wt_edge_upload_bytes_total Bytes of accepted uploads as received.\n"
-			  "# TYPE wt_edge_upload_bytes_total counter\nwt_edge_upload_bytes_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->m.upload_bytes));
-	wt_buf_printf(&b, "# HELP wt_edge_upload_samples_total Distinct samples in accepted uploads.\n"
-			  "# TYPE wt_edge_upload_samples_total counter\nwt_edge_upload_samples_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->m.upload_samples));
-	wt_buf_puts(&b, "# HELP wt_edge_rejects_total Rejected requests by reason.\n# TYPE wt_edge_rejects_total counter\n");
+		wt_prom_u64(&b, "wt_edge_uploads_total", "format", wt_format_name((wt_format)f),
+			    (uint64_t)atomic_load(&srv->m.uploads[f]));
+	wt_prom_counter(&b, "wt_edge_upload_bytes_total", "Bytes of accepted uploads as received.",
+			(uint64_t)atomic_load(&srv->m.upload_bytes));
+	wt_prom_counter(&b, "wt_edge_upload_samples_total", "Distinct samples in accepted uploads.",
+			(uint64_t)atomic_load(&srv->m.upload_samples));
+	wt_prom_family(&b, "wt_edge_rejects_total", "counter", "Rejected requests by reason.");
 	for (int i = 1; i < EDGE_NERRCODES; i++)
-		wt_buf_printf(&b, "wt_edge_rejects_total{reason=\"%s\"} %llu\n", wt_err_name(-i),
-			      (unsigned long long)atomic_load(&srv->m.rejects[i]));
-	wt_buf_printf(&b, "# HELP wt_edge_busy_total Requests answered 503 because the worker queue was full.\n"
-			  "# TYPE wt_edge_busy_total counter\nwt_edge_busy_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->m.busy));
-	wt_buf_printf(&b, "# HELP wt_edge_inflight_bytes Request bytes held by uploads in flight "
-			  "(bounded by limits.max_inflight_mb).\n"
-			  "# TYPE wt_edge_inflight_bytes gauge\nwt_edge_inflight_bytes %llu\n",
-		      (unsigned long long)atomic_load(&srv->inflight.used));
-	wt_buf_printf(&b, "# HELP wt_edge_inflight_refused_total Requests refused because the in-flight "
-			  "budget was full.\n# TYPE wt_edge_inflight_refused_total counter\n"
-			  "wt_edge_inflight_refused_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->inflight.refused));
-	wt_buf_printf(&b, "# HELP wt_edge_connections_refused_total Connections closed at accept "
-			  "(edge.max_connections).\n# TYPE wt_edge_connections_refused_total counter\n"
-			  "wt_edge_connections_refused_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->m.conns_refused));
-	wt_buf_printf(&b, "# HELP wt_edge_connections Open client connections (HTTP and OTLP).\n"
-			  "# TYPE wt_edge_connections gauge\nwt_edge_connections %d\n", srv->nconns);
-	wt_buf_printf(&b, "# HELP wt_edge_queries_total Local queries served.\n"
-			  "# TYPE wt_edge_queries_total counter\nwt_edge_queries_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->m.queries));
-	wt_buf_printf(&b, "# HELP wt_edge_buffer_bytes On-disk size of the RocksDB buffer (SST + memtables).\n"
-			  "# TYPE wt_edge_buffer_bytes gauge\nwt_edge_buffer_bytes %llu\n",
-		      (unsigned long long)st.disk_bytes);
-	wt_buf_printf(&b, "# HELP wt_edge_buffer_raw_bytes Bytes of raw originals in the buffer.\n"
-			  "# TYPE wt_edge_buffer_raw_bytes gauge\nwt_edge_buffer_raw_bytes %llu\n",
-		      (unsigned long long)st.raw_bytes);
-	wt_buf_printf(&b, "# HELP wt_edge_last_seq Sequence number of the last committed upload.\n"
-			  "# TYPE wt_edge_last_seq gauge\nwt_edge_last_seq %llu\n",
-		      (unsigned long long)st.last_seq);
-	wt_buf_printf(&b, "# HELP wt_edge_unreplicated_uploads Committed uploads the hub has not acknowledged.\n"
-			  "# TYPE wt_edge_unreplicated_uploads gauge\nwt_edge_unreplicated_uploads %llu\n",
-		      (unsigned long long)st.unreplicated);
+		wt_prom_u64(&b, "wt_edge_rejects_total", "reason", wt_err_name(-i),
+			    (uint64_t)atomic_load(&srv->m.rejects[i]));
+	wt_prom_counter(&b, "wt_edge_busy_total", "Requests answered 503 because the worker queue was full.",
+			(uint64_t)atomic_load(&srv->m.busy));
+	wt_prom_gauge(&b, "wt_edge_inflight_bytes",
+		      "Request bytes held by uploads in flight (bounded by limits.max_inflight_mb).",
+		      (int64_t)atomic_load(&srv->inflight.used));
+	wt_prom_counter(&b, "wt_edge_inflight_refused_total", "Requests refused because the in-flight budget was full.",
+			(uint64_t)atomic_load(&srv->inflight.refused));
+	wt_prom_counter(&b, "wt_edge_connections_refused_total", "Connections closed at accept (edge.max_connections).",
+			(uint64_t)atomic_load(&srv->m.conns_refused));
+	wt_prom_gauge(&b, "wt_edge_connections", "Open client connections (HTTP and OTLP).", (int64_t)srv->nconns);
+	wt_prom_counter(&b, "wt_edge_queries_total", "Local queries served.", (uint64_t)atomic_load(&srv->m.queries));
+	wt_prom_gauge(&b, "wt_edge_buffer_bytes", "On-disk size of the RocksDB buffer (SST + memtables).",
+		      (int64_t)st.disk_bytes);
+	wt_prom_gauge(&b, "wt_edge_buffer_raw_bytes", "Bytes of raw originals in the buffer.", (int64_t)st.raw_bytes);
+	wt_prom_gauge(&b, "wt_edge_last_seq", "Sequence number of the last committed upload.", (int64_t)st.last_seq);
+	wt_prom_gauge(&b, "wt_edge_unreplicated_uploads", "Committed uploads the hub has not acknowledged.",
+		      (int64_t)st.unreplicated);
 	double age = st.oldest_unreplicated_ns ? (double)(wt_now_ns(CLOCK_REALTIME) - st.oldest_unreplicated_ns) / 1e9 : 0;
-	wt_buf_printf(&b, "# HELP wt_edge_oldest_unreplicated_age_seconds Age of the oldest upload not yet replicated.\n"
-			  "# TYPE wt_edge_oldest_unreplicated_age_seconds gauge\nwt_edge_oldest_unreplicated_age_seconds %.3f\n",
-		      age < 0 ? 0 : age);
-	wt_buf_printf(&b, "# HELP wt_edge_raw_dropped_total Raw originals dropped because the disk quota was reached.\n"
-			  "# TYPE wt_edge_raw_dropped_total counter\nwt_edge_raw_dropped_total %llu\n",
-		      (unsigned long long)st.raw_dropped);
-	wt_buf_printf(&b, "# HELP wt_edge_raw_dropped_bytes_total Bytes of raw originals dropped by the disk quota.\n"
-			  "# TYPE wt_edge_raw_dropped_bytes_total counter\nwt_edge_raw_dropped_bytes_total %llu\n",
-		      (unsigned long long)st.raw_dropped_bytes);
-	wt_buf_printf(&b, "# HELP wt_edge_over_quota 1 when the disk quota is exceeded and nothing droppable is left.\n"
-			  "# TYPE wt_edge_over_quota gauge\nwt_edge_over_quota %d\n", st.over_quota);
-	wt_buf_printf(&b, "# HELP wt_edge_disk_full 1 while edge.data_dir has less than retention.min_free_mb "
-			  "free (uploads and sampler batches refused).\n# TYPE wt_edge_disk_full gauge\n"
-			  "wt_edge_disk_full %d\n", st.disk_full);
-	wt_buf_printf(&b, "# HELP wt_edge_disk_free_bytes Free bytes in edge.data_dir at the last commit.\n"
-			  "# TYPE wt_edge_disk_free_bytes gauge\nwt_edge_disk_free_bytes %llu\n",
-		      (unsigned long long)st.disk_free);
-	wt_buf_printf(&b, "# HELP wt_edge_disk_full_refused_total Uploads and sampler batches refused "
-			  "because the disk was full (nothing of them stored).\n"
-			  "# TYPE wt_edge_disk_full_refused_total counter\nwt_edge_disk_full_refused_total %llu\n",
-		      (unsigned long long)st.disk_full_refused);
-	wt_buf_printf(&b, "# HELP wt_edge_commit_groups_total Synced group commits.\n"
-			  "# TYPE wt_edge_commit_groups_total counter\nwt_edge_commit_groups_total %llu\n",
-		      (unsigned long long)st.commit_groups);
-	wt_buf_printf(&b, "# HELP wt_edge_commit_uploads_total Uploads written by group commits.\n"
-			  "# TYPE wt_edge_commit_uploads_total counter\nwt_edge_commit_uploads_total %llu\n",
-		      (unsigned long long)st.commit_items);
+	wt_prom_gauge_f(&b, "wt_edge_oldest_unreplicated_age_seconds", "Age of the oldest upload not yet replicated.",
+			3, age < 0 ? 0 : age);
+	wt_prom_counter(&b, "wt_edge_raw_dropped_total", "Raw originals dropped because the disk quota was reached.",
+			(uint64_t)st.raw_dropped);
+	wt_prom_counter(&b, "wt_edge_raw_dropped_bytes_total", "Bytes of raw originals dropped by the disk quota.",
+			(uint64_t)st.raw_dropped_bytes);
+	wt_prom_gauge(&b, "wt_edge_over_quota", "1 when the disk quota is exceeded and nothing droppable is left.",
+		      (int64_t)st.over_quota);
+	wt_prom_gauge(&b, "wt_edge_disk_full",
+		      "1 while edge.data_dir has less than retention.min_free_mb free (uploads and sampler batches "
+		      "refused).", (int64_t)st.disk_full);
+	wt_prom_gauge(&b, "wt_edge_disk_free_bytes", "Free bytes in edge.data_dir at the last commit.",
+		      (int64_t)st.disk_free);
+	wt_prom_counter(&b, "wt_edge_disk_full_refused_total",
+			"Uploads and sampler batches refused because the disk was full (nothing of them stored).",
+			(uint64_t)st.disk_full_refused);
+	wt_prom_counter(&b, "wt_edge_commit_groups_total", "Synced group commits.", (uint64_t)st.commit_groups);
+	wt_prom_counter(&b, "wt_edge_commit_uploads_total", "Uploads written by group commits.",
+			(uint64_t)st.commit_items);
 	edge_repl_metrics(srv->repl, srv->store, &st, &b);
 	edge_ebpf_metrics(srv->ebpf, &b);
 	edge_config_client_metrics(NULL, &b);
-	wt_buf_printf(&b, "# HELP wt_edge_commit_errors_total Group commits that failed (uploads answered 500).\n"
-			  "# TYPE wt_edge_commit_errors_total counter\nwt_edge_commit_errors_total %llu\n",
-		      (unsigned long long)st.commit_errors);
+	wt_prom_counter(&b, "wt_edge_commit_errors_total", "Group commits that failed (uploads answered 500).",
+			(uint64_t)st.commit_errors);
 	if (b.oom) {
 		wt_buf_free(&b);
 		wt_http_send_error(req, WT_ENOMEM, "out of memory rendering metrics");
