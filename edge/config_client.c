@@ -36,7 +36,7 @@ typedef struct tok {
 struct edge_config_client {
 	edge_config *cfg;
 	edge_buffer *store;
-	wt_tls_client *tls;
+	edge_tls_client *tls;
 	char **urls; /* one per hub.urls entry: ...?project=..&wait= */
 	size_t nurls, cur; /* cur: the hub pulled from; the next one after a failure */
 	pthread_t th;
@@ -421,7 +421,7 @@ static void *client_main(void *arg)
 		pthread_rwlock_unlock(&c->lk);
 		if (inm[0])
 			hdrs[1] = inm;
-		rc = wt_tls_client_request(c->tls, "GET", c->urls[c->cur], hdrs, NULL, 0, &status, &resp, &err);
+		rc = edge_tls_client_request(c->tls, "GET", c->urls[c->cur], hdrs, NULL, 0, &status, &resp, &err);
 		if (!rc && status == 200)
 			rc = edge_config_client_apply(c, (const char *)resp.data, resp.len, 1, &err);
 		else if (!rc && status != 304)
@@ -520,7 +520,7 @@ void edge_config_client_free_detached(edge_config_client *c)
 {
 	if (!c)
 		return;
-	wt_tls_client_free(c->tls);
+	edge_tls_client_free(c->tls);
 	for (size_t i = 0; i < c->nurls; i++)
 		free(c->urls[i]);
 	free(c->urls);
@@ -534,7 +534,7 @@ void edge_config_client_free_detached(edge_config_client *c)
 
 int edge_config_client_start(edge_config *cfg, edge_buffer *store, edge_config_client **out, wt_err *err)
 {
-	wt_tls_client_config tc = {0};
+	edge_tls_client_config tc = {0};
 	edge_config_client *c;
 	wt_buf url = WT_BUF_INIT;
 	size_t ul, i;
@@ -591,7 +591,7 @@ int edge_config_client_start(edge_config *cfg, edge_buffer *store, edge_config_c
 	tc.max_response = EDGE_CONFIG_MAX_BYTES;
 	tc.cancel = cancel_cb;
 	tc.cancel_arg = c;
-	if ((rc = wt_tls_client_new(&tc, &c->tls, err))) {
+	if ((rc = edge_tls_client_new(&tc, &c->tls, err))) {
 		edge_config_client_free_detached(c);
 		return rc;
 	}

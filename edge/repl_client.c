@@ -535,7 +535,7 @@ static const char *const reason_names[R_COUNT] = {
 struct edge_repl {
 	const edge_config *cfg;
 	edge_buffer *store;
-	wt_tls_client *tls;
+	edge_tls_client *tls;
 	char **urls;   /* POST address per hub (hub.urls + EDGE_REPL_PATH) */
 	size_t nurls;
 	size_t cur;    /* the hub batches go to; moves on when it fails */
@@ -693,9 +693,9 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 	int rc, out = SEND_RETRY;
 	const char *url = r->urls[r->cur];
 
-	rc = wt_tls_client_post(r->tls, url, headers, z, zl, &status, &resp, &err);
+	rc = edge_tls_client_post(r->tls, url, headers, z, zl, &status, &resp, &err);
 	if (rc) {
-		int kind = wt_tls_client_last_failure(r->tls);
+		int kind = edge_tls_client_last_failure(r->tls);
 		if (kind == WT_TLS_FAIL_CANCELLED)
 			goto done; /* stopping */
 		snprintf(what, sizeof(what), "POST %s failed: %s", url, err.msg);
@@ -982,7 +982,7 @@ static void *repl_main(void *arg)
 
 static void repl_free(edge_repl *r)
 {
-	wt_tls_client_free(r->tls);
+	edge_tls_client_free(r->tls);
 	for (size_t i = 0; i < r->nurls; i++)
 		free(r->urls[i]);
 	free(r->urls);
@@ -1011,7 +1011,7 @@ static void stop_threads(edge_repl *r, int sender)
 
 int edge_repl_start(const edge_config *cfg, edge_buffer *store, edge_repl **out, wt_err *err)
 {
-	wt_tls_client_config tc = {0};
+	edge_tls_client_config tc = {0};
 	pthread_condattr_t ca;
 	edge_repl *r;
 	int rc;
@@ -1061,7 +1061,7 @@ int edge_repl_start(const edge_config *cfg, edge_buffer *store, edge_repl **out,
 	tc.timeout_ms = (long)cfg->repl_timeout_s * 1000;
 	tc.cancel = cancel_cb;
 	tc.cancel_arg = r;
-	if ((rc = wt_tls_client_new(&tc, &r->tls, err))) {
+	if ((rc = edge_tls_client_new(&tc, &r->tls, err))) {
 		repl_free(r);
 		return rc;
 	}

@@ -13,7 +13,7 @@
 
 #include <curl/curl.h>
 
-struct wt_tls_client {
+struct edge_tls_client {
 	CURL *h;
 	char *ca_file, *cert_file, *key_file;
 	struct curl_slist *resolve;
@@ -59,7 +59,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
 {
-	wt_tls_client *c = arg;
+	edge_tls_client *c = arg;
 	return c->cancel(c->cancel_arg) ? 1 : 0;
 }
 
@@ -95,7 +95,7 @@ static int check_file(const char *what, const char *path, wt_err *err)
 	return 0;
 }
 
-int wt_tls_client_set_files(wt_tls_client *c, const char *ca_file, const char *cert_file,
+int edge_tls_client_set_files(edge_tls_client *c, const char *ca_file, const char *cert_file,
 			    const char *key_file, wt_err *err)
 {
 	char *ca, *cert, *key;
@@ -127,9 +127,9 @@ int wt_tls_client_set_files(wt_tls_client *c, const char *ca_file, const char *c
 	return 0;
 }
 
-int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_err *err)
+int edge_tls_client_new(const edge_tls_client_config *cfg, edge_tls_client **out, wt_err *err)
 {
-	wt_tls_client *c;
+	edge_tls_client *c;
 	int rc;
 
 	*out = NULL;
@@ -145,7 +145,7 @@ int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_e
 		rc = wt_err_set(err, WT_ENOMEM, "tls client: curl_easy_init failed");
 		goto fail;
 	}
-	if ((rc = wt_tls_client_set_files(c, cfg->ca_file, cfg->cert_file, cfg->key_file, err)))
+	if ((rc = edge_tls_client_set_files(c, cfg->ca_file, cfg->cert_file, cfg->key_file, err)))
 		goto fail;
 	curl_easy_setopt(c->h, CURLOPT_FRESH_CONNECT, 0L);
 	for (const char *const *r = cfg->resolve; r && *r; r++) {
@@ -156,7 +156,7 @@ int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_e
 		}
 		c->resolve = n;
 	}
-	c->max_response = cfg->max_response ? cfg->max_response : WT_TLS_CLIENT_MAX_RESPONSE;
+	c->max_response = cfg->max_response ? cfg->max_response : EDGE_TLS_CLIENT_MAX_RESPONSE;
 	curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c->h, CURLOPT_ERRORBUFFER, c->errbuf);
 	curl_easy_setopt(c->h, CURLOPT_PROTOCOLS_STR, "https"); /* never plain HTTP */
@@ -166,9 +166,9 @@ int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_e
 	curl_easy_setopt(c->h, CURLOPT_SSL_VERIFYHOST, 2L); /* hub name from the URL */
 	curl_easy_setopt(c->h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
 	curl_easy_setopt(c->h, CURLOPT_CONNECTTIMEOUT_MS,
-			 cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : WT_TLS_CLIENT_CONNECT_TIMEOUT_MS);
+			 cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : EDGE_TLS_CLIENT_CONNECT_TIMEOUT_MS);
 	curl_easy_setopt(c->h, CURLOPT_TIMEOUT_MS,
-			 cfg->timeout_ms > 0 ? cfg->timeout_ms : WT_TLS_CLIENT_TIMEOUT_MS);
+			 cfg->timeout_ms > 0 ? cfg->timeout_ms : EDGE_TLS_CLIENT_TIMEOUT_MS);
 	curl_easy_setopt(c->h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, on_data);
 	if (c->resolve)
@@ -183,11 +183,11 @@ int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_e
 	*out = c;
 	return 0;
 fail:
-	wt_tls_client_free(c);
+	edge_tls_client_free(c);
 	return rc;
 }
 
-int wt_tls_client_request(wt_tls_client *c, const char *method, const char *url,
+int edge_tls_client_request(edge_tls_client *c, const char *method, const char *url,
 			  const char *const *headers, const void *body, size_t len, long *status,
 			  wt_buf *resp, wt_err *err)
 {
@@ -245,23 +245,23 @@ oom:
 	return wt_err_set(err, WT_ENOMEM, "tls client: out of memory");
 }
 
-int wt_tls_client_post(wt_tls_client *c, const char *url, const char *const *headers,
+int edge_tls_client_post(edge_tls_client *c, const char *url, const char *const *headers,
 		       const void *body, size_t len, long *status, wt_buf *resp, wt_err *err)
 {
-	return wt_tls_client_request(c, "POST", url, headers, body, len, status, resp, err);
+	return edge_tls_client_request(c, "POST", url, headers, body, len, status, resp, err);
 }
 
-int wt_tls_client_last_failure(const wt_tls_client *c)
+int edge_tls_client_last_failure(const edge_tls_client *c)
 {
 	return c->last_failure;
 }
 
-long wt_tls_client_connects(const wt_tls_client *c)
+long edge_tls_client_connects(const edge_tls_client *c)
 {
 	return c->connects;
 }
 
-void wt_tls_client_free(wt_tls_client *c)
+void edge_tls_client_free(edge_tls_client *c)
 {
 	if (!c)
 		return;
