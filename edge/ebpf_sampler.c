@@ -7,7 +7,6 @@
 #include "ebpf_sampler_int.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +21,6 @@
 #define DISCOVER_NS (NS_PER_S)
 #define DISCOVER_POLL_MS 200 /* longest wait for new processes (stop, unload) */
 #define MAX_ELF_FILES 512
-
-static volatile sig_atomic_t g_hup;
-
-static void on_hup(int sig)
-{
-	(void)sig;
-	g_hup = 1;
-}
 
 /* ---- config copies ------------------------------------------------------- */
 
@@ -253,10 +244,8 @@ static void *run(void *arg)
 	for (;;) {
 		edge_ebpf_cfg next;
 		int have = 0;
-		if (g_hup) {
-			g_hup = 0;
+		if (atomic_exchange(&e->hup, 0))
 			reload_file(e);
-		}
 		pthread_mutex_lock(&e->mu);
 		if (e->stop) {
 			pthread_mutex_unlock(&e->mu);
@@ -330,12 +319,6 @@ int edge_ebpf_start(edge_server *srv, const edge_config *cfg, const char *config
 		edge_ebpf_stop(e);
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_hup;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGHUP, &sa, NULL);
 	if (pthread_create(&e->th, NULL, run, e) != 0) {
 		edge_ebpf_stop(e);
 		return wt_err_set(err, WT_EIO, "cannot start the ebpf sampler thread");
@@ -368,8 +351,8 @@ int edge_ebpf_apply(edge_ebpf *e, const edge_ebpf_cfg *next)
 
 void edge_ebpf_reload(edge_ebpf *e)
 {
-	(void)e;
-	g_hup = 1;
+	if (e)
+		atomic_store(&e->hup, 1);
 }
 
 void edge_ebpf_stop(edge_ebpf *e)

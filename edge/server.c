@@ -23,6 +23,7 @@
 #include "prom.h"
 #include "otlp_recv.h"
 #include "repl_client.h"
+#include "signals.h"
 
 /* Multipart framing around a max_body profile part. */
 #define MULTIPART_SLACK (1u << 20)
@@ -334,9 +335,8 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg)
 		event_base_loopbreak(srv->base);
 }
 
-static void signal_cb(evutil_socket_t sig, short what, void *arg)
+static void shut_down(edge_server *srv, int sig)
 {
-	edge_server *srv = arg;
 	struct timeval tv = {0, 20000};
 	if (srv->shutting_down)
 		return;
@@ -354,7 +354,25 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		event_base_loopbreak(srv->base);
 }
 
-int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *store, wt_err *err)
+/* The signalfd is readable: SIGTERM/SIGINT drain and stop, SIGHUP reloads
+ * the eBPF sampler's configuration (common/signals.h). */
+static void signals_cb(evutil_socket_t fd, short what, void *arg)
+{
+	edge_server *srv = arg;
+	int sig;
+
+	while ((sig = wt_signals_wait(srv->signals, 0))) {
+		if (sig == SIGHUP) {
+			wt_info("signal %d: reloading the ebpf section", sig);
+			edge_ebpf_reload(srv->ebpf);
+		} else {
+			shut_down(srv, sig);
+		}
+	}
+}
+
+int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *store, struct wt_signals *signals,
+		     wt_err *err)
 {
 	static int threads_ready;
 	memset(srv, 0, sizeof(*srv));
@@ -396,11 +414,10 @@ int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *stor
 	srv->pool = edge_pool_new(cfg->workers);
 	if (!srv->pool)
 		return wt_err_set(err, WT_ENOMEM, "cannot start %d worker threads", cfg->workers);
-	srv->sigterm = evsignal_new(srv->base, SIGTERM, signal_cb, srv);
-	srv->sigint = evsignal_new(srv->base, SIGINT, signal_cb, srv);
-	if (!srv->sigterm || !srv->sigint || event_add(srv->sigterm, NULL) || event_add(srv->sigint, NULL))
-		return wt_err_set(err, WT_EIO, "cannot install signal handlers");
-	signal(SIGPIPE, SIG_IGN);
+	srv->signals = signals;
+	srv->sig_ev = event_new(srv->base, signals->fd, EV_READ | EV_PERSIST, signals_cb, srv);
+	if (!srv->sig_ev || event_add(srv->sig_ev, NULL))
+		return wt_err_set(err, WT_EIO, "cannot watch the signal fd");
 	if (edge_otlp_init(srv, err) != 0)
 		return err->code ? err->code : WT_EIO;
 	wt_info("listening addr=%s:%d id=%s workers=%d", cfg->listen_host, cfg->listen_port, cfg->id, cfg->workers);
@@ -425,10 +442,8 @@ void edge_server_free(edge_server *srv)
 		event_free(srv->drain_timer);
 	if (srv->trim_timer)
 		event_free(srv->trim_timer);
-	if (srv->sigterm)
-		event_free(srv->sigterm);
-	if (srv->sigint)
-		event_free(srv->sigint);
+	if (srv->sig_ev)
+		event_free(srv->sig_ev);
 	if (srv->base)
 		event_base_free(srv->base);
 	memset(srv, 0, sizeof(*srv));
