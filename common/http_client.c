@@ -12,6 +12,11 @@ size_t wt_http_sink_write(char *p, size_t size, size_t n, void *arg)
 	wt_http_sink *s = arg;
 	size_t len = size * n;
 
+	if (!s->out && s->keep) {
+		if (s->keep->len < s->keep_max)
+			wt_buf_append(s->keep, p, len < s->keep_max - s->keep->len ? len : s->keep_max - s->keep->len);
+		return len;
+	}
 	if (s->got + len > s->max) {
 		s->over = 1;
 		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
@@ -28,7 +33,7 @@ int wt_http_perform(CURL *h, const char *method, const char *url, const char *co
 		    const void *body, size_t len, wt_buf *resp, size_t max_response, wt_http_result *r)
 {
 	struct curl_slist *hl = NULL, *n;
-	wt_http_sink s = {resp, max_response, 0, 0, 0};
+	wt_http_sink s = {resp, max_response, 0, 0, 0, NULL, 0};
 	int rc = 0;
 
 	memset(r, 0, sizeof(*r));

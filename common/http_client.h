@@ -4,7 +4,9 @@
  * request, plus one call that performs it and says what went wrong. The
  * clients keep their own handles and options: the edge's mutual-TLS
  * replication client (edge/tls_client.c), wtctl (cli/http_client.c) and
- * the hub's debuginfod fetcher (hub/debuginfod.c) go through here.
+ * the hub's debuginfod fetcher (hub/debuginfod.c) perform through here;
+ * the hub's ClickHouse and S3 clients (ch_client.c, objstore_s3.c), which
+ * sign or retry on their own, use the sink.
  *
  * Ownership: the caller owns the handle and the response buffer;
  * wt_http_perform frees the header list it builds.
@@ -18,13 +20,17 @@
 #include "buf.h"
 #include "err.h"
 
-/* Where a response body goes: appended to out (NULL: counted, dropped),
- * the transfer aborted once more than max bytes came (over) or an append
- * failed (oom). */
+/* Where a response body goes: appended to out, the transfer aborted once
+ * got (start it at out->len to bound the whole buffer) would pass max
+ * (over) or an append failed (oom). Without out: with keep, its first
+ * keep_max bytes go to keep (an error answer's text; no bound), else the
+ * body is counted against max and dropped. */
 typedef struct wt_http_sink {
 	wt_buf *out;
 	size_t max, got;
 	int over, oom;
+	wt_buf *keep;
+	size_t keep_max;
 } wt_http_sink;
 
 /* CURLOPT_WRITEFUNCTION for a wt_http_sink (CURLOPT_WRITEDATA). */

@@ -2,7 +2,7 @@
  * test_http_client.c — common/http_client.c against a one-shot HTTP/1.1
  * server on a loopback socket in a thread: status, body and the request
  * line, headers and body as sent; a body over the limit is WT_ELIMIT; a
- * refused connection is WT_EUNAVAIL.
+ * refused connection is WT_EUNAVAIL; the sink's three modes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -128,9 +128,36 @@ static void refused(void **state)
 	curl_easy_cleanup(h);
 }
 
+static void sink_modes(void **state)
+{
+	wt_buf out = WT_BUF_INIT, keep = WT_BUF_INIT;
+	char data[700];
+	wt_http_sink a = {&out, 10, 0, 0, 0, NULL, 0};
+	wt_http_sink k = {NULL, 0, 0, 0, 0, &keep, 512};
+	wt_http_sink d = {NULL, 8, 0, 0, 0, NULL, 0};
+
+	memset(data, 'x', sizeof(data));
+	wt_buf_append(&out, "pre", 3);
+	a.got = out.len; /* bound the whole buffer */
+	assert_int_equal(wt_http_sink_write(data, 1, 7, &a), 7);
+	assert_int_equal(wt_http_sink_write(data, 1, 1, &a), 0);
+	assert_true(a.over && out.len == 10);
+	/* keep: the first keep_max bytes, never aborts */
+	assert_int_equal(wt_http_sink_write(data, 1, 700, &k), 700);
+	assert_int_equal(wt_http_sink_write(data, 1, 700, &k), 700);
+	assert_int_equal(keep.len, 512);
+	/* neither: counted against max, dropped */
+	assert_int_equal(wt_http_sink_write(data, 2, 4, &d), 8);
+	assert_int_equal(wt_http_sink_write(data, 1, 1, &d), 0);
+	assert_true(d.over);
+	wt_buf_free(&out);
+	wt_buf_free(&keep);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sink_modes),
 		cmocka_unit_test(request_and_answer),
 		cmocka_unit_test(refused),
 	};
