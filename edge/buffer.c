@@ -741,8 +741,7 @@ static void *retention_main(void *arg)
 	pthread_mutex_lock(&s->rmu);
 	while (!s->rstop) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += s->cfg->retention_interval_s;
+		ts = wt_deadline(CLOCK_REALTIME, (int64_t)s->cfg->retention_interval_s * 1000);
 		pthread_cond_timedwait(&s->rcv, &s->rmu, &ts);
 		if (s->rstop)
 			break;

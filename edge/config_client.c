@@ -383,13 +383,7 @@ static int nap(edge_config_client *c, int64_t ms)
 	struct timespec ts;
 	int s;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = wt_deadline(CLOCK_MONOTONIC, ms);
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop)
 		if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT)

@@ -114,9 +114,7 @@ static void *discover_run(void *arg)
 		}
 		if (have)
 			continue;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += DISCOVER_NS / NS_PER_S;
+		struct timespec ts = wt_deadline(CLOCK_REALTIME, DISCOVER_NS / 1000000);
 		pthread_mutex_lock(&e->mu);
 		if (!e->stop)
 			pthread_cond_timedwait(&e->cv, &e->mu, &ts);
@@ -265,13 +263,7 @@ static void *run(void *arg)
 		if (e->cpu && e->cur.mode == EDGE_EBPF_RING) {
 			edge_ebpf_cpu_poll(e->cpu, TICK_MS, seen, e);
 		} else {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += TICK_MS * 1000000L;
-			if (ts.tv_nsec >= NS_PER_S) {
-				ts.tv_sec++;
-				ts.tv_nsec -= NS_PER_S;
-			}
+			struct timespec ts = wt_deadline(CLOCK_REALTIME, TICK_MS);
 			pthread_mutex_lock(&e->mu);
 			if (!e->stop && !e->has_pending)
 				pthread_cond_timedwait(&e->cv, &e->mu, &ts);

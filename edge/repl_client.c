@@ -591,13 +591,7 @@ static void on_commit(void *arg)
 static void nap(edge_repl *r, int64_t ms, int wake_ok)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = wt_deadline(CLOCK_MONOTONIC, ms);
 	pthread_mutex_lock(&r->mu);
 	while (!r->stop && !(wake_ok && r->woken))
 		if (pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT)

@@ -103,13 +103,7 @@ static void *monitor(void *arg)
 		pthread_mutex_lock(&s->mu);
 		if (s->stop)
 			break;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += s->interval_ms / 1000;
-		until.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		until = wt_deadline(CLOCK_REALTIME, s->interval_ms);
 		while (!s->stop && !s->poke)
 			if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT)
 				break;

@@ -439,13 +439,7 @@ void hub_policy_wait(uint64_t gen, int ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = wt_deadline(CLOCK_REALTIME, ms);
 	pthread_mutex_lock(&gen_mu);
 	while (generation == gen)
 		if (pthread_cond_timedwait(&gen_cv, &gen_mu, &ts) == ETIMEDOUT)

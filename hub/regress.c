@@ -593,8 +593,7 @@ static void *worker_main(void *arg)
 
 	pthread_mutex_lock(&g->mu);
 	while (!g->stop) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += g->cfg.interval_s;
+		ts = wt_deadline(CLOCK_REALTIME, (int64_t)g->cfg.interval_s * 1000);
 		pthread_cond_timedwait(&g->cv, &g->mu, &ts);
 		if (g->stop)
 			break;

@@ -241,13 +241,7 @@ static void *beat_main(void *arg)
 	pthread_mutex_lock(&b->mu);
 	while (!b->stop) {
 		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += period_ms / 1000;
-		until.tv_nsec += (period_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		until = wt_deadline(CLOCK_REALTIME, period_ms);
 		while (!b->stop && pthread_cond_timedwait(&b->cv, &b->mu, &until) != ETIMEDOUT)
 			;
 		if (b->stop)
@@ -385,13 +379,7 @@ static int stopped_wait(hub_worker *w, int ms)
 	struct timespec ts;
 	int s;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = wt_deadline(CLOCK_REALTIME, ms);
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop)
 		if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT)

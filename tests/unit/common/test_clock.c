@@ -1,7 +1,7 @@
 /*
  * test_clock.c — common/clock.h: wt_now_ns/wt_now_ms agree with
- * clock_gettime on the clock asked for, and the monotonic clock never goes
- * back.
+ * clock_gettime on the clock asked for, the monotonic clock never goes
+ * back, and wt_deadline lies that far ahead with a normalised timespec.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,11 +47,25 @@ static void monotonic_matches(void **state)
 	}
 }
 
+static void deadline(void **state)
+{
+	int64_t before = ref_ns(CLOCK_MONOTONIC);
+	struct timespec d = wt_deadline(CLOCK_MONOTONIC, 1500);
+	int64_t at = (int64_t)d.tv_sec * 1000000000LL + d.tv_nsec, after = ref_ns(CLOCK_MONOTONIC);
+
+	assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+	assert_true(at >= before + 1500000000LL && at <= after + 1500000000LL);
+	d = wt_deadline(CLOCK_REALTIME, 0);
+	assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+	assert_true((int64_t)d.tv_sec * 1000000000LL + d.tv_nsec <= ref_ns(CLOCK_REALTIME));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(realtime_matches),
 		cmocka_unit_test(monotonic_matches),
+		cmocka_unit_test(deadline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
