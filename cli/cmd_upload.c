@@ -13,6 +13,7 @@
  * are malloc'd here and freed before returning.
  */
 #include "cli.h"
+#include "backoff.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -171,7 +172,8 @@ int cli_cmd_upload(const cli_global *g, int argc, char **argv)
 	size_t gzlen = 0;
 	wt_err e = {0};
 	char *url = NULL;
-	long backoff = UPLOAD_BACKOFF_MS;
+	const wt_backoff retry = {UPLOAD_BACKOFF_MS, 0, 0};
+	long backoff;
 	int rc = CLI_EXIT_FAIL;
 
 	if (cli_parse_upload(argc, argv, &a, err, sizeof(err))) {
@@ -229,12 +231,12 @@ int cli_cmd_upload(const cli_global *g, int argc, char **argv)
 				cli_http_report_error("profile upload", &r);
 			goto out;
 		}
+		backoff = (long)wt_backoff_ms(&retry, (unsigned)(u.tries - 1));
 		if (failed)
 			fprintf(stderr, "wtctl: profile upload: %s; retrying in %ld ms\n", err, backoff);
 		else
 			fprintf(stderr, "wtctl: profile upload: HTTP %ld; retrying in %ld ms\n", r.status, backoff);
 		sleep_ms(backoff);
-		backoff *= 2;
 	}
 	if (r.status < 200 || r.status >= 300) {
 		cli_http_report_error("profile upload", &r);

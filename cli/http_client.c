@@ -11,25 +11,7 @@
 
 #include "buf.h"
 #include "cli.h"
-
-typedef struct sink {
-	wt_buf buf;
-	int too_big;
-} sink;
-
-static size_t on_data(char *p, size_t size, size_t n, void *arg)
-{
-	sink *s = arg;
-	size_t len = size * n;
-
-	if (s->buf.len + len > CLI_HTTP_MAX_RESPONSE) {
-		s->too_big = 1;
-		return 0; /* aborts the transfer */
-	}
-	if (wt_buf_append(&s->buf, p, len))
-		return 0;
-	return len;
-}
+#include "common/http_client.h" /* the shared libcurl request (this file's header is cli/http_client.h) */
 
 static long timeout_s(void)
 {
@@ -46,12 +28,13 @@ int cli_http_request(const char *method, const char *url, const char *token,
 		     cli_http_resp *r, char *err, size_t errlen)
 {
 	CURL *c = NULL;
-	struct curl_slist *hdrs = NULL;
-	char line[1024];
+	char auth[1024], ctype[1024];
+	const char *hdrs[3] = {NULL, NULL, NULL};
+	size_t nh = 0;
 	char cerr[CURL_ERROR_SIZE] = "";
-	sink s = {WT_BUF_INIT, 0};
-	CURLcode cc;
-	int rc = -1;
+	wt_buf body_out = WT_BUF_INIT;
+	wt_http_result res;
+	int rc = -1, prc;
 
 	memset(r, 0, sizeof(*r));
 	if (!(c = curl_easy_init())) {
@@ -59,53 +42,41 @@ int cli_http_request(const char *method, const char *url, const char *token,
 		goto out;
 	}
 	if (token) {
-		if (snprintf(line, sizeof(line), "Authorization: Bearer %s", token) >= (int)sizeof(line)) {
+		if (snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token) >= (int)sizeof(auth)) {
 			snprintf(err, errlen, "token too long");
 			goto out;
 		}
-		hdrs = curl_slist_append(hdrs, line);
+		hdrs[nh++] = auth;
 	}
 	if (content_type) {
-		snprintf(line, sizeof(line), "Content-Type: %s", content_type);
-		hdrs = curl_slist_append(hdrs, line);
+		snprintf(ctype, sizeof(ctype), "Content-Type: %s", content_type);
+		hdrs[nh++] = ctype;
 	}
-	/* No "Expect: 100-continue" round trip for uploads. */
-	hdrs = curl_slist_append(hdrs, "Expect:");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)CLI_HTTP_CONNECT_TIMEOUT);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s());
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "wtctl");
-	if (body || strcmp(method, "GET")) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? (const char *)body : "");
-	}
-	cc = curl_easy_perform(c);
-	if (cc != CURLE_OK) {
-		if (s.too_big)
-			snprintf(err, errlen, "%s %s: response larger than %u bytes", method, url,
-				 CLI_HTTP_MAX_RESPONSE);
-		else
-			snprintf(err, errlen, "%s %s: %s", method, url, cerr[0] ? cerr : curl_easy_strerror(cc));
+	prc = wt_http_perform(c, method, url, hdrs, body, len, &body_out, CLI_HTTP_MAX_RESPONSE, &res);
+	if (res.over) {
+		snprintf(err, errlen, "%s %s: response larger than %u bytes", method, url, CLI_HTTP_MAX_RESPONSE);
 		goto out;
 	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-	wt_buf_putc(&s.buf, '\0');
-	if (s.buf.oom) {
+	if (prc == WT_EUNAVAIL) {
+		snprintf(err, errlen, "%s %s: %s", method, url, cerr[0] ? cerr : curl_easy_strerror(res.cc));
+		goto out;
+	}
+	r->status = res.status;
+	wt_buf_putc(&body_out, '\0');
+	if (prc || body_out.oom) {
 		snprintf(err, errlen, "%s %s: out of memory reading the response", method, url);
 		goto out;
 	}
-	r->body = (char *)wt_buf_steal(&s.buf, &r->len);
+	r->body = (char *)wt_buf_steal(&body_out, &r->len);
 	r->len--;
 	rc = 0;
 out:
-	wt_buf_free(&s.buf);
-	curl_slist_free_all(hdrs);
+	wt_buf_free(&body_out);
 	if (c)
 		curl_easy_cleanup(c);
 	return rc;

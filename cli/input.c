@@ -3,6 +3,7 @@
  * progress line of wtctl's offline commands (see input.h).
  */
 #include "input.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,15 +123,12 @@ struct cli_progress {
 	int pagemap_fd; /* -1 when /proc/self/pagemap is not readable */
 	uint64_t *pm;   /* pagemap entries of the mapping */
 	size_t npages;
-	struct timespec t0;
+	int64_t t0_ns; /* CLOCK_MONOTONIC */
 };
 
 static double elapsed(const cli_progress *pr)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - pr->t0.tv_sec) + (double)(t.tv_nsec - pr->t0.tv_nsec) / 1e9;
+	return (double)(wt_now_ns(CLOCK_MONOTONIC) - pr->t0_ns) / 1e9;
 }
 
 /* Share of the mapping's pages present in our page tables, 0..100, or -1. */
@@ -171,10 +169,7 @@ static void *progress_main(void *arg)
 	pthread_mutex_lock(&pr->mu);
 	while (!pr->stop) {
 		print_line(pr);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += (long)CLI_PROGRESS_INTERVAL_MS * 1000000L;
-		until.tv_sec += until.tv_nsec / 1000000000L;
-		until.tv_nsec %= 1000000000L;
+		until = wt_deadline(CLOCK_REALTIME, CLI_PROGRESS_INTERVAL_MS);
 		while (!pr->stop && pthread_cond_timedwait(&pr->cv, &pr->mu, &until) != ETIMEDOUT)
 			;
 	}
@@ -194,7 +189,7 @@ cli_progress *cli_progress_start(const cli_input *in, const char *what)
 	pr->in = in;
 	pr->what = what;
 	pr->pagemap_fd = -1;
-	clock_gettime(CLOCK_MONOTONIC, &pr->t0);
+	pr->t0_ns = wt_now_ns(CLOCK_MONOTONIC);
 	if (in->map) {
 		pr->npages = (in->len + page - 1) / page;
 		if ((pr->pm = malloc(pr->npages * sizeof(uint64_t))))

@@ -8,14 +8,15 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "buf.h"
+#include "hindex.h"
 
-/* Open-addressing table name → row index; names live in a wt_buf as offsets
- * (the buffer moves while growing). */
+/* Table name → row index (common/hindex.h); names live in a wt_buf as
+ * offsets (the buffer moves while growing). */
 typedef struct name_table {
-	uint32_t *slots; /* row index + 1; 0 = empty */
-	size_t cap;
+	wt_hindex idx;
 	size_t *name_off; /* per row: offset into names */
 	size_t n, rows_cap;
 	wt_buf names;
@@ -23,49 +24,26 @@ typedef struct name_table {
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
+	return XXH3_64bits(s, strlen(s));
 }
 
-static int table_grow(name_table *t)
+static int name_eq(const void *ctx, uint32_t v, const void *key)
 {
-	size_t cap = t->cap ? t->cap * 2 : 1024;
-	uint32_t *slots = calloc(cap, sizeof(*slots));
+	const name_table *t = ctx;
 
-	if (!slots)
-		return WT_ENOMEM;
-	for (size_t i = 0; i < t->cap; i++) {
-		uint32_t v = t->slots[i];
-		if (!v)
-			continue;
-		size_t j = hash_str((char *)t->names.data + t->name_off[v - 1]) & (cap - 1);
-		while (slots[j])
-			j = (j + 1) & (cap - 1);
-		slots[j] = v;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->cap = cap;
-	return 0;
+	return !strcmp((const char *)t->names.data + t->name_off[v], key);
 }
 
 /* Index of name, inserting it when new. -1 on out-of-memory. */
 static long table_get(name_table *t, const char *name)
 {
-	size_t j;
+	uint64_t h = hash_str(name);
+	uint32_t v;
+	size_t slot;
+	int r = wt_hindex_lookup(&t->idx, h, name, name_eq, t, &v, &slot);
 
-	if ((t->n + 1) * 2 > t->cap && table_grow(t))
-		return -1;
-	j = hash_str(name) & (t->cap - 1);
-	while (t->slots[j]) {
-		uint32_t v = t->slots[j];
-		if (!strcmp((char *)t->names.data + t->name_off[v - 1], name))
-			return (long)v - 1;
-		j = (j + 1) & (t->cap - 1);
-	}
+	if (r)
+		return r < 0 ? -1 : (long)v;
 	if (t->n == t->rows_cap) {
 		size_t nc = t->rows_cap ? t->rows_cap * 2 : 256;
 		size_t *no = realloc(t->name_off, nc * sizeof(*no));
@@ -77,7 +55,7 @@ static long table_get(name_table *t, const char *name)
 	t->name_off[t->n] = t->names.len;
 	if (wt_buf_append(&t->names, name, strlen(name) + 1))
 		return -1;
-	t->slots[j] = (uint32_t)(t->n + 1);
+	wt_hindex_put(&t->idx, slot, h, (uint32_t)t->n);
 	return (long)t->n++;
 }
 
@@ -165,7 +143,7 @@ out:
 	free(stack_val);
 	free(frame_fn);
 	free(seen);
-	free(t.slots);
+	wt_hindex_free(&t.idx);
 	free(t.name_off);
 	wt_buf_free(&t.names);
 	return rc;

@@ -1,7 +1,8 @@
 /*
  * clock.h — the one clock helper: nanoseconds (or milliseconds) of a POSIX
  * clock as a signed 64-bit count. CLOCK_MONOTONIC for intervals and
- * deadlines, CLOCK_REALTIME for sample and upload times.
+ * deadlines, CLOCK_REALTIME for sample and upload times; and wt_deadline,
+ * a timespec that far ahead for condition-variable waits.
  */
 #ifndef WT_CLOCK_H
 #define WT_CLOCK_H
@@ -19,6 +20,16 @@ static inline int64_t wt_now_ns(clockid_t clock)
 static inline int64_t wt_now_ms(clockid_t clock)
 {
 	return wt_now_ns(clock) / 1000000LL;
+}
+
+/* The absolute time ms milliseconds from now on clock, for
+ * pthread_cond_timedwait (whose condition variable must use that clock). */
+static inline struct timespec wt_deadline(clockid_t clock, int64_t ms)
+{
+	int64_t ns = wt_now_ns(clock) + ms * 1000000LL;
+	struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+
+	return ts;
 }
 
 #endif

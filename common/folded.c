@@ -28,100 +28,13 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "bytemap.h"
 #include "text_input.h"
 
 #define FOLDED_DEFAULT_TYPE "cpu"
 #define FOLDED_DEFAULT_UNIT "samples"
 #define NS_PER_SEC 1000000000LL
 #define NS_PER_US 1000LL
-
-/* ---- raw frame text → frame id cache --------------------------------------- */
-
-typedef struct fcache_ent {
-	uint64_t hash;
-	uint32_t off, len; /* key bytes in keys[] */
-	uint32_t frame;
-	uint32_t used;
-} fcache_ent;
-
-typedef struct fcache {
-	fcache_ent *ents;
-	size_t cap, n; /* cap is a power of two */
-	char *keys;
-	size_t keys_len, keys_cap;
-} fcache;
-
-static int fcache_grow(fcache *c)
-{
-	size_t ncap = c->cap ? c->cap * 2 : 1024, i;
-	fcache_ent *ne = calloc(ncap, sizeof(*ne));
-
-	if (!ne)
-		return WT_ENOMEM;
-	for (i = 0; i < c->cap; i++) {
-		fcache_ent *e = &c->ents[i];
-		size_t j;
-
-		if (!e->used)
-			continue;
-		for (j = e->hash & (ncap - 1); ne[j].used; j = (j + 1) & (ncap - 1))
-			;
-		ne[j] = *e;
-	}
-	free(c->ents);
-	c->ents = ne;
-	c->cap = ncap;
-	return 0;
-}
-
-/* Returns the slot for (s, len, h): used → hit, unused → insert position. */
-static fcache_ent *fcache_find(fcache *c, const char *s, size_t len, uint64_t h)
-{
-	size_t j;
-
-	for (j = h & (c->cap - 1);; j = (j + 1) & (c->cap - 1)) {
-		fcache_ent *e = &c->ents[j];
-
-		if (!e->used)
-			return e;
-		if (e->hash == h && e->len == len && !memcmp(c->keys + e->off, s, len))
-			return e;
-	}
-}
-
-static int fcache_insert(fcache *c, fcache_ent *slot, const char *s, size_t len,
-			 uint64_t h, uint32_t frame)
-{
-	if (c->keys_len + len > UINT32_MAX)
-		return WT_ENOMEM;
-	if (c->keys_len + len > c->keys_cap) {
-		size_t ncap = c->keys_cap ? c->keys_cap : 65536;
-		char *nk;
-
-		while (ncap < c->keys_len + len)
-			ncap *= 2;
-		nk = realloc(c->keys, ncap);
-		if (!nk)
-			return WT_ENOMEM;
-		c->keys = nk;
-		c->keys_cap = ncap;
-	}
-	memcpy(c->keys + c->keys_len, s, len);
-	slot->hash = h;
-	slot->off = (uint32_t)c->keys_len;
-	slot->len = (uint32_t)len;
-	slot->frame = frame;
-	slot->used = 1;
-	c->keys_len += len;
-	c->n++;
-	return 0;
-}
-
-static void fcache_free(fcache *c)
-{
-	free(c->ents);
-	free(c->keys);
-}
 
 /* ---- decoder state ---------------------------------------------------------- */
 
@@ -131,7 +44,7 @@ typedef struct dec {
 	wt_profile *p;
 	const wt_folded_opts *opts;
 	wt_err *err;
-	fcache cache;
+	wt_bytemap cache; /* raw frame text → frame id */
 	uint32_t *ids; /* frame ids of the current line, root first */
 	size_t ids_cap;
 	char *scratch; /* NUL-terminated copies (file names) */
@@ -358,18 +271,18 @@ static int intern_frame(dec *d, enum dialect dl, const char *s, size_t n, size_t
 			int64_t xline, uint32_t *out)
 {
 	uint64_t h = XXH3_64bits(s, n);
-	fcache_ent *slot;
+	wt_bytemap_ent *slot;
 	wt_frame fr = {0, WT_NO_MAPPING, 0, 0};
 	const char *fn = s, *file = NULL, *fcstr = NULL;
 	size_t fn_len = sym_n, file_len = 0;
 	int64_t line = 0;
 	int rc;
 
-	if (d->cache.n * 2 >= d->cache.cap && (rc = fcache_grow(&d->cache)))
+	if ((rc = wt_bytemap_reserve(&d->cache)))
 		return wt_err_set(d->err, WT_ENOMEM, "folded: out of memory");
-	slot = fcache_find(&d->cache, s, n, h);
+	slot = wt_bytemap_find(&d->cache, s, n, h);
 	if (slot->used) {
-		*out = slot->frame;
+		*out = slot->val;
 		return 0;
 	}
 	if (sym_n > d->p->lim.max_string_len)
@@ -406,7 +319,7 @@ static int intern_frame(dec *d, enum dialect dl, const char *s, size_t n, size_t
 	rc = wt_profile_add_frame(d->p, &fr, out, d->err);
 	if (rc)
 		return wt_err_prefix(d->err, "folded: line %zu", d->line);
-	if (fcache_insert(&d->cache, slot, s, n, h, *out))
+	if (wt_bytemap_put(&d->cache, slot, s, n, h, *out))
 		return wt_err_set(d->err, WT_ENOMEM, "folded: out of memory");
 	return 0;
 }
@@ -654,7 +567,7 @@ int wt_folded_decode(const uint8_t *buf, size_t len, const wt_folded_opts *opts,
 	d.p = NULL;
 cleanup:
 	wt_profile_free(d.p);
-	fcache_free(&d.cache);
+	wt_bytemap_free(&d.cache);
 	free(d.ids);
 	free(d.scratch);
 	return rc;

@@ -44,6 +44,7 @@
 #include <xxhash.h>
 
 #include "text_input.h"
+#include "bytemap.h"
 
 #define NS_PER_SEC 1000000000LL
 #define PERF_CPU_TYPE "cpu"
@@ -324,78 +325,6 @@ static int parse_srcline(const char *s, size_t n, const char **file, size_t *fle
 	return 0;
 }
 
-/* ---- frame cache: frame text → frame id ------------------------------------------ */
-
-typedef struct fent {
-	uint64_t hash;
-	uint32_t off, len, frame, used;
-} fent;
-
-typedef struct fcache {
-	fent *ents;
-	size_t cap, n;
-	char *keys;
-	size_t keys_len, keys_cap;
-} fcache;
-
-static int fcache_grow(fcache *c)
-{
-	size_t ncap = c->cap ? c->cap * 2 : 1024, i, j;
-	fent *ne = calloc(ncap, sizeof(*ne));
-
-	if (!ne)
-		return WT_ENOMEM;
-	for (i = 0; i < c->cap; i++) {
-		if (!c->ents[i].used)
-			continue;
-		for (j = c->ents[i].hash & (ncap - 1); ne[j].used; j = (j + 1) & (ncap - 1))
-			;
-		ne[j] = c->ents[i];
-	}
-	free(c->ents);
-	c->ents = ne;
-	c->cap = ncap;
-	return 0;
-}
-
-static fent *fcache_find(fcache *c, const char *k, size_t n, uint64_t h)
-{
-	size_t j;
-
-	for (j = h & (c->cap - 1);; j = (j + 1) & (c->cap - 1)) {
-		fent *e = &c->ents[j];
-
-		if (!e->used || (e->hash == h && e->len == n && !memcmp(c->keys + e->off, k, n)))
-			return e;
-	}
-}
-
-static int fcache_put(fcache *c, fent *e, const char *k, size_t n, uint64_t h, uint32_t frame)
-{
-	if (c->keys_len + n > UINT32_MAX)
-		return WT_ENOMEM;
-	if (c->keys_len + n > c->keys_cap) {
-		size_t ncap = c->keys_cap ? c->keys_cap : 65536;
-		char *nk;
-
-		while (ncap < c->keys_len + n)
-			ncap *= 2;
-		if (!(nk = realloc(c->keys, ncap)))
-			return WT_ENOMEM;
-		c->keys = nk;
-		c->keys_cap = ncap;
-	}
-	memcpy(c->keys + c->keys_len, k, n);
-	e->hash = h;
-	e->off = (uint32_t)c->keys_len;
-	e->len = (uint32_t)n;
-	e->frame = frame;
-	e->used = 1;
-	c->keys_len += n;
-	c->n++;
-	return 0;
-}
-
 /* ---- decoder ----------------------------------------------------------------- */
 
 typedef struct pevent {
@@ -426,7 +355,7 @@ typedef struct dec {
 	uint32_t *ids;
 	int64_t *vals;
 	int64_t *sums; /* per type: totals must stay within int64 */
-	fcache cache;
+	wt_bytemap cache; /* frame text → frame id */
 	char *key;
 	size_t key_cap;
 	/* last labelset */
@@ -658,7 +587,7 @@ static int intern_frame(dec *d, const pframe *f, uint32_t *out)
 	size_t name_len = f->sym_len;
 	char ubuf[300];
 	uint64_t h;
-	fent *slot;
+	wt_bytemap_ent *slot;
 	char *k;
 	int rc;
 
@@ -676,11 +605,11 @@ static int intern_frame(dec *d, const pframe *f, uint32_t *out)
 		k += 8;
 	}
 	h = XXH3_64bits(d->key, kn);
-	if (d->cache.n * 2 >= d->cache.cap && fcache_grow(&d->cache))
+	if (wt_bytemap_reserve(&d->cache))
 		return oom(d);
-	slot = fcache_find(&d->cache, d->key, kn, h);
+	slot = wt_bytemap_find(&d->cache, d->key, kn, h);
 	if (slot->used) {
-		*out = slot->frame;
+		*out = slot->val;
 		return 0;
 	}
 	if (f->sym_len > d->p->lim.max_string_len || f->dso_len > d->p->lim.max_string_len)
@@ -724,7 +653,7 @@ static int intern_frame(dec *d, const pframe *f, uint32_t *out)
 	fr.line = f->line;
 	if ((rc = wt_profile_add_frame(d->p, &fr, out, d->err)))
 		return wt_err_prefix(d->err, "perf: line %zu", d->line);
-	if (fcache_put(&d->cache, slot, d->key, kn, h, *out))
+	if (wt_bytemap_put(&d->cache, slot, d->key, kn, h, *out))
 		return oom(d);
 	return 0;
 }
@@ -958,8 +887,7 @@ cleanup:
 	free(d.ids);
 	free(d.vals);
 	free(d.sums);
-	free(d.cache.ents);
-	free(d.cache.keys);
+	wt_bytemap_free(&d.cache);
 	free(d.key);
 	free(d.lab_key);
 	return rc;

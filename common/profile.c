@@ -7,6 +7,7 @@
  * allocate at most what its limits allow.
  */
 #include "profile.h"
+#include "hindex.h"
 #include "sample_types.h"
 
 #include <inttypes.h>
@@ -16,95 +17,10 @@
 #include <string.h>
 #include <xxhash.h>
 
-/* ---- hash index ---------------------------------------------------------
- * Slots hold id+1 (0 = empty) and the full 64-bit hash, so most mismatches
- * are rejected without touching the table the id points into. */
-typedef struct idx_slot {
-	uint64_t hash;
-	uint32_t id1;
-} idx_slot;
-
-typedef struct hindex {
-	idx_slot *slots;
-	size_t cap, n; /* cap is a power of two (or 0) */
-} hindex;
-
-typedef int (*idx_eq_fn)(const wt_profile *p, uint32_t id, const void *key);
-
+/* One hash index (common/hindex.h) per interned table. */
 typedef struct profile_priv {
-	hindex strings, mappings, functions, frames, stacks, labelsets, samples;
+	wt_hindex strings, mappings, functions, frames, stacks, labelsets, samples;
 } profile_priv;
-
-static int hindex_grow(hindex *h, const uint64_t *unused)
-{
-	size_t ncap = h->cap ? h->cap * 2 : 64, i;
-	idx_slot *ns = calloc(ncap, sizeof(*ns));
-
-	(void)unused;
-	if (!ns)
-		return WT_ENOMEM;
-	for (i = 0; i < h->cap; i++) {
-		size_t j;
-		if (!h->slots[i].id1)
-			continue;
-		j = h->slots[i].hash & (ncap - 1);
-		while (ns[j].id1)
-			j = (j + 1) & (ncap - 1);
-		ns[j] = h->slots[i];
-	}
-	free(h->slots);
-	h->slots = ns;
-	h->cap = ncap;
-	return 0;
-}
-
-/* Find key; returns the slot index where it is or would be inserted. */
-static size_t hindex_find(const wt_profile *p, const hindex *h, uint64_t hash,
-			  const void *key, idx_eq_fn eq, uint32_t *found)
-{
-	size_t j = hash & (h->cap - 1);
-
-	for (;;) {
-		const idx_slot *s = &h->slots[j];
-		if (!s->id1) {
-			*found = UINT32_MAX;
-			return j;
-		}
-		if (s->hash == hash && eq(p, s->id1 - 1, key)) {
-			*found = s->id1 - 1;
-			return j;
-		}
-		j = (j + 1) & (h->cap - 1);
-	}
-}
-
-/* Lookup-or-reserve: on a hit *id is set and 1 returned; on a miss 0 is
- * returned and *slot says where to insert with hindex_put (after the caller
- * appended the element). Grows first so the slot stays valid. */
-static int hindex_lookup(const wt_profile *p, hindex *h, uint64_t hash, const void *key,
-			 idx_eq_fn eq, uint32_t *id, size_t *slot)
-{
-	if ((h->n + 1) * 4 > h->cap * 3) {
-		if (hindex_grow(h, NULL))
-			return WT_ENOMEM;
-	}
-	*slot = hindex_find(p, h, hash, key, eq, id);
-	return *id != UINT32_MAX;
-}
-
-static void hindex_put(hindex *h, size_t slot, uint64_t hash, uint32_t id)
-{
-	h->slots[slot].hash = hash;
-	h->slots[slot].id1 = id + 1;
-	h->n++;
-}
-
-static void hindex_free(hindex *h)
-{
-	free(h->slots);
-	h->slots = NULL;
-	h->cap = h->n = 0;
-}
 
 /* Grow *arr (element size sz) to hold at least need elements. */
 static int grow(void **arr, size_t *cap, size_t need, size_t sz)
@@ -177,13 +93,13 @@ void wt_profile_free(wt_profile *p)
 		return;
 	pv = PRIV(p);
 	if (pv) {
-		hindex_free(&pv->strings);
-		hindex_free(&pv->mappings);
-		hindex_free(&pv->functions);
-		hindex_free(&pv->frames);
-		hindex_free(&pv->stacks);
-		hindex_free(&pv->labelsets);
-		hindex_free(&pv->samples);
+		wt_hindex_free(&pv->strings);
+		wt_hindex_free(&pv->mappings);
+		wt_hindex_free(&pv->functions);
+		wt_hindex_free(&pv->frames);
+		wt_hindex_free(&pv->stacks);
+		wt_hindex_free(&pv->labelsets);
+		wt_hindex_free(&pv->samples);
 		free(pv);
 	}
 	free(p->str_data);
@@ -207,8 +123,9 @@ void wt_profile_free(wt_profile *p)
 /* ---- strings ------------------------------------------------------------- */
 typedef struct { const char *s; size_t len; } str_key;
 
-static int str_eq(const wt_profile *p, uint32_t id, const void *key)
+static int str_eq(const void *ctx, uint32_t id, const void *key)
 {
+	const wt_profile *p = ctx;
 	const str_key *k = key;
 	return p->str_len[id] == k->len && !memcmp(p->str_data + p->str_off[id], k->s, k->len);
 }
@@ -226,7 +143,7 @@ int wt_profile_intern(wt_profile *p, const char *s, size_t len, uint32_t *id, wt
 	if (len && memchr(s, 0, len))
 		return wt_err_set(err, WT_EINVAL, "string contains a NUL byte");
 	h = XXH3_64bits(s, len);
-	r = hindex_lookup(p, &PRIV(p)->strings, h, &k, str_eq, id, &slot);
+	r = wt_hindex_lookup(&PRIV(p)->strings, h, &k, str_eq, p, id, &slot);
 	if (r < 0)
 		goto oom;
 	if (r == 1)
@@ -251,7 +168,7 @@ int wt_profile_intern(wt_profile *p, const char *s, size_t len, uint32_t *id, wt
 	p->str_len[p->nstrings] = (uint32_t)len;
 	p->str_data_len += len + 1;
 	*id = (uint32_t)p->nstrings++;
-	hindex_put(&PRIV(p)->strings, slot, h, *id);
+	wt_hindex_put(&PRIV(p)->strings, slot, h, *id);
 	return 0;
 oom:
 	return wt_err_set(err, WT_ENOMEM, "out of memory interning a string");
@@ -317,8 +234,9 @@ static uint64_t hash_u64s(const uint64_t *v, size_t n)
 	return XXH3_64bits(v, n * sizeof(uint64_t));
 }
 
-static int mapping_eq(const wt_profile *p, uint32_t id, const void *key)
+static int mapping_eq(const void *ctx, uint32_t id, const void *key)
 {
+	const wt_profile *p = ctx;
 	const wt_mapping *a = &p->mappings[id], *b = key;
 	return a->start == b->start && a->limit == b->limit && a->offset == b->offset &&
 	       a->filename == b->filename && a->build_id == b->build_id;
@@ -333,7 +251,7 @@ int wt_profile_add_mapping(wt_profile *p, const wt_mapping *m, uint32_t *idx, wt
 
 	if (m->filename >= p->nstrings || m->build_id >= p->nstrings)
 		return wt_err_set(err, WT_EINVAL, "mapping refers to an unknown string");
-	r = hindex_lookup(p, &PRIV(p)->mappings, h, m, mapping_eq, idx, &slot);
+	r = wt_hindex_lookup(&PRIV(p)->mappings, h, m, mapping_eq, p, idx, &slot);
 	if (r < 0)
 		goto oom;
 	if (r == 1)
@@ -343,14 +261,15 @@ int wt_profile_add_mapping(wt_profile *p, const wt_mapping *m, uint32_t *idx, wt
 		goto oom;
 	p->mappings[p->nmappings] = *m;
 	*idx = (uint32_t)p->nmappings++;
-	hindex_put(&PRIV(p)->mappings, slot, h, *idx);
+	wt_hindex_put(&PRIV(p)->mappings, slot, h, *idx);
 	return 0;
 oom:
 	return wt_err_set(err, WT_ENOMEM, "out of memory adding a mapping");
 }
 
-static int function_eq(const wt_profile *p, uint32_t id, const void *key)
+static int function_eq(const void *ctx, uint32_t id, const void *key)
 {
+	const wt_profile *p = ctx;
 	const wt_function *a = &p->functions[id], *b = key;
 	return a->name == b->name && a->system_name == b->system_name &&
 	       a->filename == b->filename && a->build_id == b->build_id &&
@@ -367,7 +286,7 @@ int wt_profile_add_function(wt_profile *p, const wt_function *f, uint32_t *idx, 
 	if (f->name >= p->nstrings || f->system_name >= p->nstrings ||
 	    f->filename >= p->nstrings || f->build_id >= p->nstrings)
 		return wt_err_set(err, WT_EINVAL, "function refers to an unknown string");
-	r = hindex_lookup(p, &PRIV(p)->functions, h, f, function_eq, idx, &slot);
+	r = wt_hindex_lookup(&PRIV(p)->functions, h, f, function_eq, p, idx, &slot);
 	if (r < 0)
 		goto oom;
 	if (r == 1)
@@ -377,7 +296,7 @@ int wt_profile_add_function(wt_profile *p, const wt_function *f, uint32_t *idx, 
 		goto oom;
 	p->functions[p->nfunctions] = *f;
 	*idx = (uint32_t)p->nfunctions++;
-	hindex_put(&PRIV(p)->functions, slot, h, *idx);
+	wt_hindex_put(&PRIV(p)->functions, slot, h, *idx);
 	return 0;
 oom:
 	return wt_err_set(err, WT_ENOMEM, "out of memory adding a function");
@@ -396,8 +315,9 @@ int wt_profile_add_function_named(wt_profile *p, const char *name, size_t name_l
 	return wt_profile_add_function(p, &f, idx, err);
 }
 
-static int frame_eq(const wt_profile *p, uint32_t id, const void *key)
+static int frame_eq(const void *ctx, uint32_t id, const void *key)
 {
+	const wt_profile *p = ctx;
 	const wt_frame *a = &p->frames[id], *b = key;
 	return a->function == b->function && a->mapping == b->mapping && a->line == b->line &&
 	       a->address == b->address;
@@ -414,7 +334,7 @@ int wt_profile_add_frame(wt_profile *p, const wt_frame *f, uint32_t *idx, wt_err
 		return wt_err_set(err, WT_EINVAL, "frame refers to unknown function %u", f->function);
 	if (f->mapping != WT_NO_MAPPING && f->mapping >= p->nmappings)
 		return wt_err_set(err, WT_EINVAL, "frame refers to unknown mapping %u", f->mapping);
-	r = hindex_lookup(p, &PRIV(p)->frames, h, f, frame_eq, idx, &slot);
+	r = wt_hindex_lookup(&PRIV(p)->frames, h, f, frame_eq, p, idx, &slot);
 	if (r < 0)
 		goto oom;
 	if (r == 1)
@@ -424,7 +344,7 @@ int wt_profile_add_frame(wt_profile *p, const wt_frame *f, uint32_t *idx, wt_err
 		goto oom;
 	p->frames[p->nframes] = *f;
 	*idx = (uint32_t)p->nframes++;
-	hindex_put(&PRIV(p)->frames, slot, h, *idx);
+	wt_hindex_put(&PRIV(p)->frames, slot, h, *idx);
 	return 0;
 oom:
 	return wt_err_set(err, WT_ENOMEM, "out of memory adding a frame");
@@ -433,8 +353,9 @@ oom:
 /* ---- stacks ---------------------------------------------------------------- */
 typedef struct { const uint32_t *f; size_t n; } stack_key;
 
-static int stack_eq(const wt_profile *p, uint32_t id, const void *key)
+static int stack_eq(const void *ctx, uint32_t id, const void *key)
 {
+	const wt_profile *p = ctx;
 	const stack_key *k = key;
 	/* n == 0: stack_frames may still be NULL (only empty stacks so far) */
 	return p->stacks[id].len == k->n &&
@@ -456,7 +377,7 @@ int wt_profile_add_stack(wt_profile *p, const uint32_t *frames, size_t n, uint32
 		if (frames[i] >= p->nframes)
 			return wt_err_set(err, WT_EINVAL, "stack refers to unknown frame %u", frames[i]);
 	h = XXH3_64bits(frames, n * sizeof(uint32_t));
-	r = hindex_lookup(p, &PRIV(p)->stacks, h, &k, stack_eq, idx, &slot);
+	r = wt_hindex_lookup(&PRIV(p)->stacks, h, &k, stack_eq, p, idx, &slot);
 	if (r < 0)
 		goto oom;
 	if (r == 1)
@@ -473,7 +394,7 @@ int wt_profile_add_stack(wt_profile *p, const uint32_t *frames, size_t n, uint32
 	p->stacks[p->nstacks].len = (uint32_t)n;
 	p->stack_frames_len += n;
 	*idx = (uint32_t)p->nstacks++;
-	hindex_put(&PRIV(p)->stacks, slot, h, *idx);
+	wt_hindex_put(&PRIV(p)->stacks, slot, h, *idx);
 	return 0;
 oom:
 	return wt_err_set(err, WT_ENOMEM, "out of memory adding a stack");
@@ -490,8 +411,9 @@ static int label_cmp(const void *a, const void *b)
 	return 0;
 }
 
-static int labels_eq(const wt_profile *p, uint32_t id, const void *key)
+static int labels_eq(const void *ctx, uint32_t id, const void *key)
 {
+	const wt_profile *p = ctx;
 	const labels_key *k = key;
 	const wt_label *a = p->labels + p->labelsets[id].off;
 	size_t i;
@@ -547,7 +469,7 @@ int wt_profile_add_labelset(wt_profile *p, const wt_label *labels, size_t n, uin
 	}
 	k.l = tmp;
 	k.n = m;
-	r = hindex_lookup(p, &PRIV(p)->labelsets, h, &k, labels_eq, idx, &slot);
+	r = wt_hindex_lookup(&PRIV(p)->labelsets, h, &k, labels_eq, p, idx, &slot);
 	if (r < 0)
 		goto oom;
 	if (r == 1)
@@ -561,7 +483,7 @@ int wt_profile_add_labelset(wt_profile *p, const wt_label *labels, size_t n, uin
 	p->labelsets[p->nlabelsets].len = (uint32_t)m;
 	p->labels_len += m;
 	*idx = (uint32_t)p->nlabelsets++;
-	hindex_put(&PRIV(p)->labelsets, slot, h, *idx);
+	wt_hindex_put(&PRIV(p)->labelsets, slot, h, *idx);
 	return 0;
 oom:
 	return wt_err_set(err, WT_ENOMEM, "out of memory adding a label set");
@@ -570,8 +492,9 @@ oom:
 /* ---- samples ----------------------------------------------------------------- */
 typedef struct { uint32_t stack, labelset; int64_t time_ns; } sample_key;
 
-static int sample_eq(const wt_profile *p, uint32_t id, const void *key)
+static int sample_eq(const void *ctx, uint32_t id, const void *key)
 {
+	const wt_profile *p = ctx;
 	const sample_key *k = key;
 	const wt_sample *s = &p->samples[id];
 	return s->stack == k->stack && s->labelset == k->labelset && s->time_ns == k->time_ns;
@@ -594,7 +517,7 @@ int wt_profile_add_sample(wt_profile *p, uint32_t stack, uint32_t labelset,
 		return wt_err_set(err, WT_EINVAL, "sample refers to unknown stack %u", stack);
 	if (labelset >= p->nlabelsets)
 		return wt_err_set(err, WT_EINVAL, "sample refers to unknown label set %u", labelset);
-	r = hindex_lookup(p, &PRIV(p)->samples, h, &k, sample_eq, &id, &slot);
+	r = wt_hindex_lookup(&PRIV(p)->samples, h, &k, sample_eq, p, &id, &slot);
 	if (r < 0)
 		goto oom;
 	if (r == 0) {
@@ -618,7 +541,7 @@ int wt_profile_add_sample(wt_profile *p, uint32_t stack, uint32_t labelset,
 		p->samples[id].labelset = labelset;
 		p->samples[id].time_ns = time_ns;
 		memset(p->values + (size_t)id * p->ntypes, 0, p->ntypes * sizeof(int64_t));
-		hindex_put(&PRIV(p)->samples, slot, h, id);
+		wt_hindex_put(&PRIV(p)->samples, slot, h, id);
 	}
 	dst = p->values + (size_t)id * p->ntypes;
 	for (i = 0; i < p->ntypes; i++) {

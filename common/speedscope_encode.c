@@ -23,10 +23,12 @@
  * always valid JSON.
  */
 #include "speedscope.h"
+#include "hindex.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #define SS_SCHEMA "https://www.speedscope.app/file-format-schema.json"
 #define SS_NONE UINT32_MAX
@@ -39,8 +41,7 @@ typedef struct rec {
 
 /* (name, file) → shared frame index; keys live in `keys` as offsets. */
 typedef struct frame_table {
-	uint32_t *slots; /* frame index + 1, 0 = empty */
-	size_t cap;
+	wt_hindex idx;
 	size_t *key_off; /* per shared frame: offset of "name\0file\0" in keys */
 	int64_t *line;   /* per shared frame: start line, 0 = unknown */
 	size_t n, rows_cap;
@@ -67,14 +68,7 @@ static int oom(enc *e)
 
 static uint64_t hash_key(const char *name, const char *file)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a over name, NUL, file */
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 1099511628211ull;
-	h *= 1099511628211ull;
-	for (; *file; file++)
-		h = (h ^ (unsigned char)*file) * 1099511628211ull;
-	return h;
+	return XXH3_64bits_withSeed(file, strlen(file), XXH3_64bits(name, strlen(name)));
 }
 
 static const char *key_name(const frame_table *t, size_t i)
@@ -89,44 +83,28 @@ static const char *key_file(const frame_table *t, size_t i)
 	return k + strlen(k) + 1;
 }
 
-static int ft_grow(frame_table *t)
-{
-	size_t cap = t->cap ? t->cap * 2 : 1024;
-	uint32_t *slots = calloc(cap, sizeof(*slots));
+typedef struct ft_key {
+	const char *name, *file;
+} ft_key;
 
-	if (!slots)
-		return WT_ENOMEM;
-	for (size_t i = 0; i < t->cap; i++) {
-		uint32_t v = t->slots[i];
-		if (!v)
-			continue;
-		size_t j = hash_key(key_name(t, v - 1), key_file(t, v - 1)) & (cap - 1);
-		while (slots[j])
-			j = (j + 1) & (cap - 1);
-		slots[j] = v;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->cap = cap;
-	return 0;
+static int ft_eq(const void *ctx, uint32_t v, const void *key)
+{
+	const frame_table *t = ctx;
+	const ft_key *k = key;
+
+	return !strcmp(key_name(t, v), k->name) && !strcmp(key_file(t, v), k->file);
 }
 
 /* Shared frame index of (name, file), adding it when new. */
 static int ft_get(frame_table *t, const char *name, const char *file, int64_t line, uint32_t *idx)
 {
-	size_t j;
+	ft_key k = {name, file};
+	uint64_t h = hash_key(name, file);
+	size_t slot;
+	int r = wt_hindex_lookup(&t->idx, h, &k, ft_eq, t, idx, &slot);
 
-	if ((t->n + 1) * 2 > t->cap && ft_grow(t))
-		return WT_ENOMEM;
-	j = hash_key(name, file) & (t->cap - 1);
-	while (t->slots[j]) {
-		uint32_t v = t->slots[j] - 1;
-		if (!strcmp(key_name(t, v), name) && !strcmp(key_file(t, v), file)) {
-			*idx = v;
-			return 0;
-		}
-		j = (j + 1) & (t->cap - 1);
-	}
+	if (r)
+		return r < 0 ? r : 0;
 	if (t->n == t->rows_cap) {
 		size_t nc = t->rows_cap ? t->rows_cap * 2 : 256;
 		size_t *ko = realloc(t->key_off, nc * sizeof(*ko));
@@ -144,8 +122,8 @@ static int ft_get(frame_table *t, const char *name, const char *file, int64_t li
 	if (wt_buf_append(&t->keys, name, strlen(name) + 1) ||
 	    wt_buf_append(&t->keys, file, strlen(file) + 1))
 		return WT_ENOMEM;
-	t->slots[j] = (uint32_t)(t->n + 1);
 	*idx = (uint32_t)t->n++;
+	wt_hindex_put(&t->idx, slot, h, *idx);
 	return 0;
 }
 
@@ -474,7 +452,7 @@ cleanup:
 	free(e.recs);
 	free(e.ls_group);
 	free(e.group_name);
-	free(e.ft.slots);
+	wt_hindex_free(&e.ft.idx);
 	free(e.ft.key_off);
 	free(e.ft.line);
 	wt_buf_free(&e.ft.keys);

@@ -4,6 +4,8 @@
  * thread (replicated raw expiry, rollup age, disk quota). See buffer.h.
  */
 #include "buffer.h"
+#include "clock.h"
+#include "rng.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -61,13 +62,6 @@ struct edge_buffer {
 	_Atomic uint64_t disk_free, disk_full_refused;
 	char *reserve_path;      /* data_dir/wt-reserve */
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* ---- merge operators ---------------------------------------------------- */
 
@@ -521,7 +515,7 @@ static int incarnation_init(edge_buffer *s, wt_err *err)
 			" (empty) incarnation\" data_dir=%s last_seq=%llu", s->cfg->data_dir, (unsigned long long)s->seq);
 		goto out;
 	}
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+	if (wt_random_bytes(rnd, sizeof(rnd))) {
 		rc = wt_err_set(err, WT_EIO, "getrandom for the incarnation failed: %s", strerror(errno));
 		goto out;
 	}
@@ -734,7 +728,7 @@ static void enforce_quota(edge_buffer *s)
 void edge_buffer_retention_run(edge_buffer *s)
 {
 	pthread_mutex_lock(&s->retention_run_mu);
-	int64_t now = now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	expire_replicated(s, now);
 	expire_rollups(s, now);
 	enforce_quota(s);
@@ -747,8 +741,7 @@ static void *retention_main(void *arg)
 	pthread_mutex_lock(&s->rmu);
 	while (!s->rstop) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += s->cfg->retention_interval_s;
+		ts = wt_deadline(CLOCK_REALTIME, (int64_t)s->cfg->retention_interval_s * 1000);
 		pthread_cond_timedwait(&s->rcv, &s->rmu, &ts);
 		if (s->rstop)
 			break;

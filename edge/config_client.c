@@ -3,6 +3,8 @@
  * config_client.h for what is applied and how).
  */
 #include "config_client.h"
+#include "backoff.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <mbedtls/sha256.h>
@@ -16,6 +18,7 @@
 #include "ebpf.h"
 #include "hex.h"
 #include "log.h"
+#include "prom.h"
 #include "tls_client.h"
 
 #define HASH_HEX 64
@@ -33,7 +36,7 @@ typedef struct tok {
 struct edge_config_client {
 	edge_config *cfg;
 	edge_buffer *store;
-	wt_tls_client *tls;
+	edge_tls_client *tls;
 	char **urls; /* one per hub.urls entry: ...?project=..&wait= */
 	size_t nurls, cur; /* cur: the hub pulled from; the next one after a failure */
 	pthread_t th;
@@ -42,7 +45,6 @@ struct edge_config_client {
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	int stop;
 	_Atomic int cancel;
-	uint64_t rng;
 
 	pthread_rwlock_t lk; /* guards toks, etag, current, ebpf */
 	tok *toks;
@@ -60,20 +62,6 @@ static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
 static edge_config_client *_Atomic the_client; /* for /metrics (server.c) */
 static edge_policy_hook hook_fn;
 static void *hook_arg;
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void sha256_hex(const char *s, char out[HASH_HEX + 1])
 {
@@ -354,7 +342,7 @@ int edge_config_client_apply(edge_config_client *c, const char *text, size_t len
 	apply_sampler(c);
 	pthread_rwlock_unlock(&c->lk);
 	atomic_fetch_add(&c->applied, 1);
-	atomic_store(&c->last_apply_ns, now_ns());
+	atomic_store(&c->last_apply_ns, wt_now_ns(CLOCK_REALTIME));
 	apply_deletions(c);
 	{
 		wt_buf revs = WT_BUF_INIT;
@@ -395,13 +383,7 @@ static int nap(edge_config_client *c, int64_t ms)
 	struct timespec ts;
 	int s;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = wt_deadline(CLOCK_MONOTONIC, ms);
 	pthread_mutex_lock(&c->mu);
 	while (!c->stop)
 		if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT)
@@ -411,17 +393,10 @@ static int nap(edge_config_client *c, int64_t ms)
 	return s;
 }
 
-static uint64_t rnd(edge_config_client *c)
-{
-	c->rng ^= c->rng >> 12;
-	c->rng ^= c->rng << 25;
-	c->rng ^= c->rng >> 27;
-	return c->rng * 0x2545F4914F6CDD1DULL;
-}
-
 static void *client_main(void *arg)
 {
 	edge_config_client *c = arg;
+	const wt_backoff backoff = {EDGE_CONFIG_BACKOFF_INITIAL_MS, EDGE_CONFIG_BACKOFF_MAX_MS, 1};
 	unsigned attempt = 0;
 	int64_t fail_logged = 0;
 
@@ -431,7 +406,7 @@ static void *client_main(void *arg)
 		wt_buf resp = WT_BUF_INIT;
 		wt_err err = {0, ""};
 		long status = 0;
-		int64_t t0 = mono_ms(), wait_ms;
+		int64_t t0 = wt_now_ms(CLOCK_MONOTONIC), wait_ms;
 		int rc;
 
 		pthread_rwlock_rdlock(&c->lk);
@@ -440,7 +415,7 @@ static void *client_main(void *arg)
 		pthread_rwlock_unlock(&c->lk);
 		if (inm[0])
 			hdrs[1] = inm;
-		rc = wt_tls_client_request(c->tls, "GET", c->urls[c->cur], hdrs, NULL, 0, &status, &resp, &err);
+		rc = edge_tls_client_request(c->tls, "GET", c->urls[c->cur], hdrs, NULL, 0, &status, &resp, &err);
 		if (!rc && status == 200)
 			rc = edge_config_client_apply(c, (const char *)resp.data, resp.len, 1, &err);
 		else if (!rc && status != 304)
@@ -450,29 +425,25 @@ static void *client_main(void *arg)
 		if (c->stop)
 			break;
 		if (rc) {
-			int64_t lo = EDGE_CONFIG_BACKOFF_INITIAL_MS, hi = EDGE_CONFIG_BACKOFF_MAX_MS, ceil = hi;
 			atomic_fetch_add(&c->failures, 1);
-			if (!attempt || now_ns() - fail_logged > 60000000000LL) {
+			if (!attempt || wt_now_ns(CLOCK_REALTIME) - fail_logged > 60000000000LL) {
 				wt_warn("remote config: pull failed (keeping the last good config) error=\"%s\"", err.msg);
-				fail_logged = now_ns();
+				fail_logged = wt_now_ns(CLOCK_REALTIME);
 			}
 			if (c->nurls > 1) {
 				/* several hubs (hub.urls): try the next one */
 				c->cur = (c->cur + 1) % c->nurls;
 				wt_info("remote config: pulling from %s next", c->urls[c->cur]);
 			}
-			if (attempt < 16 && (lo << attempt) < hi)
-				ceil = lo << attempt;
-			attempt++;
-			wait_ms = lo + (int64_t)(rnd(c) % (uint64_t)(ceil - lo + 1));
+			wait_ms = wt_backoff_ms(&backoff, attempt++);
 		} else {
 			if (attempt)
 				wt_info("remote config: hub reachable again");
 			attempt = 0;
 			if (status == 304)
 				atomic_fetch_add(&c->not_modified, 1);
-			atomic_store(&c->last_ok_ns, now_ns());
-			wait_ms = c->cfg->config_poll_ms - (mono_ms() - t0);
+			atomic_store(&c->last_ok_ns, wt_now_ns(CLOCK_REALTIME));
+			wait_ms = c->cfg->config_poll_ms - (wt_now_ms(CLOCK_MONOTONIC) - t0);
 		}
 		if (wait_ms > 0 && nap(c, wait_ms))
 			break;
@@ -536,7 +507,6 @@ edge_config_client *edge_config_client_new_detached(edge_config *cfg)
 	pthread_cond_init(&c->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_rwlock_init(&c->lk, NULL);
-	c->rng = (uint64_t)now_ns() ^ 0x9E3779B97F4A7C15ULL;
 	return c;
 }
 
@@ -544,7 +514,7 @@ void edge_config_client_free_detached(edge_config_client *c)
 {
 	if (!c)
 		return;
-	wt_tls_client_free(c->tls);
+	edge_tls_client_free(c->tls);
 	for (size_t i = 0; i < c->nurls; i++)
 		free(c->urls[i]);
 	free(c->urls);
@@ -558,7 +528,7 @@ void edge_config_client_free_detached(edge_config_client *c)
 
 int edge_config_client_start(edge_config *cfg, edge_buffer *store, edge_config_client **out, wt_err *err)
 {
-	wt_tls_client_config tc = {0};
+	edge_tls_client_config tc = {0};
 	edge_config_client *c;
 	wt_buf url = WT_BUF_INIT;
 	size_t ul, i;
@@ -615,7 +585,7 @@ int edge_config_client_start(edge_config *cfg, edge_buffer *store, edge_config_c
 	tc.max_response = EDGE_CONFIG_MAX_BYTES;
 	tc.cancel = cancel_cb;
 	tc.cancel_arg = c;
-	if ((rc = wt_tls_client_new(&tc, &c->tls, err))) {
+	if ((rc = edge_tls_client_new(&tc, &c->tls, err))) {
 		edge_config_client_free_detached(c);
 		return rc;
 	}
@@ -670,13 +640,11 @@ void edge_config_client_metrics(edge_config_client *c, wt_buf *b)
 		c = atomic_load(&the_client);
 	last = c ? atomic_load(&c->last_ok_ns) : 0;
 
-	wt_buf_printf(b, "# HELP wt_edge_config_applied_total Remote configs applied (from the hub or the buffer).\n"
-			 "# TYPE wt_edge_config_applied_total counter\nwt_edge_config_applied_total %llu\n",
-		      c ? (unsigned long long)atomic_load(&c->applied) : 0ULL);
-	wt_buf_printf(b, "# HELP wt_edge_config_pull_failures_total Remote config pulls that failed.\n"
-			 "# TYPE wt_edge_config_pull_failures_total counter\nwt_edge_config_pull_failures_total %llu\n",
-		      c ? (unsigned long long)atomic_load(&c->failures) : 0ULL);
-	wt_buf_printf(b, "# HELP wt_edge_config_seconds_since_pull Seconds since the hub last answered a pull (-1 never).\n"
-			 "# TYPE wt_edge_config_seconds_since_pull gauge\nwt_edge_config_seconds_since_pull %.3f\n",
-		      last ? (double)(now_ns() - last) / 1e9 : -1.0);
+	wt_prom_counter(b, "wt_edge_config_applied_total", "Remote configs applied (from the hub or the buffer).",
+			c ? atomic_load(&c->applied) : 0);
+	wt_prom_counter(b, "wt_edge_config_pull_failures_total", "Remote config pulls that failed.",
+			c ? atomic_load(&c->failures) : 0);
+	wt_prom_gauge_f(b, "wt_edge_config_seconds_since_pull",
+			"Seconds since the hub last answered a pull (-1 never).", 3,
+			last ? (double)(wt_now_ns(CLOCK_REALTIME) - last) / 1e9 : -1.0);
 }

@@ -3,6 +3,7 @@
  * deletion.h for what is deleted and what is deliberately kept).
  */
 #include "deletion.h"
+#include "clock.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -15,13 +16,6 @@
 
 #define MAX_ID 128
 #define MAX_LOG_DECOMPRESSED (64u << 20)
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -187,7 +181,7 @@ int edge_deletion_apply(edge_buffer *s, const char *deletion_id, const char *pro
 	nseries = sweep_series(s, ro, wb, project, service, before_ns / 60000000000LL);
 	nraw = cursor ? sweep_replicated(s, ro, wb, EDGE_CF_RAW, cursor, project, service, before_ns) : 0;
 	nlog = cursor ? sweep_replicated(s, ro, wb, EDGE_CF_ROLLUPLOG, cursor, project, service, before_ns) : 0;
-	edge_le64_put(stamp, now_ns());
+	edge_le64_put(stamp, wt_now_ns(CLOCK_REALTIME));
 	rocksdb_writebatch_put_cf(wb, edge_buffer_cf(s, EDGE_CF_META), key, strlen(key), (const char *)stamp, 8);
 	wo = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(wo, 1);

@@ -39,7 +39,8 @@ int edge_ebpf_start(struct edge_server *srv, const edge_config *cfg, const char 
 /* Apply a new ebpf section live (copied). Thread-safe; takes effect
  * within ~100 ms on the sampler thread. */
 int edge_ebpf_apply(edge_ebpf *e, const edge_ebpf_cfg *next);
-/* Request a reload from config_path (what SIGHUP does). */
+/* Request a reload from config_path (what SIGHUP does: edge/server.c reads
+ * it from common/signals.h's signalfd). NULL-safe. */
 void edge_ebpf_reload(edge_ebpf *e);
 void edge_ebpf_stop(edge_ebpf *e);
 

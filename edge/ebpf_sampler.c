@@ -7,7 +7,6 @@
 #include "ebpf_sampler_int.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,19 +15,12 @@
 
 #include "clock.h"
 #include "log.h"
+#include "prom.h"
 
 #define TICK_MS 100
 #define DISCOVER_NS (NS_PER_S)
 #define DISCOVER_POLL_MS 200 /* longest wait for new processes (stop, unload) */
 #define MAX_ELF_FILES 512
-
-static volatile sig_atomic_t g_hup;
-
-static void on_hup(int sig)
-{
-	(void)sig;
-	g_hup = 1;
-}
 
 /* ---- config copies ------------------------------------------------------- */
 
@@ -122,9 +114,7 @@ static void *discover_run(void *arg)
 		}
 		if (have)
 			continue;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += DISCOVER_NS / NS_PER_S;
+		struct timespec ts = wt_deadline(CLOCK_REALTIME, DISCOVER_NS / 1000000);
 		pthread_mutex_lock(&e->mu);
 		if (!e->stop)
 			pthread_cond_timedwait(&e->cv, &e->mu, &ts);
@@ -255,10 +245,8 @@ static void *run(void *arg)
 	for (;;) {
 		edge_ebpf_cfg next;
 		int have = 0;
-		if (g_hup) {
-			g_hup = 0;
+		if (atomic_exchange(&e->hup, 0))
 			reload_file(e);
-		}
 		pthread_mutex_lock(&e->mu);
 		if (e->stop) {
 			pthread_mutex_unlock(&e->mu);
@@ -278,13 +266,7 @@ static void *run(void *arg)
 		if (e->cpu && e->cur.mode == EDGE_EBPF_RING) {
 			edge_ebpf_cpu_poll(e->cpu, TICK_MS, seen, e);
 		} else {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += TICK_MS * 1000000L;
-			if (ts.tv_nsec >= NS_PER_S) {
-				ts.tv_sec++;
-				ts.tv_nsec -= NS_PER_S;
-			}
+			struct timespec ts = wt_deadline(CLOCK_REALTIME, TICK_MS);
 			pthread_mutex_lock(&e->mu);
 			if (!e->stop && !e->has_pending)
 				pthread_cond_timedwait(&e->cv, &e->mu, &ts);
@@ -332,12 +314,6 @@ int edge_ebpf_start(edge_server *srv, const edge_config *cfg, const char *config
 		edge_ebpf_stop(e);
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_hup;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGHUP, &sa, NULL);
 	if (pthread_create(&e->th, NULL, run, e) != 0) {
 		edge_ebpf_stop(e);
 		return wt_err_set(err, WT_EIO, "cannot start the ebpf sampler thread");
@@ -370,8 +346,8 @@ int edge_ebpf_apply(edge_ebpf *e, const edge_ebpf_cfg *next)
 
 void edge_ebpf_reload(edge_ebpf *e)
 {
-	(void)e;
-	g_hup = 1;
+	if (e)
+		atomic_store(&e->hup, 1);
 }
 
 void edge_ebpf_stop(edge_ebpf *e)
@@ -402,85 +378,91 @@ void edge_ebpf_stop(edge_ebpf *e)
 	free(e);
 }
 
-static void counter(wt_buf *b, const char *name, const char *help, uint64_t v)
-{
-	wt_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, (unsigned long long)v);
-}
-
-static void gauge(wt_buf *b, const char *name, const char *help, long long v)
-{
-	wt_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name, v);
-}
-
 void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 {
 	static const char *const probe[EDGE_EBPF_NKINDS] = {"cpu", "offcpu"};
 	if (!e)
 		return;
-	gauge(b, "wt_edge_ebpf_enabled", "1 while the eBPF sampler is loaded and attached.", atomic_load(&e->enabled));
-	gauge(b, "wt_edge_ebpf_offcpu_enabled", "1 while the off-CPU probe is attached.", atomic_load(&e->offcpu_on));
-	gauge(b, "wt_edge_ebpf_frequency_hz", "On-CPU sampling frequency in effect (0 = off).", atomic_load(&e->frequency));
-	wt_buf_puts(b, "# HELP wt_edge_ebpf_samples_total Samples recorded in the kernel, by probe (offcpu: blocked intervals).\n"
-		       "# TYPE wt_edge_ebpf_samples_total counter\n");
+	wt_prom_gauge(b, "wt_edge_ebpf_enabled", "1 while the eBPF sampler is loaded and attached.",
+		      atomic_load(&e->enabled));
+	wt_prom_gauge(b, "wt_edge_ebpf_offcpu_enabled", "1 while the off-CPU probe is attached.",
+		      atomic_load(&e->offcpu_on));
+	wt_prom_gauge(b, "wt_edge_ebpf_frequency_hz", "On-CPU sampling frequency in effect (0 = off).",
+		      atomic_load(&e->frequency));
+	wt_prom_family(b, "wt_edge_ebpf_samples_total", "counter",
+		       "Samples recorded in the kernel, by probe (offcpu: blocked intervals).");
 	for (int k = 0; k < EDGE_EBPF_NKINDS; k++)
-		wt_buf_printf(b, "wt_edge_ebpf_samples_total{probe=\"%s\"} %llu\n", probe[k],
-			      (unsigned long long)atomic_load(&e->ctr[k].stat[WT_STAT_SAMPLES]));
-	wt_buf_puts(b, "# HELP wt_edge_ebpf_lost_samples_total Samples dropped because a counts map or the ring buffer was full.\n"
-		       "# TYPE wt_edge_ebpf_lost_samples_total counter\n");
+		wt_prom_u64(b, "wt_edge_ebpf_samples_total", "probe", probe[k],
+			    (uint64_t)atomic_load(&e->ctr[k].stat[WT_STAT_SAMPLES]));
+	wt_prom_family(b, "wt_edge_ebpf_lost_samples_total", "counter",
+		       "Samples dropped because a counts map or the ring buffer was full.");
 	for (int k = 0; k < EDGE_EBPF_NKINDS; k++)
-		wt_buf_printf(b, "wt_edge_ebpf_lost_samples_total{probe=\"%s\"} %llu\n", probe[k],
-			      (unsigned long long)atomic_load(&e->ctr[k].stat[WT_STAT_LOST]));
-	wt_buf_puts(b, "# HELP wt_edge_ebpf_stack_collisions_total Stacks not stored: more than max_stacks distinct stacks in one flush.\n"
-		       "# TYPE wt_edge_ebpf_stack_collisions_total counter\n");
+		wt_prom_u64(b, "wt_edge_ebpf_lost_samples_total", "probe", probe[k],
+			    (uint64_t)atomic_load(&e->ctr[k].stat[WT_STAT_LOST]));
+	wt_prom_family(b, "wt_edge_ebpf_stack_collisions_total", "counter",
+		       "Stacks not stored: more than max_stacks distinct stacks in one flush.");
 	for (int k = 0; k < EDGE_EBPF_NKINDS; k++) {
-		wt_buf_printf(b, "wt_edge_ebpf_stack_collisions_total{probe=\"%s\",stack=\"user\"} %llu\n", probe[k],
-			      (unsigned long long)atomic_load(&e->ctr[k].stat[WT_STAT_USTACK_COLL]));
-		wt_buf_printf(b, "wt_edge_ebpf_stack_collisions_total{probe=\"%s\",stack=\"kernel\"} %llu\n", probe[k],
-			      (unsigned long long)atomic_load(&e->ctr[k].stat[WT_STAT_KSTACK_COLL]));
+		const char *user[] = {"probe", probe[k], "stack", "user", NULL};
+		const char *kernel[] = {"probe", probe[k], "stack", "kernel", NULL};
+
+		wt_prom_labels_u64(b, "wt_edge_ebpf_stack_collisions_total", user,
+				   atomic_load(&e->ctr[k].stat[WT_STAT_USTACK_COLL]));
+		wt_prom_labels_u64(b, "wt_edge_ebpf_stack_collisions_total", kernel,
+				   atomic_load(&e->ctr[k].stat[WT_STAT_KSTACK_COLL]));
 	}
-	wt_buf_puts(b, "# HELP wt_edge_ebpf_missing_stacks_total Stack ids whose stack was gone at drain time.\n"
-		       "# TYPE wt_edge_ebpf_missing_stacks_total counter\n");
+	wt_prom_family(b, "wt_edge_ebpf_missing_stacks_total", "counter",
+		       "Stack ids whose stack was gone at drain time.");
 	for (int k = 0; k < EDGE_EBPF_NKINDS; k++)
-		wt_buf_printf(b, "wt_edge_ebpf_missing_stacks_total{probe=\"%s\"} %llu\n", probe[k],
-			      (unsigned long long)atomic_load(&e->ctr[k].missing_stacks));
-	counter(b, "wt_edge_ebpf_idle_samples_total", "On-CPU samples of the idle task (not recorded).",
+		wt_prom_u64(b, "wt_edge_ebpf_missing_stacks_total", "probe", probe[k],
+			    (uint64_t)atomic_load(&e->ctr[k].missing_stacks));
+	wt_prom_counter(b, "wt_edge_ebpf_idle_samples_total", "On-CPU samples of the idle task (not recorded).",
 		atomic_load(&e->ctr[EDGE_EBPF_CPU].stat[WT_STAT_IDLE]));
-	counter(b, "wt_edge_ebpf_unannounced_processes_total",
+	wt_prom_counter(b, "wt_edge_ebpf_unannounced_processes_total",
 		"New process images the program could not announce (wt_procs or its ring buffer full): captured at the flush if still alive.",
 		atomic_load(&e->ctr[EDGE_EBPF_CPU].stat[WT_STAT_PROCS_FULL]));
-	counter(b, "wt_edge_ebpf_offcpu_short_total", "Blocked intervals under offcpu_min_us (not recorded).",
+	wt_prom_counter(b, "wt_edge_ebpf_offcpu_short_total", "Blocked intervals under offcpu_min_us (not recorded).",
 		atomic_load(&e->ctr[EDGE_EBPF_OFFCPU].stat[WT_STAT_OFF_SHORT]));
-	counter(b, "wt_edge_ebpf_cpu_samples_drained_total", "On-CPU samples turned into profiles.", atomic_load(&e->samples_cpu));
-	counter(b, "wt_edge_ebpf_offcpu_nanoseconds_total", "Off-CPU nanoseconds turned into profiles.", atomic_load(&e->offcpu_ns));
-	counter(b, "wt_edge_ebpf_flushes_total", "Drains of the in-kernel aggregates.", atomic_load(&e->flushes));
-	counter(b, "wt_edge_ebpf_profiles_total", "Per-service profiles committed to the buffer.", atomic_load(&e->profiles));
-	counter(b, "wt_edge_ebpf_flush_errors_total", "Profiles or flushes that could not be built.", atomic_load(&e->flush_errors));
-	counter(b, "wt_edge_ebpf_commit_errors_total", "Profiles the buffer failed to store.", atomic_load(&e->commit_errors));
-	counter(b, "wt_edge_ebpf_load_errors_total", "Failed attempts to load or attach the BPF programs.", atomic_load(&e->load_errors));
-	counter(b, "wt_edge_ebpf_reloads_total", "Live configuration changes applied.", atomic_load(&e->reloads));
-	counter(b, "wt_edge_ebpf_processes_captured_total", "Processes whose /proc mappings were captured.", atomic_load(&e->captured_procs));
-	counter(b, "wt_edge_ebpf_processes_reread_total",
+	wt_prom_counter(b, "wt_edge_ebpf_cpu_samples_drained_total", "On-CPU samples turned into profiles.",
+			atomic_load(&e->samples_cpu));
+	wt_prom_counter(b, "wt_edge_ebpf_offcpu_nanoseconds_total", "Off-CPU nanoseconds turned into profiles.",
+			atomic_load(&e->offcpu_ns));
+	wt_prom_counter(b, "wt_edge_ebpf_flushes_total", "Drains of the in-kernel aggregates.",
+			atomic_load(&e->flushes));
+	wt_prom_counter(b, "wt_edge_ebpf_profiles_total", "Per-service profiles committed to the buffer.",
+			atomic_load(&e->profiles));
+	wt_prom_counter(b, "wt_edge_ebpf_flush_errors_total", "Profiles or flushes that could not be built.",
+			atomic_load(&e->flush_errors));
+	wt_prom_counter(b, "wt_edge_ebpf_commit_errors_total", "Profiles the buffer failed to store.",
+			atomic_load(&e->commit_errors));
+	wt_prom_counter(b, "wt_edge_ebpf_load_errors_total", "Failed attempts to load or attach the BPF programs.",
+			atomic_load(&e->load_errors));
+	wt_prom_counter(b, "wt_edge_ebpf_reloads_total", "Live configuration changes applied.",
+			atomic_load(&e->reloads));
+	wt_prom_counter(b, "wt_edge_ebpf_processes_captured_total", "Processes whose /proc mappings were captured.",
+			atomic_load(&e->captured_procs));
+	wt_prom_counter(b, "wt_edge_ebpf_processes_reread_total",
 		"Mappings read again 1-12 ms after a capture that came too early (inside execve, or before the dynamic loader mapped the libraries).",
 		atomic_load(&e->reread_procs));
-	counter(b, "wt_edge_ebpf_processes_lost_total", "Sampled processes gone before their mappings were read (user frames unsymbolized).",
+	wt_prom_counter(b, "wt_edge_ebpf_processes_lost_total", "Sampled processes gone before their mappings were read (user frames unsymbolized).",
 		atomic_load(&e->lost_procs));
-	gauge(b, "wt_edge_ebpf_processes_tracked", "Processes in the sampler's table.", (long long)atomic_load(&e->tracked_procs));
-	counter(b, "wt_edge_ebpf_frames_total", "Frames in drained stacks.", atomic_load(&e->frames));
-	counter(b, "wt_edge_ebpf_unsymbolized_frames_total", "Frames kept as build id + file offset (or bare address).",
+	wt_prom_gauge(b, "wt_edge_ebpf_processes_tracked", "Processes in the sampler's table.",
+		      (long long)atomic_load(&e->tracked_procs));
+	wt_prom_counter(b, "wt_edge_ebpf_frames_total", "Frames in drained stacks.", atomic_load(&e->frames));
+	wt_prom_counter(b, "wt_edge_ebpf_unsymbolized_frames_total", "Frames kept as build id + file offset (or bare address).",
 		atomic_load(&e->unsym_frames));
-	counter(b, "wt_edge_ebpf_jit_frames_total", "Frames in JIT code named from the process's /tmp/perf-PID.map.",
+	wt_prom_counter(b, "wt_edge_ebpf_jit_frames_total", "Frames in JIT code named from the process's /tmp/perf-PID.map.",
 		atomic_load(&e->jit_frames));
-	counter(b, "wt_edge_ebpf_truncated_stacks_total", "User stacks that did not reach a known root (frame pointers missing).",
+	wt_prom_counter(b, "wt_edge_ebpf_truncated_stacks_total", "User stacks that did not reach a known root (frame pointers missing).",
 		atomic_load(&e->truncated));
-	gauge(b, "wt_edge_ebpf_unwind_files", "Files whose unwind table is loaded into the BPF maps (ebpf.unwind eh_frame/auto).",
+	wt_prom_gauge(b, "wt_edge_ebpf_unwind_files", "Files whose unwind table is loaded into the BPF maps (ebpf.unwind eh_frame/auto).",
 	      (long long)atomic_load(&e->unwind_files));
-	gauge(b, "wt_edge_ebpf_unwind_rows", "Rows of the BPF unwind-table array in use (of ebpf.unwind_rows).",
+	wt_prom_gauge(b, "wt_edge_ebpf_unwind_rows", "Rows of the BPF unwind-table array in use (of ebpf.unwind_rows).",
 	      (long long)atomic_load(&e->unwind_rows));
-	gauge(b, "wt_edge_ebpf_unwind_pending_processes", "Processes waiting for their unwind tables (built on the loader's thread).",
+	wt_prom_gauge(b, "wt_edge_ebpf_unwind_pending_processes", "Processes waiting for their unwind tables (built on the loader's thread).",
 	      (long long)atomic_load(&e->unwind_pending));
-	gauge(b, "wt_edge_ebpf_unwind_failed_files",
+	wt_prom_gauge(b, "wt_edge_ebpf_unwind_failed_files",
 	      "Executable files without a table: not x86-64 ELF, no CFI, unreadable, or the rows array full.",
 	      (long long)atomic_load(&e->unwind_failed));
-	gauge(b, "wt_edge_ebpf_last_flush_microseconds", "Duration of the last drain + symbolize + commit.",
+	wt_prom_gauge(b, "wt_edge_ebpf_last_flush_microseconds", "Duration of the last drain + symbolize + commit.",
 	      (long long)atomic_load(&e->last_flush_us));
 }

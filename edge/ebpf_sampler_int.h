@@ -42,6 +42,7 @@ struct edge_ebpf {
 	char *config_path;
 	pthread_t th, dth; /* sampler, discovery */
 	int started, dstarted;
+	atomic_int hup; /* SIGHUP seen (edge_ebpf_reload): re-read the ebpf section */
 	pthread_mutex_t pmu; /* cpu/off pointers: sampler writes, discovery reads */
 	_Atomic int pmu_wanted; /* the sampler thread waits for pmu: discovery steps aside */
 	pthread_mutex_t mu;

@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 #include "config.h"
@@ -15,6 +16,7 @@
 #include "log.h"
 #include "repl_client.h"
 #include "server.h"
+#include "signals.h"
 #include "buffer.h"
 
 static void usage(FILE *f)
@@ -63,6 +65,8 @@ int main(int argc, char **argv)
 	edge_config_client *cfgc = NULL;
 	edge_server srv;
 	wt_err err = {0};
+	static const int handled[] = {SIGTERM, SIGINT, SIGHUP};
+	wt_signals sigs = {-1};
 	char *text = NULL;
 
 	for (int i = 1; i < argc; i++) {
@@ -99,6 +103,12 @@ int main(int argc, char **argv)
 		edge_config_free(&cfg);
 		return 0;
 	}
+	/* before any thread starts: every thread inherits the blocked signals,
+	 * which server.c then reads from the signalfd (common/signals.h) */
+	if (wt_signals_open(&sigs, handled, sizeof(handled) / sizeof(handled[0]), &err)) {
+		wt_error("%s", err.msg);
+		goto out;
+	}
 	text = slurp(path);
 	if (edge_buffer_open(&cfg, text, &store, &err) != 0) {
 		wt_error("cannot open the buffer: %s", err.msg);
@@ -110,7 +120,7 @@ int main(int argc, char **argv)
 		wt_error("cannot start the remote config client: %s", err.msg);
 		goto out;
 	}
-	if (edge_server_init(&srv, &cfg, store, &err) != 0) {
+	if (edge_server_init(&srv, &cfg, store, &sigs, &err) != 0) {
 		wt_error("cannot start the server: %s", err.msg);
 		edge_server_free(&srv);
 		goto out;
@@ -143,6 +153,7 @@ out:
 	edge_buffer_close(store);
 	edge_config_free(&cfg);
 	free(text);
+	wt_signals_close(&sigs);
 	if (rc == 0)
 		wt_info("clean shutdown");
 	return rc;

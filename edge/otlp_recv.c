@@ -22,6 +22,7 @@
  * connections beyond edge.max_connections are closed at accept.
  */
 #include "otlp_recv.h"
+#include "clock.h"
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -116,20 +117,6 @@ struct gstream {
 	size_t resp_off; /* bytes of the 5-byte response frame sent */
 	gstream *next, *prev;
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int valid_name(const char *s)
 {
@@ -298,7 +285,7 @@ static job *job_new(edge_otlp *o, const char *project, const char *service, cons
 	snprintf(j->project, sizeof(j->project), "%s", project);
 	snprintf(j->service, sizeof(j->service), "%s", service ? service : "");
 	j->endpoint = endpoint;
-	j->received_ns = now_ns();
+	j->received_ns = wt_now_ns(CLOCK_REALTIME);
 	o->srv->pending++;
 	return j;
 }
@@ -616,7 +603,7 @@ static int on_begin_headers(nghttp2_session *sess, const nghttp2_frame *f, void 
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	s->c = c;
 	s->id = f->hd.stream_id;
-	s->started_ns = mono_ns();
+	s->started_ns = wt_now_ns(CLOCK_MONOTONIC);
 	s->next = c->streams;
 	if (c->streams)
 		c->streams->prev = s;
@@ -839,7 +826,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
 	edge_otlp *o = arg;
-	int64_t limit = o->srv->cfg->stream_timeout_s * (int64_t)1000000000, now = mono_ns();
+	int64_t limit = o->srv->cfg->stream_timeout_s * (int64_t)1000000000, now = wt_now_ns(CLOCK_MONOTONIC);
 	gconn *c = o->conns, *next;
 
 	for (; c; c = next) {

@@ -6,6 +6,8 @@
  * repl_client.h; the wire contract is in docs/operations.md.
  */
 #include "repl_client.h"
+#include "backoff.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -19,6 +21,7 @@
 #include "compress.h"
 #include "keys.h"
 #include "log.h"
+#include "prom.h"
 #include "proto/repl.pb-c.h"
 #include "tls_client.h"
 
@@ -31,13 +34,6 @@
 #define FAIL_LOG_PERIOD_NS (60LL * 1000000000LL)
 #define RAW_MAGIC "WTR1"
 #define RAW_HDR 16
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -539,7 +535,7 @@ static const char *const reason_names[R_COUNT] = {
 struct edge_repl {
 	const edge_config *cfg;
 	edge_buffer *store;
-	wt_tls_client *tls;
+	edge_tls_client *tls;
 	char **urls;   /* POST address per hub (hub.urls + EDGE_REPL_PATH) */
 	size_t nurls;
 	size_t cur;    /* the hub batches go to; moves on when it fails */
@@ -550,7 +546,6 @@ struct edge_repl {
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	int stop, woken;
 	_Atomic int cancel;
-	uint64_t rng;
 
 	/* prefetch: a second thread builds (reads, packs, compresses) the batch
 	 * after the one in flight, so the edge's work overlaps the hub's */
@@ -596,13 +591,7 @@ static void on_commit(void *arg)
 static void nap(edge_repl *r, int64_t ms, int wake_ok)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = wt_deadline(CLOCK_MONOTONIC, ms);
 	pthread_mutex_lock(&r->mu);
 	while (!r->stop && !(wake_ok && r->woken))
 		if (pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT)
@@ -618,30 +607,18 @@ static int stopping(edge_repl *r)
 	return s;
 }
 
-static uint64_t rnd(edge_repl *r)
-{
-	/* xorshift64*: jitter only, not security */
-	r->rng ^= r->rng >> 12;
-	r->rng ^= r->rng << 25;
-	r->rng ^= r->rng >> 27;
-	return r->rng * 0x2545F4914F6CDD1DULL;
-}
-
-/* Exponential backoff with full jitter: uniform in
+/* Exponential backoff with full jitter (common/backoff.h): uniform in
  * [initial, min(max, initial * 2^attempt)]; cap_now = wait the cap. */
 static int64_t backoff_ms(edge_repl *r, unsigned attempt, int cap_now)
 {
-	int64_t lo = r->cfg->repl_backoff_initial_ms, hi = r->cfg->repl_backoff_max_ms, ceil = hi;
-	if (cap_now)
-		return hi;
-	if (attempt < 31 && (lo << attempt) < hi)
-		ceil = lo << attempt;
-	return lo + (int64_t)(rnd(r) % (uint64_t)(ceil - lo + 1));
+	wt_backoff b = {r->cfg->repl_backoff_initial_ms, r->cfg->repl_backoff_max_ms, 1};
+
+	return cap_now ? b.max_ms : wt_backoff_ms(&b, attempt);
 }
 
 static void note_failure(edge_repl *r, int reason, const char *what)
 {
-	int64_t now = now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	atomic_fetch_add(&r->errors[reason], 1);
 	atomic_store(&r->failing, 1);
 	if (!r->fails++) {
@@ -661,11 +638,11 @@ static void note_success(edge_repl *r)
 {
 	if (r->fails)
 		wt_info("replication: the hub answers again after %llu failed attempts in %lld s cursor=%llu",
-			(unsigned long long)r->fails, (long long)((now_ns() - r->fail_since) / 1000000000),
+			(unsigned long long)r->fails, (long long)((wt_now_ns(CLOCK_REALTIME) - r->fail_since) / 1000000000),
 			(unsigned long long)r->cursor);
 	r->fails = 0;
 	atomic_store(&r->failing, 0);
-	atomic_store(&r->last_success_ns, now_ns());
+	atomic_store(&r->last_success_ns, wt_now_ns(CLOCK_REALTIME));
 }
 
 /* SEND_FAILOVER: the hub could not be reached or answered 5xx/timeout;
@@ -710,9 +687,9 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 	int rc, out = SEND_RETRY;
 	const char *url = r->urls[r->cur];
 
-	rc = wt_tls_client_post(r->tls, url, headers, z, zl, &status, &resp, &err);
+	rc = edge_tls_client_post(r->tls, url, headers, z, zl, &status, &resp, &err);
 	if (rc) {
-		int kind = wt_tls_client_last_failure(r->tls);
+		int kind = edge_tls_client_last_failure(r->tls);
 		if (kind == WT_TLS_FAIL_CANCELLED)
 			goto done; /* stopping */
 		snprintf(what, sizeof(what), "POST %s failed: %s", url, err.msg);
@@ -739,7 +716,7 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 			atomic_fetch_add(&r->errors[R_HTTP_4XX], 1);
 			atomic_store(&r->failing, 1);
 			if (!r->fails++)
-				r->fail_since = now_ns();
+				r->fail_since = wt_now_ns(CLOCK_REALTIME);
 			wt_error("replication: the hub refused batch seq %llu..%llu (%zu uploads, %zu bytes): %s; "
 				 "retrying every %d ms until fixed edge_id=%s",
 				 (unsigned long long)b->first_seq, (unsigned long long)b->last_seq, b->nuploads, zl, what,
@@ -761,7 +738,7 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 		atomic_fetch_add(&r->errors[R_ACK], 1);
 		atomic_store(&r->failing, 1);
 		if (!r->fails++)
-			r->fail_since = now_ns();
+			r->fail_since = wt_now_ns(CLOCK_REALTIME);
 		wt_error("replication: the hub acknowledged last_seq=%llu for batch seq %llu..%llu: it did not apply "
 			 "the batch; retrying every %d ms edge_id=%s",
 			 (unsigned long long)ack.last_seq, (unsigned long long)b->first_seq,
@@ -782,7 +759,7 @@ static int send_batch(edge_repl *r, const edge_repl_batch *b, const uint8_t *z, 
 			"repeated, two edges share the id %s", ack.other_incarnation, (unsigned long long)ack.other_last_seq,
 			edge_buffer_incarnation(r->store), r->cfg->id);
 	}
-	if (edge_repl_cursor_save(r->store, to, now_ns(), &err)) {
+	if (edge_repl_cursor_save(r->store, to, wt_now_ns(CLOCK_REALTIME), &err)) {
 		/* the hub has it: a restart will resend, the hub skips duplicates */
 		atomic_fetch_add(&r->errors[R_CURSOR_WRITE], 1);
 		wt_error("%s", err.msg);
@@ -999,7 +976,7 @@ static void *repl_main(void *arg)
 
 static void repl_free(edge_repl *r)
 {
-	wt_tls_client_free(r->tls);
+	edge_tls_client_free(r->tls);
 	for (size_t i = 0; i < r->nurls; i++)
 		free(r->urls[i]);
 	free(r->urls);
@@ -1028,7 +1005,7 @@ static void stop_threads(edge_repl *r, int sender)
 
 int edge_repl_start(const edge_config *cfg, edge_buffer *store, edge_repl **out, wt_err *err)
 {
-	wt_tls_client_config tc = {0};
+	edge_tls_client_config tc = {0};
 	pthread_condattr_t ca;
 	edge_repl *r;
 	int rc;
@@ -1049,9 +1026,6 @@ int edge_repl_start(const edge_config *cfg, edge_buffer *store, edge_repl **out,
 	pthread_cond_init(&r->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&r->pf_cv, NULL);
-	r->rng = (uint64_t)now_ns() ^ ((uint64_t)(uintptr_t)r << 16) ^ 0x9E3779B97F4A7C15ULL;
-	if (!r->rng)
-		r->rng = 1;
 	/* hub.urls, or hub.url alone when the config was not built by the loader */
 	char *const *hubs = cfg->n_hub_urls ? cfg->hub_urls : &cfg->hub_url;
 	size_t nhubs = cfg->n_hub_urls ? cfg->n_hub_urls : 1;
@@ -1081,7 +1055,7 @@ int edge_repl_start(const edge_config *cfg, edge_buffer *store, edge_repl **out,
 	tc.timeout_ms = (long)cfg->repl_timeout_s * 1000;
 	tc.cancel = cancel_cb;
 	tc.cancel_arg = r;
-	if ((rc = wt_tls_client_new(&tc, &r->tls, err))) {
+	if ((rc = edge_tls_client_new(&tc, &r->tls, err))) {
 		repl_free(r);
 		return rc;
 	}
@@ -1154,55 +1128,56 @@ static uint64_t backlog_bytes(edge_buffer *s, const edge_buffer_stats *st)
 	return n >= st->unreplicated ? bytes : (uint64_t)((double)bytes / (double)n * (double)st->unreplicated);
 }
 
-#define COUNTER(b, name, help, v) \
-	wt_buf_printf(b, "# HELP " name " " help "\n# TYPE " name " counter\n" name " %llu\n", (unsigned long long)(v))
-#define GAUGE(b, name, help, fmt, v) \
-	wt_buf_printf(b, "# HELP " name " " help "\n# TYPE " name " gauge\n" name " " fmt "\n", v)
 
 void edge_repl_metrics(edge_repl *r, edge_buffer *store, const edge_buffer_stats *st, wt_buf *b)
 {
-	double age = st->oldest_unreplicated_ns ? (double)(now_ns() - st->oldest_unreplicated_ns) / 1e9 : 0;
+	double age = st->oldest_unreplicated_ns ? (double)(wt_now_ns(CLOCK_REALTIME) - st->oldest_unreplicated_ns) / 1e9 : 0;
 	int64_t last = r ? atomic_load(&r->last_success_ns) : 0;
 
-	GAUGE(b, "wt_edge_repl_enabled", "1 when hub.url is set and the replication thread runs.", "%d", r ? 1 : 0);
-	GAUGE(b, "wt_edge_repl_backlog_uploads", "Committed uploads the hub has not acknowledged.", "%llu",
-	      (unsigned long long)st->unreplicated);
-	GAUGE(b, "wt_edge_repl_backlog_bytes", "Estimated buffer bytes (raw + rolluplog) not yet acknowledged by the hub.",
-	      "%llu", (unsigned long long)backlog_bytes(store, st));
-	GAUGE(b, "wt_edge_repl_oldest_unreplicated_age_seconds", "Age of the oldest upload not yet acknowledged.",
-	      "%.3f", age < 0 ? 0 : age);
-	GAUGE(b, "wt_edge_repl_cursor", "Highest seq the hub acknowledged (durable).", "%llu",
-	      (unsigned long long)st->repl_cursor);
-	COUNTER(b, "wt_edge_repl_batches_sent_total", "Batches the hub acknowledged.", r ? atomic_load(&r->batches) : 0);
-	COUNTER(b, "wt_edge_repl_uploads_sent_total", "Uploads the hub acknowledged.", r ? atomic_load(&r->uploads) : 0);
-	COUNTER(b, "wt_edge_repl_bytes_sent_total", "Compressed request bytes of acknowledged batches.",
-		r ? atomic_load(&r->bytes_sent) : 0);
-	COUNTER(b, "wt_edge_repl_bytes_uncompressed_total", "Protobuf bytes of acknowledged batches before zstd.",
-		r ? atomic_load(&r->bytes_uncompressed) : 0);
-	COUNTER(b, "wt_edge_repl_raw_missing_total",
-		"Acknowledged uploads sent as rollup only (raw original dropped by the disk quota).",
-		r ? atomic_load(&r->raw_missing) : 0);
-	COUNTER(b, "wt_edge_repl_hub_applied_total", "Uploads the hub reported applied.", r ? atomic_load(&r->applied) : 0);
-	COUNTER(b, "wt_edge_repl_hub_duplicates_total", "Uploads the hub reported as already applied (retries).",
-		r ? atomic_load(&r->duplicates) : 0);
-	COUNTER(b, "wt_edge_repl_hub_rejected_total", "Uploads the hub reported rejected.",
-		r ? atomic_load(&r->rejected) : 0);
-	COUNTER(b, "wt_edge_repl_retries_total", "Failed attempts followed by a backoff.", r ? atomic_load(&r->retries) : 0);
-	COUNTER(b, "wt_edge_repl_other_incarnation_total",
-		"Acknowledgements saying the hub last knew this edge id under another incarnation (data dir reset, "
+	wt_prom_gauge(b, "wt_edge_repl_enabled", "1 when hub.url is set and the replication thread runs.",
+		      (int64_t)(r ? 1 : 0));
+	wt_prom_gauge(b, "wt_edge_repl_backlog_uploads", "Committed uploads the hub has not acknowledged.",
+		      (int64_t)st->unreplicated);
+	wt_prom_gauge(b, "wt_edge_repl_backlog_bytes",
+		      "Estimated buffer bytes (raw + rolluplog) not yet acknowledged by the hub.",
+		      (int64_t)(backlog_bytes(store, st)));
+	wt_prom_gauge_f(b, "wt_edge_repl_oldest_unreplicated_age_seconds",
+			"Age of the oldest upload not yet acknowledged.", 3, age < 0 ? 0 : age);
+	wt_prom_gauge(b, "wt_edge_repl_cursor", "Highest seq the hub acknowledged (durable).",
+		      (int64_t)st->repl_cursor);
+	wt_prom_counter(b, "wt_edge_repl_batches_sent_total", "Batches the hub acknowledged.",
+			r ? atomic_load(&r->batches) : 0);
+	wt_prom_counter(b, "wt_edge_repl_uploads_sent_total", "Uploads the hub acknowledged.",
+			r ? atomic_load(&r->uploads) : 0);
+	wt_prom_counter(b, "wt_edge_repl_bytes_sent_total", "Compressed request bytes of acknowledged batches.",
+			r ? atomic_load(&r->bytes_sent) : 0);
+	wt_prom_counter(b, "wt_edge_repl_bytes_uncompressed_total",
+			"Protobuf bytes of acknowledged batches before zstd.",
+			r ? atomic_load(&r->bytes_uncompressed) : 0);
+	wt_prom_counter(b, "wt_edge_repl_raw_missing_total",
+			"Acknowledged uploads sent as rollup only (raw original dropped by the disk quota).",
+			r ? atomic_load(&r->raw_missing) : 0);
+	wt_prom_counter(b, "wt_edge_repl_hub_applied_total", "Uploads the hub reported applied.",
+			r ? atomic_load(&r->applied) : 0);
+	wt_prom_counter(b, "wt_edge_repl_hub_duplicates_total",
+			"Uploads the hub reported as already applied (retries).", r ? atomic_load(&r->duplicates) : 0);
+	wt_prom_counter(b, "wt_edge_repl_hub_rejected_total", "Uploads the hub reported rejected.",
+			r ? atomic_load(&r->rejected) : 0);
+	wt_prom_counter(b, "wt_edge_repl_retries_total", "Failed attempts followed by a backoff.",
+			r ? atomic_load(&r->retries) : 0);
+	wt_prom_counter(b, "wt_edge_repl_other_incarnation_total", "Acknowledgements saying the hub last knew this edge id under another incarnation (data dir reset, "
 		"or two edges with one id).", r ? atomic_load(&r->other_incarnation) : 0);
-	COUNTER(b, "wt_edge_repl_hub_busy_total",
-		"Batches the hub deferred because it was applying them already (retried after Retry-After).",
-		r ? atomic_load(&r->busy) : 0);
-	COUNTER(b, "wt_edge_repl_failovers_total", "Switches to the next hub of hub.urls after a failure.",
-		r ? atomic_load(&r->failovers) : 0);
-	wt_buf_puts(b, "# HELP wt_edge_repl_errors_total Failed replication attempts by reason.\n"
-		       "# TYPE wt_edge_repl_errors_total counter\n");
+	wt_prom_counter(b, "wt_edge_repl_hub_busy_total",
+			"Batches the hub deferred because it was applying them already (retried after Retry-After).",
+			r ? atomic_load(&r->busy) : 0);
+	wt_prom_counter(b, "wt_edge_repl_failovers_total", "Switches to the next hub of hub.urls after a failure.",
+			r ? atomic_load(&r->failovers) : 0);
+	wt_prom_family(b, "wt_edge_repl_errors_total", "counter", "Failed replication attempts by reason.");
 	for (int i = 0; i < R_COUNT; i++)
-		wt_buf_printf(b, "wt_edge_repl_errors_total{reason=\"%s\"} %llu\n", reason_names[i],
-			      (unsigned long long)(r ? atomic_load(&r->errors[i]) : 0));
-	GAUGE(b, "wt_edge_repl_last_success_timestamp_seconds", "Unix time of the last acknowledged batch (0 = none yet).",
-	      "%.3f", (double)last / 1e9);
-	GAUGE(b, "wt_edge_repl_failing", "1 while the last replication attempt failed.", "%d",
-	      r ? atomic_load(&r->failing) : 0);
+		wt_prom_u64(b, "wt_edge_repl_errors_total", "reason", reason_names[i],
+			    (uint64_t)((r ? atomic_load(&r->errors[i]) : 0)));
+	wt_prom_gauge_f(b, "wt_edge_repl_last_success_timestamp_seconds",
+			"Unix time of the last acknowledged batch (0 = none yet).", 3, (double)last / 1e9);
+	wt_prom_gauge(b, "wt_edge_repl_failing", "1 while the last replication attempt failed.",
+		      (int64_t)(r ? atomic_load(&r->failing) : 0));
 }

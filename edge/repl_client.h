@@ -5,7 +5,7 @@
  * "repl/raw_cursor" in sequence order, packs up to
  * replication.batch_max_uploads / batch_max_bytes uploads into a
  * watchtower.repl.Batch (proto/repl.proto), compresses it with zstd and
- * POSTs it to {hub.url}/v1/replicate over mutual TLS (common/tls_client.h).
+ * POSTs it to {hub.url}/v1/replicate over mutual TLS (edge/tls_client.h).
  * A 200 answer {"last_seq":N,...} means every seq <= N is durable at the
  * hub: the cursor moves to N and the ledger key repl/ledger/BE64(N) gets
  * the ack time (one synced write), which the store's retention uses to

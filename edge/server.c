@@ -3,6 +3,7 @@
  * event loop and workers, /healthz, /metrics and graceful shutdown.
  */
 #include "server.h"
+#include "clock.h"
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -19,8 +20,10 @@
 #include "http_guard.h"
 #include "http_server.h"
 #include "log.h"
+#include "prom.h"
 #include "otlp_recv.h"
 #include "repl_client.h"
+#include "signals.h"
 
 /* Multipart framing around a max_body profile part. */
 #define MULTIPART_SLACK (1u << 20)
@@ -49,13 +52,6 @@ void edge_memory_trim(edge_server *srv, uint64_t request_bytes)
 	malloc_trim(0);
 	if (srv->trim_timer)
 		event_add(srv->trim_timer, &later); /* re-arming pushes it back: one trim per quiet spell */
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 void edge_reject(edge_server *srv, struct evhttp_request *req, int code, const char *detail)
@@ -155,7 +151,7 @@ static void handle_healthz(edge_server *srv, struct evhttp_request *req)
 	json_object_set_new(o, "status", json_string(srv->shutting_down ? "stopping" : "ok"));
 	json_object_set_new(o, "id", json_string(srv->cfg->id));
 	json_object_set_new(o, "last_seq", json_integer((json_int_t)st.last_seq));
-	json_object_set_new(o, "uptime_s", json_integer((now_ns() - srv->started_ns) / 1000000000));
+	json_object_set_new(o, "uptime_s", json_integer((wt_now_ns(CLOCK_REALTIME) - srv->started_ns) / 1000000000));
 	wt_http_send_json(req, srv->shutting_down ? 503 : 200, o);
 }
 
@@ -165,87 +161,61 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 	edge_buffer_stats st;
 	edge_buffer_stats_get(srv->store, &st);
 
-	wt_buf_puts(&b, "# HELP wt_edge_uploads_total Uploads accepted (durably stored), by detected format.\n"
-			"# TYPE wt_edge_uploads_total counter\n");
+	wt_prom_family(&b, "wt_edge_uploads_total", "counter",
+		       "Uploads accepted (durably stored), by detected format.");
 	for (int f = 0; f < EDGE_NFORMATS; f++)
-		wt_buf_printf(&b, "wt_edge_uploads_total{format=\"%s\"} %llu\n", wt_format_name((wt_format)f),
-			      (unsigned long long)atomic_load(&srv->m.uploads[f]));
-	wt_buf_printf(&b, "# HELP wt_edge_upload_bytes_total Bytes of accepted uploads as received.\n"
-			  "# TYPE wt_edge_upload_bytes_total counter\nwt_edge_upload_bytes_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->m.upload_bytes));
-	wt_buf_printf(&b, "# HELP wt_edge_upload_samples_total Distinct samples in accepted uploads.\n"
-			  "# TYPE wt_edge_upload_samples_total counter\nwt_edge_upload_samples_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->m.upload_samples));
-	wt_buf_puts(&b, "# HELP wt_edge_rejects_total Rejected requests by reason.\n# TYPE wt_edge_rejects_total counter\n");
+		wt_prom_u64(&b, "wt_edge_uploads_total", "format", wt_format_name((wt_format)f),
+			    (uint64_t)atomic_load(&srv->m.uploads[f]));
+	wt_prom_counter(&b, "wt_edge_upload_bytes_total", "Bytes of accepted uploads as received.",
+			(uint64_t)atomic_load(&srv->m.upload_bytes));
+	wt_prom_counter(&b, "wt_edge_upload_samples_total", "Distinct samples in accepted uploads.",
+			(uint64_t)atomic_load(&srv->m.upload_samples));
+	wt_prom_family(&b, "wt_edge_rejects_total", "counter", "Rejected requests by reason.");
 	for (int i = 1; i < EDGE_NERRCODES; i++)
-		wt_buf_printf(&b, "wt_edge_rejects_total{reason=\"%s\"} %llu\n", wt_err_name(-i),
-			      (unsigned long long)atomic_load(&srv->m.rejects[i]));
-	wt_buf_printf(&b, "# HELP wt_edge_busy_total Requests answered 503 because the worker queue was full.\n"
-			  "# TYPE wt_edge_busy_total counter\nwt_edge_busy_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->m.busy));
-	wt_buf_printf(&b, "# HELP wt_edge_inflight_bytes Request bytes held by uploads in flight "
-			  "(bounded by limits.max_inflight_mb).\n"
-			  "# TYPE wt_edge_inflight_bytes gauge\nwt_edge_inflight_bytes %llu\n",
-		      (unsigned long long)atomic_load(&srv->inflight.used));
-	wt_buf_printf(&b, "# HELP wt_edge_inflight_refused_total Requests refused because the in-flight "
-			  "budget was full.\n# TYPE wt_edge_inflight_refused_total counter\n"
-			  "wt_edge_inflight_refused_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->inflight.refused));
-	wt_buf_printf(&b, "# HELP wt_edge_connections_refused_total Connections closed at accept "
-			  "(edge.max_connections).\n# TYPE wt_edge_connections_refused_total counter\n"
-			  "wt_edge_connections_refused_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->m.conns_refused));
-	wt_buf_printf(&b, "# HELP wt_edge_connections Open client connections (HTTP and OTLP).\n"
-			  "# TYPE wt_edge_connections gauge\nwt_edge_connections %d\n", srv->nconns);
-	wt_buf_printf(&b, "# HELP wt_edge_queries_total Local queries served.\n"
-			  "# TYPE wt_edge_queries_total counter\nwt_edge_queries_total %llu\n",
-		      (unsigned long long)atomic_load(&srv->m.queries));
-	wt_buf_printf(&b, "# HELP wt_edge_buffer_bytes On-disk size of the RocksDB buffer (SST + memtables).\n"
-			  "# TYPE wt_edge_buffer_bytes gauge\nwt_edge_buffer_bytes %llu\n",
-		      (unsigned long long)st.disk_bytes);
-	wt_buf_printf(&b, "# HELP wt_edge_buffer_raw_bytes Bytes of raw originals in the buffer.\n"
-			  "# TYPE wt_edge_buffer_raw_bytes gauge\nwt_edge_buffer_raw_bytes %llu\n",
-		      (unsigned long long)st.raw_bytes);
-	wt_buf_printf(&b, "# HELP wt_edge_last_seq Sequence number of the last committed upload.\n"
-			  "# TYPE wt_edge_last_seq gauge\nwt_edge_last_seq %llu\n",
-		      (unsigned long long)st.last_seq);
-	wt_buf_printf(&b, "# HELP wt_edge_unreplicated_uploads Committed uploads the hub has not acknowledged.\n"
-			  "# TYPE wt_edge_unreplicated_uploads gauge\nwt_edge_unreplicated_uploads %llu\n",
-		      (unsigned long long)st.unreplicated);
-	double age = st.oldest_unreplicated_ns ? (double)(now_ns() - st.oldest_unreplicated_ns) / 1e9 : 0;
-	wt_buf_printf(&b, "# HELP wt_edge_oldest_unreplicated_age_seconds Age of the oldest upload not yet replicated.\n"
-			  "# TYPE wt_edge_oldest_unreplicated_age_seconds gauge\nwt_edge_oldest_unreplicated_age_seconds %.3f\n",
-		      age < 0 ? 0 : age);
-	wt_buf_printf(&b, "# HELP wt_edge_raw_dropped_total Raw originals dropped because the disk quota was reached.\n"
-			  "# TYPE wt_edge_raw_dropped_total counter\nwt_edge_raw_dropped_total %llu\n",
-		      (unsigned long long)st.raw_dropped);
-	wt_buf_printf(&b, "# HELP wt_edge_raw_dropped_bytes_total Bytes of raw originals dropped by the disk quota.\n"
-			  "# TYPE wt_edge_raw_dropped_bytes_total counter\nwt_edge_raw_dropped_bytes_total %llu\n",
-		      (unsigned long long)st.raw_dropped_bytes);
-	wt_buf_printf(&b, "# HELP wt_edge_over_quota 1 when the disk quota is exceeded and nothing droppable is left.\n"
-			  "# TYPE wt_edge_over_quota gauge\nwt_edge_over_quota %d\n", st.over_quota);
-	wt_buf_printf(&b, "# HELP wt_edge_disk_full 1 while edge.data_dir has less than retention.min_free_mb "
-			  "free (uploads and sampler batches refused).\n# TYPE wt_edge_disk_full gauge\n"
-			  "wt_edge_disk_full %d\n", st.disk_full);
-	wt_buf_printf(&b, "# HELP wt_edge_disk_free_bytes Free bytes in edge.data_dir at the last commit.\n"
-			  "# TYPE wt_edge_disk_free_bytes gauge\nwt_edge_disk_free_bytes %llu\n",
-		      (unsigned long long)st.disk_free);
-	wt_buf_printf(&b, "# HELP wt_edge_disk_full_refused_total Uploads and sampler batches refused "
-			  "because the disk was full (nothing of them stored).\n"
-			  "# TYPE wt_edge_disk_full_refused_total counter\nwt_edge_disk_full_refused_total %llu\n",
-		      (unsigned long long)st.disk_full_refused);
-	wt_buf_printf(&b, "# HELP wt_edge_commit_groups_total Synced group commits.\n"
-			  "# TYPE wt_edge_commit_groups_total counter\nwt_edge_commit_groups_total %llu\n",
-		      (unsigned long long)st.commit_groups);
-	wt_buf_printf(&b, "# HELP wt_edge_commit_uploads_total Uploads written by group commits.\n"
-			  "# TYPE wt_edge_commit_uploads_total counter\nwt_edge_commit_uploads_total %llu\n",
-		      (unsigned long long)st.commit_items);
+		wt_prom_u64(&b, "wt_edge_rejects_total", "reason", wt_err_name(-i),
+			    (uint64_t)atomic_load(&srv->m.rejects[i]));
+	wt_prom_counter(&b, "wt_edge_busy_total", "Requests answered 503 because the worker queue was full.",
+			(uint64_t)atomic_load(&srv->m.busy));
+	wt_prom_gauge(&b, "wt_edge_inflight_bytes",
+		      "Request bytes held by uploads in flight (bounded by limits.max_inflight_mb).",
+		      (int64_t)atomic_load(&srv->inflight.used));
+	wt_prom_counter(&b, "wt_edge_inflight_refused_total", "Requests refused because the in-flight budget was full.",
+			(uint64_t)atomic_load(&srv->inflight.refused));
+	wt_prom_counter(&b, "wt_edge_connections_refused_total", "Connections closed at accept (edge.max_connections).",
+			(uint64_t)atomic_load(&srv->m.conns_refused));
+	wt_prom_gauge(&b, "wt_edge_connections", "Open client connections (HTTP and OTLP).", (int64_t)srv->nconns);
+	wt_prom_counter(&b, "wt_edge_queries_total", "Local queries served.", (uint64_t)atomic_load(&srv->m.queries));
+	wt_prom_gauge(&b, "wt_edge_buffer_bytes", "On-disk size of the RocksDB buffer (SST + memtables).",
+		      (int64_t)st.disk_bytes);
+	wt_prom_gauge(&b, "wt_edge_buffer_raw_bytes", "Bytes of raw originals in the buffer.", (int64_t)st.raw_bytes);
+	wt_prom_gauge(&b, "wt_edge_last_seq", "Sequence number of the last committed upload.", (int64_t)st.last_seq);
+	wt_prom_gauge(&b, "wt_edge_unreplicated_uploads", "Committed uploads the hub has not acknowledged.",
+		      (int64_t)st.unreplicated);
+	double age = st.oldest_unreplicated_ns ? (double)(wt_now_ns(CLOCK_REALTIME) - st.oldest_unreplicated_ns) / 1e9 : 0;
+	wt_prom_gauge_f(&b, "wt_edge_oldest_unreplicated_age_seconds", "Age of the oldest upload not yet replicated.",
+			3, age < 0 ? 0 : age);
+	wt_prom_counter(&b, "wt_edge_raw_dropped_total", "Raw originals dropped because the disk quota was reached.",
+			(uint64_t)st.raw_dropped);
+	wt_prom_counter(&b, "wt_edge_raw_dropped_bytes_total", "Bytes of raw originals dropped by the disk quota.",
+			(uint64_t)st.raw_dropped_bytes);
+	wt_prom_gauge(&b, "wt_edge_over_quota", "1 when the disk quota is exceeded and nothing droppable is left.",
+		      (int64_t)st.over_quota);
+	wt_prom_gauge(&b, "wt_edge_disk_full",
+		      "1 while edge.data_dir has less than retention.min_free_mb free (uploads and sampler batches "
+		      "refused).", (int64_t)st.disk_full);
+	wt_prom_gauge(&b, "wt_edge_disk_free_bytes", "Free bytes in edge.data_dir at the last commit.",
+		      (int64_t)st.disk_free);
+	wt_prom_counter(&b, "wt_edge_disk_full_refused_total",
+			"Uploads and sampler batches refused because the disk was full (nothing of them stored).",
+			(uint64_t)st.disk_full_refused);
+	wt_prom_counter(&b, "wt_edge_commit_groups_total", "Synced group commits.", (uint64_t)st.commit_groups);
+	wt_prom_counter(&b, "wt_edge_commit_uploads_total", "Uploads written by group commits.",
+			(uint64_t)st.commit_items);
 	edge_repl_metrics(srv->repl, srv->store, &st, &b);
 	edge_ebpf_metrics(srv->ebpf, &b);
 	edge_config_client_metrics(NULL, &b);
-	wt_buf_printf(&b, "# HELP wt_edge_commit_errors_total Group commits that failed (uploads answered 500).\n"
-			  "# TYPE wt_edge_commit_errors_total counter\nwt_edge_commit_errors_total %llu\n",
-		      (unsigned long long)st.commit_errors);
+	wt_prom_counter(&b, "wt_edge_commit_errors_total", "Group commits that failed (uploads answered 500).",
+			(uint64_t)st.commit_errors);
 	if (b.oom) {
 		wt_buf_free(&b);
 		wt_http_send_error(req, WT_ENOMEM, "out of memory rendering metrics");
@@ -365,9 +335,8 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg)
 		event_base_loopbreak(srv->base);
 }
 
-static void signal_cb(evutil_socket_t sig, short what, void *arg)
+static void shut_down(edge_server *srv, int sig)
 {
-	edge_server *srv = arg;
 	struct timeval tv = {0, 20000};
 	if (srv->shutting_down)
 		return;
@@ -385,13 +354,31 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		event_base_loopbreak(srv->base);
 }
 
-int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *store, wt_err *err)
+/* The signalfd is readable: SIGTERM/SIGINT drain and stop, SIGHUP reloads
+ * the eBPF sampler's configuration (common/signals.h). */
+static void signals_cb(evutil_socket_t fd, short what, void *arg)
+{
+	edge_server *srv = arg;
+	int sig;
+
+	while ((sig = wt_signals_wait(srv->signals, 0))) {
+		if (sig == SIGHUP) {
+			wt_info("signal %d: reloading the ebpf section", sig);
+			edge_ebpf_reload(srv->ebpf);
+		} else {
+			shut_down(srv, sig);
+		}
+	}
+}
+
+int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *store, struct wt_signals *signals,
+		     wt_err *err)
 {
 	static int threads_ready;
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
 	srv->store = store;
-	srv->started_ns = now_ns();
+	srv->started_ns = wt_now_ns(CLOCK_REALTIME);
 	wt_budget_init(&srv->inflight, cfg->max_inflight);
 	if (!threads_ready) {
 		if (evthread_use_pthreads() != 0)
@@ -427,11 +414,10 @@ int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *stor
 	srv->pool = edge_pool_new(cfg->workers);
 	if (!srv->pool)
 		return wt_err_set(err, WT_ENOMEM, "cannot start %d worker threads", cfg->workers);
-	srv->sigterm = evsignal_new(srv->base, SIGTERM, signal_cb, srv);
-	srv->sigint = evsignal_new(srv->base, SIGINT, signal_cb, srv);
-	if (!srv->sigterm || !srv->sigint || event_add(srv->sigterm, NULL) || event_add(srv->sigint, NULL))
-		return wt_err_set(err, WT_EIO, "cannot install signal handlers");
-	signal(SIGPIPE, SIG_IGN);
+	srv->signals = signals;
+	srv->sig_ev = event_new(srv->base, signals->fd, EV_READ | EV_PERSIST, signals_cb, srv);
+	if (!srv->sig_ev || event_add(srv->sig_ev, NULL))
+		return wt_err_set(err, WT_EIO, "cannot watch the signal fd");
 	if (edge_otlp_init(srv, err) != 0)
 		return err->code ? err->code : WT_EIO;
 	wt_info("listening addr=%s:%d id=%s workers=%d", cfg->listen_host, cfg->listen_port, cfg->id, cfg->workers);
@@ -456,10 +442,8 @@ void edge_server_free(edge_server *srv)
 		event_free(srv->drain_timer);
 	if (srv->trim_timer)
 		event_free(srv->trim_timer);
-	if (srv->sigterm)
-		event_free(srv->sigterm);
-	if (srv->sigint)
-		event_free(srv->sigint);
+	if (srv->sig_ev)
+		event_free(srv->sig_ev);
 	if (srv->base)
 		event_base_free(srv->base);
 	memset(srv, 0, sizeof(*srv));

@@ -48,7 +48,8 @@ typedef struct edge_server {
 	struct event_base *base;
 	struct evhttp *http;
 	struct evhttp_bound_socket *sock;
-	struct event *sigterm, *sigint, *drain_timer;
+	struct wt_signals *signals; /* main's signalfd (common/signals.h) */
+	struct event *sig_ev, *drain_timer;
 	struct event *trim_timer; /* malloc_trim again after a large request (server.c) */
 	int pending;         /* tasks in flight (loop thread only) */
 	_Atomic int nconns;  /* open client connections, HTTP + OTLP */
@@ -93,7 +94,8 @@ void edge_memory_trim(struct edge_server *srv, uint64_t request_bytes);
 /* Count a rejected request and send the JSON error (loop thread). */
 void edge_reject(edge_server *srv, struct evhttp_request *req, int code, const char *detail);
 
-int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *store, wt_err *err);
+int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *store, struct wt_signals *signals,
+		     wt_err *err);
 /* Run the loop until SIGTERM/SIGINT and the in-flight tasks are done. */
 int edge_server_run(edge_server *srv);
 void edge_server_free(edge_server *srv);

@@ -2,6 +2,7 @@
  * audit.c — insert one audit event row (see audit.h).
  */
 #include "audit.h"
+#include "clock.h"
 
 #include "ch_format.h"
 #include "ch_health.h"
@@ -13,7 +14,7 @@ int hub_audit_record(hub_ch *ch, const char *project, const char *actor, const c
 	int rc;
 
 	wt_buf_printf(&sql, "INSERT INTO audit_events_v1 (time_ns, project, actor, action, detail, deletion_id)"
-		      " VALUES (%lld, ", (long long)hub_now_ns());
+		      " VALUES (%lld, ", (long long)wt_now_ns(CLOCK_REALTIME));
 	hub_sql_quote(&sql, project);
 	wt_buf_puts(&sql, ", ");
 	hub_sql_quote(&sql, actor);

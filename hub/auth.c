@@ -3,6 +3,7 @@
  * cache, and role checks (see auth.h).
  */
 #include "auth.h"
+#include "clock.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -155,7 +156,7 @@ static int token_row(void *ctx, char **f, size_t n)
 int hub_auth_lookup(hub_auth *a, hub_ch *ch, const char *token, hub_principal *out, wt_err *err)
 {
 	char hash[HUB_SHA256_HEX_LEN + 1];
-	int64_t now = hub_now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
 	lookup_ctx lc = {out, 0};
 	slot *s;

@@ -3,12 +3,14 @@
  * result buffers, timeouts, retries with backoff (see ch_client.h).
  */
 #include "ch_client.h"
+#include "backoff.h"
 
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "http_client.h"
 #include "log.h"
 
 struct hub_ch {
@@ -44,32 +46,6 @@ void hub_ch_free(hub_ch *ch)
 		return;
 	curl_easy_cleanup(ch->curl);
 	free(ch);
-}
-
-typedef struct sink {
-	wt_buf *out;
-	wt_buf err_body; /* body of a non-2xx answer, first KiB */
-	size_t max;
-	int over;
-} sink;
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-	sink *s = ud;
-	size_t n = size * nmemb;
-
-	if (s->out) {
-		if (s->out->len + n > s->max) {
-			s->over = 1;
-			return 0; /* aborts the transfer */
-		}
-		if (wt_buf_append(s->out, ptr, n))
-			return 0;
-	} else if (s->err_body.len < 1024) {
-		size_t take = n < 1024 - s->err_body.len ? n : 1024 - s->err_body.len;
-		wt_buf_append(&s->err_body, ptr, take);
-	}
-	return n;
 }
 
 static void sleep_ms(int ms)
@@ -129,7 +105,8 @@ static int do_request(hub_ch *ch, int kind, const char *sql, const void *data, s
 	}
 
 	for (attempt = 0;; attempt++) {
-		sink s = {out, WT_BUF_INIT, c->max_result_bytes, 0};
+		wt_buf err_body = WT_BUF_INIT; /* body of a non-2xx answer, first KiB */
+		wt_http_sink s = {out, c->max_result_bytes, out_len0, 0, 0, &err_body, 1024};
 		CURLcode cc;
 		long status = 0;
 		int transient = 0, nothing_sent = 0;
@@ -141,7 +118,7 @@ static int do_request(hub_ch *ch, int kind, const char *sql, const void *data, s
 		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(kind == REQ_PING ? c->connect_timeout_ms : c->timeout_ms));
 		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, wt_http_sink_write);
 		curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
 		curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 		if (c->user && *c->user) {
@@ -160,18 +137,18 @@ static int do_request(hub_ch *ch, int kind, const char *sql, const void *data, s
 		cc = curl_easy_perform(h);
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 		if (s.over) {
-			wt_buf_free(&s.err_body);
+			wt_buf_free(&err_body);
 			rc = wt_err_set(err, WT_ELIMIT, "clickhouse: result larger than %zu bytes", c->max_result_bytes);
 			goto out;
 		}
 		if (cc == CURLE_OK && status >= 200 && status < 300) {
-			wt_buf_free(&s.err_body);
+			wt_buf_free(&err_body);
 			rc = 0;
 			goto out;
 		}
 		if (cc == CURLE_OK) {
 			char line[400];
-			const wt_buf *eb = out ? out : &s.err_body;
+			const wt_buf *eb = out ? out : &err_body;
 			wt_buf tmp = WT_BUF_INIT;
 			if (out) {
 				/* error text landed in out after out_len0 */
@@ -181,13 +158,13 @@ static int do_request(hub_ch *ch, int kind, const char *sql, const void *data, s
 			}
 			first_line(eb, line, sizeof(line));
 			wt_buf_free(&tmp);
-			wt_buf_free(&s.err_body);
+			wt_buf_free(&err_body);
 			/* 503 / "too many simultaneous queries" are transient. */
 			transient = status == 503 || strstr(line, "Code: 202") != NULL;
 			rc = wt_err_set(err, transient ? WT_EUNAVAIL : WT_EIO,
 					"clickhouse: HTTP %ld: %s", status, line);
 		} else {
-			wt_buf_free(&s.err_body);
+			wt_buf_free(&err_body);
 			nothing_sent = cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST;
 			transient = 1;
 			rc = wt_err_set(err, WT_EUNAVAIL, "clickhouse unreachable at %s: %s", c->url,
@@ -199,7 +176,7 @@ static int do_request(hub_ch *ch, int kind, const char *sql, const void *data, s
 			break;
 		if (kind == REQ_INSERT && !nothing_sent && !hub_ch_cluster(ch))
 			break;
-		sleep_ms(c->backoff_ms << attempt);
+		sleep_ms((int)wt_backoff_ms(&(wt_backoff){c->backoff_ms, 0, 0}, (unsigned)attempt));
 	}
 out:
 	wt_buf_free(&url);

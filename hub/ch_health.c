@@ -3,6 +3,7 @@
  * flip the ready flag that request handlers consult (see ch_health.h).
  */
 #include "ch_health.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -25,14 +26,6 @@ void hub_test_delay(const char *env)
 	}
 }
 
-int64_t hub_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void on_down_hook(void)
 {
 	if (the_store)
@@ -50,7 +43,7 @@ static void set_state(hub_ch_health *s, int ready, const char *error)
 	else
 		s->last_error[0] = '\0';
 	if (was != ready) {
-		s->since_ns = hub_now_ns();
+		s->since_ns = wt_now_ns(CLOCK_REALTIME);
 		atomic_fetch_add(&s->transitions, 1);
 	}
 	atomic_store(&s->ready, ready);
@@ -110,13 +103,7 @@ static void *monitor(void *arg)
 		pthread_mutex_lock(&s->mu);
 		if (s->stop)
 			break;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += s->interval_ms / 1000;
-		until.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		until = wt_deadline(CLOCK_REALTIME, s->interval_ms);
 		while (!s->stop && !s->poke)
 			if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT)
 				break;
@@ -134,7 +121,7 @@ int hub_ch_health_start(hub_ch_health *s, const hub_ch_conf *conf, const char *d
 	s->db = db;
 	s->interval_ms = interval_ms;
 	snprintf(s->last_error, sizeof(s->last_error), "not probed yet");
-	s->since_ns = hub_now_ns();
+	s->since_ns = wt_now_ns(CLOCK_REALTIME);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	the_store = s;

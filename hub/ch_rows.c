@@ -9,6 +9,7 @@
  * ids this hub has not written before (stackcache).
  */
 #include "ch_rows.h"
+#include "clock.h"
 #include "symref.h"
 
 #include <stdlib.h>
@@ -111,9 +112,9 @@ static int flush(hub_ch *ch, const char *sql, wt_buf *b, hub_ch_rows_stats *st, 
 		return wt_err_set(err, WT_ENOMEM, "out of memory encoding rows");
 	if (!b->len)
 		return 0;
-	t0 = hub_now_ns();
+	t0 = wt_now_ns(CLOCK_REALTIME);
 	rc = hub_ch_insert(ch, sql, b->data, b->len, err);
-	st->insert_ns += hub_now_ns() - t0;
+	st->insert_ns += wt_now_ns(CLOCK_REALTIME) - t0;
 	wt_buf_reset(b);
 	return rc;
 }

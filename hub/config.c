@@ -3,6 +3,7 @@
  * defaults (docs/operations.md "## Hub configuration").
  */
 #include "config.h"
+#include "backoff.h"
 
 #include <libconfig.h>
 #include <stdio.h>
@@ -62,7 +63,7 @@ long long hub_config_insert_budget_ms(const hub_config *c)
 	int i;
 
 	for (i = 1; i < tries; i++)
-		backoff += (long long)c->ch_backoff_ms << (i - 1);
+		backoff += wt_backoff_ms(&(wt_backoff){c->ch_backoff_ms, 0, 0}, (unsigned)(i - 1));
 	return (long long)c->ch_timeout_ms * tries + backoff;
 }
 

@@ -11,24 +11,8 @@
 #include <string.h>
 
 #include "elfid.h"
+#include "http_client.h"
 #include "symref.h"
-
-typedef struct dl {
-	wt_buf *b;
-	size_t max;
-	int too_big;
-} dl;
-
-static size_t dl_write(char *p, size_t sz, size_t n, void *ud)
-{
-	dl *d = ud;
-
-	if (d->b->len + sz * n > d->max) {
-		d->too_big = 1;
-		return 0;
-	}
-	return wt_buf_append(d->b, p, sz * n) ? 0 : sz * n;
-}
 
 int hub_debuginfod_get(const char *urls, const char *bid, size_t max, int timeout_ms, wt_buf *out, wt_err *err)
 {
@@ -40,32 +24,26 @@ int hub_debuginfod_get(const char *urls, const char *bid, size_t max, int timeou
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	for (u = strtok_r(list, " \t,", &save); u && rc; u = strtok_r(NULL, " \t,", &save)) {
 		char url[2048];
-		dl d = {out, max, 0};
-		long status = 0;
+		wt_http_result r;
 		CURL *h = curl_easy_init();
-		CURLcode cc;
 		wt_err e;
 
 		if (!h)
 			break;
 		wt_buf_reset(out);
 		snprintf(url, sizeof(url), "%s%sbuildid/%s/debuginfo", u, u[strlen(u) - 1] == '/' ? "" : "/", bid);
-		curl_easy_setopt(h, CURLOPT_URL, url);
 		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
 		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
 		curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
 		curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 		curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, dl_write);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &d);
-		cc = curl_easy_perform(h);
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		wt_http_perform(h, "GET", url, NULL, NULL, 0, out, max, &r);
 		curl_easy_cleanup(h);
-		if (cc != CURLE_OK || status != 200)
+		if (r.cc != CURLE_OK || r.status != 200)
 			wt_buf_printf(&why, "%s%s: %s", why.len ? "; " : "", url,
-				      d.too_big ? "larger than symbols.max_file_bytes"
-				      : cc != CURLE_OK ? curl_easy_strerror(cc) : status == 404 ? "404" : "not 200");
+				      r.over ? "larger than symbols.max_file_bytes"
+				      : r.cc != CURLE_OK ? curl_easy_strerror(r.cc) : r.status == 404 ? "404" : "not 200");
 		else if (wt_elf_build_id(out->data, out->len, url, got, sizeof(got), &e))
 			wt_buf_printf(&why, "%s%s", why.len ? "; " : "", e.msg);
 		else if (strcmp(got, bid))

@@ -13,6 +13,7 @@
  * or pending, never objects without rows.
  */
 #include "deletion.h"
+#include "clock.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,7 @@ static void add_pending(rel_ctx *rc, const char *key, const char *why)
 	hub_sql_quote(&rc->failed, rc->project ? rc->project : "");
 	wt_buf_puts(&rc->failed, ", 0, ");
 	hub_sql_quote(&rc->failed, why);
-	wt_buf_printf(&rc->failed, ", %lld)", (long long)hub_now_ns());
+	wt_buf_printf(&rc->failed, ", %lld)", (long long)wt_now_ns(CLOCK_REALTIME));
 }
 
 static int key_row(void *arg, char **f, size_t n)
@@ -138,7 +139,7 @@ static int retry_row(void *arg, char **f, size_t n)
 	hub_sql_quote(&rc->done, f[1]);
 	wt_buf_puts(&rc->done, ", ");
 	hub_sql_quote(&rc->done, f[2]);
-	wt_buf_printf(&rc->done, ", 1, %s, %lld)", refs ? "'kept: referenced again'" : "''", (long long)hub_now_ns());
+	wt_buf_printf(&rc->done, ", 1, %s, %lld)", refs ? "'kept: referenced again'" : "''", (long long)wt_now_ns(CLOCK_REALTIME));
 out:
 	wt_buf_free(&sql);
 	wt_buf_free(&out);

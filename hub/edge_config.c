@@ -7,6 +7,7 @@
  * tokens, audited deletions).
  */
 #include "edge_config.h"
+#include "clock.h"
 
 #include <sys/queue.h>
 #include <event2/http.h>
@@ -181,7 +182,7 @@ static int build(hub_ch *ch, const char *edge_id, const names *want_all, json_t 
 		wt_buf_reset(&res);
 		wt_buf_printf(&sql, "SELECT project, deletion_id, detail FROM audit_events_v1 WHERE action ="
 			      " 'profiles.delete' AND deletion_id != '' AND time_ns >= %lld AND project IN (",
-			      (long long)(hub_now_ns() - HUB_EDGE_CONFIG_DELETION_DAYS * 86400LL * 1000000000LL));
+			      (long long)(wt_now_ns(CLOCK_REALTIME) - HUB_EDGE_CONFIG_DELETION_DAYS * 86400LL * 1000000000LL));
 		for (i = 0; i < known.n; i++) {
 			if (i)
 				wt_buf_puts(&sql, ", ");
@@ -299,9 +300,9 @@ int hub_edge_config_handle(struct hub_ctx *ctx, hub_ch *ch, const wt_tls_request
 		goto fail;
 	}
 	if (*inm && !strcmp(inm, etag) && wait_s > 0 && atomic_fetch_add(&waiters, 1) < HUB_EDGE_CONFIG_MAX_WAITERS) {
-		int64_t deadline = hub_now_ns() + (int64_t)wait_s * 1000000000LL;
+		int64_t deadline = wt_now_ns(CLOCK_REALTIME) + (int64_t)wait_s * 1000000000LL;
 		while (!atomic_load(&shutting_down)) {
-			int64_t left_ms = (deadline - hub_now_ns()) / 1000000LL;
+			int64_t left_ms = (deadline - wt_now_ns(CLOCK_REALTIME)) / 1000000LL;
 			json_t *c2 = NULL;
 			if (left_ms <= 0)
 				break;

@@ -8,6 +8,7 @@
  * the projects hub_edge_projects_load() returns.
  */
 #include "edge_projects.h"
+#include "clock.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -86,7 +87,7 @@ int hub_edge_projects_set(hub_ch *ch, const char *edge_id, const char *project, 
 	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
 	char detail[160];
 	uint64_t last = 0;
-	int64_t now = hub_now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	int rc;
 
 	/* the new row must be the newest even if another hub's clock ran ahead */
@@ -132,7 +133,7 @@ static int refuse(hub_ch *ch, const char *edge_id, const char *project, const ch
 		  wt_err *err)
 {
 	char key[sizeof(refusals[0].key)], actor[HUB_EDGE_ID_MAX + 8];
-	int64_t now = hub_now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	size_t i, slot = 0;
 	int audit = 1;
 	wt_err aerr = {0, ""};

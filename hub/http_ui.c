@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <xxhash.h>
 
 #include "http_server.h"
 
@@ -55,18 +56,6 @@ static int name_ok(const char *s)
 			return 0;
 	}
 	return 1;
-}
-
-static uint64_t fnv1a(const unsigned char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
 }
 
 /* Read WT_HUB_UI_DIR/name into a malloc'd buffer (caller frees). */
@@ -136,7 +125,7 @@ void hub_handle_ui(hub_req *r)
 			return;
 		}
 	}
-	snprintf(etag, sizeof(etag), "\"%016llx\"", (unsigned long long)fnv1a(data, len));
+	snprintf(etag, sizeof(etag), "\"%016llx\"", (unsigned long long)XXH3_64bits(data, len));
 	evhttp_add_header(oh, "ETag", etag);
 	evhttp_add_header(oh, "Cache-Control", "no-cache");
 	evhttp_add_header(oh, "X-Content-Type-Options", "nosniff");

@@ -20,6 +20,7 @@
 #include "regress.h"
 #include "repl.h"
 #include "server.h"
+#include "signals.h"
 #include "worker.h"
 
 #define STACK_CACHE_ENTRIES (1u << 20)
@@ -38,7 +39,8 @@ int main(int argc, char **argv)
 	struct hub_repl_server *repl = NULL;
 	hub_worker *wk = NULL;
 	wt_err err = {0, ""};
-	sigset_t set;
+	static const int handled[] = {SIGTERM, SIGINT, SIGHUP};
+	wt_signals sigs = {-1};
 	int i, sig = 0, rc = 1, check = 0;
 
 	for (i = 1; i < argc; i++) {
@@ -79,13 +81,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	hub_rules_set_max_series(ctx.cfg.rules_max_series);
-	/* Signals are handled by sigwait in this thread only. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	/* Signals: blocked in every thread, read by this one (common/signals.h). */
+	if (wt_signals_open(&sigs, handled, sizeof(handled) / sizeof(handled[0]), &err)) {
+		wt_error("msg=\"%s\"", err.msg);
+		goto out_cfg;
+	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) || evthread_use_pthreads()) {
 		wt_error("msg=\"library initialisation failed\"");
 		goto out_cfg;
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
 		ctx.cfg.listen, repl ? ctx.cfg.repl_listen : "off", ctx.cfg.ch_url, ctx.cfg.ch_database,
 		ctx.os->name);
 	for (;;) {
-		sigwait(&set, &sig);
+		sig = wt_signals_wait(&sigs, -1);
 		if (sig != SIGHUP)
 			break;
 		/* certificate rotation: re-read the replication TLS files */
@@ -176,6 +176,7 @@ out_os:
 out_curl:
 	curl_global_cleanup();
 out_cfg:
+	wt_signals_close(&sigs);
 	hub_config_free(&ctx.cfg);
 	return rc;
 }

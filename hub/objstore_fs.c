@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fsdir.h"
+#include "rng.h"
 #include "sha.h"
 
 typedef struct fs_priv {
@@ -74,7 +75,7 @@ static int fs_put(hub_objstore *os, const char *key, const void *data, size_t le
 
 	if (full_path(os, key, path, sizeof(path)))
 		return wt_err_set(err, WT_EINVAL, "object store: key too long");
-	hub_random(rnd, sizeof(rnd));
+	wt_random_bytes(rnd, sizeof(rnd));
 	hub_hex(rnd, sizeof(rnd), rhex);
 	snprintf(tmp, sizeof(tmp), "%s.tmp-%s", path, rhex);
 	if (mkdirs_parent(path) < 0) {

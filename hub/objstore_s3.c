@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http_client.h"
 #include "log.h"
 #include "sha.h"
 
@@ -47,30 +48,6 @@ void hub_s3_payload_header(const void *data, size_t len, char out[HUB_S3_PAYLOAD
 	snprintf(out, HUB_S3_PAYLOAD_HDR_LEN, "x-amz-content-sha256: %s", hex);
 }
 
-typedef struct body_sink {
-	wt_buf *out;
-	size_t max;
-	int over;
-	wt_buf err; /* first bytes of an error answer */
-} body_sink;
-
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-	body_sink *s = ud;
-	size_t n = size * nmemb;
-
-	if (s->out) {
-		if (s->out->len + n > s->max) {
-			s->over = 1;
-			return 0;
-		}
-		return wt_buf_append(s->out, ptr, n) ? 0 : n;
-	}
-	if (s->err.len < 512)
-		wt_buf_append(&s->err, ptr, n < 512 ? n : 512);
-	return n;
-}
-
 /* One signed request. method: "PUT", "GET", "DELETE". *status gets the HTTP
  * status. data/len: request body (PUT). out: response body (GET), bounded. */
 static int s3_request(s3_priv *sp, const char *method, const char *key, const void *data,
@@ -78,7 +55,8 @@ static int s3_request(s3_priv *sp, const char *method, const char *key, const vo
 {
 	char url[2048], sig[128], payload[HUB_S3_PAYLOAD_HDR_LEN];
 	struct curl_slist *hdrs = NULL;
-	body_sink sink = {out, max, 0, WT_BUF_INIT};
+	wt_buf errb = WT_BUF_INIT; /* first bytes of an error answer */
+	wt_http_sink sink = {out, max, out ? out->len : 0, 0, 0, &errb, 512};
 	CURL *h = curl_easy_init();
 	CURLcode cc;
 	int rc = 0;
@@ -102,7 +80,7 @@ static int s3_request(s3_priv *sp, const char *method, const char *key, const vo
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, sp->timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, wt_http_sink_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
 	if (!strcmp(method, "PUT")) {
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
@@ -124,16 +102,16 @@ static int s3_request(s3_priv *sp, const char *method, const char *key, const vo
 	if (*status >= 300 && out) {
 		/* error body landed in out: keep it out of the caller's data */
 		size_t n = out->len < 300 ? out->len : 300;
-		wt_buf_append(&sink.err, out->data, n);
+		wt_buf_append(&errb, out->data, n);
 		out->len = 0;
 	}
 	if (*status >= 300 && *status != 404 && *status != 409) {
-		wt_buf_putc(&sink.err, '\0');
+		wt_buf_putc(&errb, '\0');
 		rc = wt_err_set(err, WT_EIO, "s3: %s %s: HTTP %ld: %.300s", method, url, *status,
-				sink.err.data ? (const char *)sink.err.data : "");
+				errb.data ? (const char *)errb.data : "");
 	}
 out:
-	wt_buf_free(&sink.err);
+	wt_buf_free(&errb);
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(h);
 	return rc;

@@ -3,6 +3,7 @@
  * for the audit log, and storage in policies_v1 (see policy.h).
  */
 #include "policy.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -401,7 +402,7 @@ int hub_policy_store(hub_ch *ch, const char *project, const json_t *doc, const c
 	hub_sql_quote(&sql, text);
 	wt_buf_puts(&sql, ", ");
 	hub_sql_quote(&sql, actor);
-	wt_buf_printf(&sql, ", %lld)", (long long)hub_now_ns());
+	wt_buf_printf(&sql, ", %lld)", (long long)wt_now_ns(CLOCK_REALTIME));
 	rc = hub_ch_query_buf(ch, &sql, NULL, err);
 	wt_buf_free(&sql);
 	free(text);
@@ -438,13 +439,7 @@ void hub_policy_wait(uint64_t gen, int ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = wt_deadline(CLOCK_REALTIME, ms);
 	pthread_mutex_lock(&gen_mu);
 	while (generation == gen)
 		if (pthread_cond_timedwait(&gen_cv, &gen_mu, &ts) == ETIMEDOUT)

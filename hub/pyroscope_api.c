@@ -29,6 +29,7 @@
 #include <strings.h>
 
 #include "ch_client.h"
+#include "clock.h"
 #include "ch_format.h"
 #include "compress.h"
 #include "connect.h"
@@ -213,7 +214,7 @@ static int pyro_auth(pyro_call *c, wt_err *err)
 static void time_range(const pyro_call *c, int64_t start_ms, int64_t end_ms, int select, int64_t *from,
 		       int64_t *until)
 {
-	int64_t now = hub_now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 
 	*until = end_ms > 0 ? end_ms * 1000000LL + 1 : now + 1;
 	if (start_ms > 0)

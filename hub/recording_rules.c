@@ -4,6 +4,7 @@
  * per-process counters behind /metrics, and the HTTP endpoints.
  */
 #include "recording_rules.h"
+#include "clock.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -18,6 +19,7 @@
 #include "http_server.h"
 #include "ch_rows.h"
 #include "log.h"
+#include "prom.h"
 
 #define RULES_MAX 100          /* rules per project */
 #define RULE_LABELS_MAX 8      /* kept labels per rule */
@@ -208,7 +210,7 @@ void hub_rules_set_max_series(size_t n)
 /* A private copy of the project's rule document (cached for a second). */
 static int rules_get(hub_ch *ch, const char *project, json_t **doc, wt_err *err)
 {
-	int64_t now = hub_now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	json_t *e;
 	stored s;
 	int rc;
@@ -242,19 +244,6 @@ static void cache_drop(const char *project)
 }
 
 /* ---- evaluation ---------------------------------------------------------------- */
-
-static void prom_escape(wt_buf *b, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			wt_buf_putc(b, '\\');
-		if (*s == '\n') {
-			wt_buf_puts(b, "\\n");
-			continue;
-		}
-		wt_buf_putc(b, *s);
-	}
-}
 
 /* Sum one rule over p into acc: "minute\x1fv1\x1fv2…" → value. */
 static int eval_rule(const rule *r, const hub_label_param *ul, size_t nul, const wt_profile *p, int64_t fallback_ns,
@@ -407,19 +396,19 @@ static int pend_rule(hub_rules_pending *pd, const char *service, const rule *r, 
 
 		wt_buf_reset(&lbl);
 		wt_buf_puts(&lbl, "project=\"");
-		prom_escape(&lbl, pd->project);
+		wt_prom_escape(&lbl, pd->project);
 		wt_buf_puts(&lbl, "\",rule=\"");
-		prom_escape(&lbl, r->name);
+		wt_prom_escape(&lbl, r->name);
 		wt_buf_puts(&lbl, "\",service=\"");
-		prom_escape(&lbl, service);
+		wt_prom_escape(&lbl, service);
 		wt_buf_puts(&lbl, "\",type=\"");
-		prom_escape(&lbl, r->type);
+		wt_prom_escape(&lbl, r->type);
 		wt_buf_puts(&lbl, "\",unit=\"");
-		prom_escape(&lbl, unit);
+		wt_prom_escape(&lbl, unit);
 		wt_buf_putc(&lbl, '"');
 		for (k = 0; k < n && k < r->nlabels; k++) {
 			wt_buf_printf(&lbl, ",%s=\"", r->labels[k]);
-			prom_escape(&lbl, vals[k]);
+			wt_prom_escape(&lbl, vals[k]);
 			wt_buf_putc(&lbl, '"');
 		}
 		wt_buf_putc(&lbl, '\0');
@@ -577,20 +566,19 @@ int hub_rules_metrics_render(wt_buf *out)
 	json_t *v;
 
 	pthread_mutex_lock(&mu);
-	wt_buf_puts(out, "# HELP wt_profile_rule_value Recording rules: sum of the matching samples since the rule"
-		    " existed (this hub process), in the type's unit.\n# TYPE wt_profile_rule_value counter\n");
+	wt_prom_family(out, "wt_profile_rule_value", "counter",
+		       "Recording rules: sum of the matching samples since the rule existed (this hub process), in the "
+		       "type's unit.");
 	if (counters)
 		json_object_foreach(counters, key, v)
-			wt_buf_printf(out, "wt_profile_rule_value{%s} %lld\n", key, (long long)json_integer_value(v));
-	wt_buf_printf(out, "# HELP wt_profile_rule_series_dropped_total Recording-rule counter updates dropped by"
-		      " the series cap (recording_rules.max_series).\n# TYPE wt_profile_rule_series_dropped_total counter\n"
-		      "wt_profile_rule_series_dropped_total %lld\n", dropped_total);
-	wt_buf_printf(out, "# HELP wt_profile_rule_errors_total Uploads whose recording-rule values could not be"
-		      " stored.\n# TYPE wt_profile_rule_errors_total counter\nwt_profile_rule_errors_total %lld\n",
-		      errors_total);
-	wt_buf_printf(out, "# HELP wt_profile_rule_series Counter series of wt_profile_rule_value.\n"
-		      "# TYPE wt_profile_rule_series gauge\nwt_profile_rule_series %zu\n",
-		      counters ? json_object_size(counters) : (size_t)0);
+			wt_prom_raw_i64(out, "wt_profile_rule_value", key, (int64_t)json_integer_value(v));
+	wt_prom_counter(out, "wt_profile_rule_series_dropped_total",
+			"Recording-rule counter updates dropped by the series cap (recording_rules.max_series).",
+			(uint64_t)dropped_total);
+	wt_prom_counter(out, "wt_profile_rule_errors_total", "Uploads whose recording-rule values could not be stored.",
+			(uint64_t)errors_total);
+	wt_prom_gauge(out, "wt_profile_rule_series", "Counter series of wt_profile_rule_value.",
+		      counters ? (int64_t)json_object_size(counters) : 0);
 	pthread_mutex_unlock(&mu);
 	return out->oom ? WT_ENOMEM : 0;
 }
@@ -656,7 +644,7 @@ static void rules_put_http(hub_req *r, const char *project)
 	rule *rules = NULL;
 	wt_buf sql = WT_BUF_INIT, detail = WT_BUF_INIT;
 	char *text = NULL;
-	int64_t now = hub_now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	int rc, days;
 
 	if ((rc = begin(r, project, HUB_ROLE_ADMIN, &who, &err))) {
@@ -771,7 +759,7 @@ static void rule_series_http(hub_req *r, const char *project, const char *name)
 	if (hub_params_parse(&q, &hp, &err) ||
 	    hub_param_uint(&q, "points", 240, 1, SERIES_MAX_POINTS, &points, &err))
 		goto fail;
-	until = hp.has_until ? hp.until_ns : hub_now_ns();
+	until = hp.has_until ? hp.until_ns : wt_now_ns(CLOCK_REALTIME);
 	from = hp.has_from ? hp.from_ns : until - (int64_t)r->ctx->cfg.default_range_s * 1000000000LL;
 	if (from < 0)
 		from = 0;

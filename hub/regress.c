@@ -11,6 +11,7 @@
  * then every changed issue row is written with version = window end.
  */
 #include "regress.h"
+#include "clock.h"
 
 #include <libconfig.h>
 #include <pthread.h>
@@ -592,8 +593,7 @@ static void *worker_main(void *arg)
 
 	pthread_mutex_lock(&g->mu);
 	while (!g->stop) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += g->cfg.interval_s;
+		ts = wt_deadline(CLOCK_REALTIME, (int64_t)g->cfg.interval_s * 1000);
 		pthread_cond_timedwait(&g->cv, &g->mu, &ts);
 		if (g->stop)
 			break;
@@ -601,7 +601,7 @@ static void *worker_main(void *arg)
 		if (atomic_load(&g->ctx->store.ready)) {
 			hub_regress_result res;
 			wt_err err = {0, ""};
-			if (hub_regress_run(g, g->ch, hub_now_ns(), NULL, &res, &err))
+			if (hub_regress_run(g, g->ch, wt_now_ns(CLOCK_REALTIME), NULL, &res, &err))
 				wt_error("msg=\"regression run failed\" error=\"%s\"", err.msg);
 			else if (res.opened || res.resolved)
 				wt_info("msg=\"regression run\" groups=%ld functions=%ld opened=%ld updated=%ld"

@@ -9,6 +9,7 @@
  * version, and the newest version's expires_ns is the lease (0 = released).
  */
 #include "repl_claim.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -58,13 +59,13 @@ int hub_repl_claim_insert(hub_ch *ch, hub_repl_claim *c, const char *edge, const
 	c->ttl_ns = (int64_t)ttl_s * 1000000000LL;
 	c->settle_ns = (int64_t)settle_ms * 1000000LL;
 	c->need_ns = (int64_t)insert_ms * 1000000LL + c->settle_ns;
-	c->claim_ns = hub_now_ns();
+	c->claim_ns = wt_now_ns(CLOCK_REALTIME);
 	c->expires_ns = c->claim_ns + c->ttl_ns;
 	c->version = c->claim_ns;
 	if ((rc = claim_row(ch, c, c->expires_ns, c->version, err)))
 		return rc;
 	c->inserted = 1;
-	done = hub_now_ns();
+	done = wt_now_ns(CLOCK_REALTIME);
 	if (done - c->claim_ns > c->settle_ns) {
 		/* Others may already have decided without seeing this claim:
 		 * it must not win. */
@@ -99,7 +100,7 @@ int hub_repl_claim_decide(hub_ch *ch, hub_repl_claim *c, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
 	live_ctx l;
-	int64_t now = hub_now_ns(), wait = c->claim_ns + c->settle_ns - now;
+	int64_t now = wt_now_ns(CLOCK_REALTIME), wait = c->claim_ns + c->settle_ns - now;
 	int rc;
 
 	if (c->won)
@@ -108,7 +109,7 @@ int hub_repl_claim_decide(hub_ch *ch, hub_repl_claim *c, wt_err *err)
 		struct timespec ts = {(time_t)(wait / 1000000000LL), (long)(wait % 1000000000LL)};
 		while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
 			;
-		now = hub_now_ns();
+		now = wt_now_ns(CLOCK_REALTIME);
 	}
 	/* Every live claim overlapping ours, earliest first: a claim written
 	 * before ours is visible by now (repl.h), so the first row is the same
@@ -148,7 +149,7 @@ int hub_repl_claim_decide(hub_ch *ch, hub_repl_claim *c, wt_err *err)
 
 int hub_repl_claim_keep(hub_ch *ch, hub_repl_claim *c, wt_err *err)
 {
-	int64_t now = hub_now_ns(), v;
+	int64_t now = wt_now_ns(CLOCK_REALTIME), v;
 	int rc;
 
 	if (now + c->settle_ns >= c->expires_ns)
@@ -163,7 +164,7 @@ int hub_repl_claim_keep(hub_ch *ch, hub_repl_claim *c, wt_err *err)
 	c->version = v;
 	c->expires_ns = now + c->ttl_ns;
 	/* the renewal itself took time: check again */
-	now = hub_now_ns();
+	now = wt_now_ns(CLOCK_REALTIME);
 	if (c->expires_ns - now <= c->need_ns)
 		return wt_err_set(err, WT_EUNAVAIL, "replication claim on edge %s: lease of %lld s leaves less"
 				  " than an INSERT may take; raise replication.claim_ttl_s", c->edge,
@@ -181,7 +182,7 @@ static pthread_mutex_t pending_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int release_row(hub_ch *ch, hub_repl_claim *c, wt_err *err)
 {
-	int64_t now = hub_now_ns(), v = now > c->version ? now : c->version + 1;
+	int64_t now = wt_now_ns(CLOCK_REALTIME), v = now > c->version ? now : c->version + 1;
 	int rc = claim_row(ch, c, 0, v, err);
 
 	if (!rc)

@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@
 #include "edge_config.h"
 #include "hub.h"
 #include "log.h"
+#include "prom.h"
 #include "tls_server.h"
 
 #define MAX_BATCH_DECOMPRESSED (1024u << 20) /* 1 GiB of protobuf per batch */
@@ -277,55 +279,44 @@ int hub_repl_metrics_render(wt_buf *out)
 	size_t i;
 	int64_t now = hub_now_ns();
 
-	wt_buf_puts(out, "# HELP wt_hub_repl_batches_total Replication batches applied, per edge.\n"
-			 "# TYPE wt_hub_repl_batches_total counter\n");
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} ctr[] = {
+		{"wt_hub_repl_batches_total", "Replication batches applied, per edge.", offsetof(edge_prog, batches)},
+		{"wt_hub_repl_uploads_applied_total", "Replicated uploads stored.", offsetof(edge_prog, applied)},
+		{"wt_hub_repl_duplicates_skipped_total", "Retried uploads that were already applied.",
+		 offsetof(edge_prog, duplicates)},
+		{"wt_hub_repl_rejected_total", "Replicated uploads the hub could not decode.", offsetof(edge_prog, rejected)},
+		{"wt_hub_repl_recovered_total", "Uploads completed after an interrupted apply.",
+		 offsetof(edge_prog, recovered)},
+		{"wt_hub_repl_errors_total", "Batches refused (the edge retries).", offsetof(edge_prog, errors)},
+		{"wt_hub_repl_busy_total", "Batches deferred (503 Retry-After) because another request was applying their seqs.",
+		 offsetof(edge_prog, busy)},
+	};
+
 	pthread_mutex_lock(&prog_mu);
+	for (size_t c = 0; c < sizeof(ctr) / sizeof(ctr[0]); c++) {
+		wt_prom_family(out, ctr[c].name, "counter", ctr[c].help);
+		for (i = 0; i < nprogs; i++)
+			wt_prom_u64(out, ctr[c].name, "edge", progs[i].id,
+				    *(const uint64_t *)((const char *)&progs[i] + ctr[c].off));
+	}
+	wt_prom_family(out, "wt_hub_repl_incarnation_last_seq", "gauge",
+		       "Highest seq applied in the edge's current incarnation (its data dir; seqs restart in a new one).");
 	for (i = 0; i < nprogs; i++)
-		wt_buf_printf(out, "wt_hub_repl_batches_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id, progs[i].batches);
-	wt_buf_puts(out, "# HELP wt_hub_repl_uploads_applied_total Replicated uploads stored.\n"
-			 "# TYPE wt_hub_repl_uploads_applied_total counter\n");
+		if (progs[i].batches) {
+			const char *kv[] = {"edge", progs[i].id, "incarnation", progs[i].incarnation, NULL};
+			wt_prom_labels_i64(out, "wt_hub_repl_incarnation_last_seq", kv, (int64_t)progs[i].inc_last_seq);
+		}
+	wt_prom_family(out, "wt_hub_repl_last_seq", "gauge", "Highest sequence acknowledged to the edge.");
 	for (i = 0; i < nprogs; i++)
-		wt_buf_printf(out, "wt_hub_repl_uploads_applied_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id,
-			      progs[i].applied);
-	wt_buf_puts(out, "# HELP wt_hub_repl_duplicates_skipped_total Retried uploads that were already applied.\n"
-			 "# TYPE wt_hub_repl_duplicates_skipped_total counter\n");
+		wt_prom_u64(out, "wt_hub_repl_last_seq", "edge", progs[i].id, progs[i].last_seq);
+	wt_prom_family(out, "wt_hub_repl_seconds_since_last_batch", "gauge",
+		       "Seconds since the edge's last applied batch.");
 	for (i = 0; i < nprogs; i++)
-		wt_buf_printf(out, "wt_hub_repl_duplicates_skipped_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id,
-			      progs[i].duplicates);
-	wt_buf_puts(out, "# HELP wt_hub_repl_rejected_total Replicated uploads the hub could not decode.\n"
-			 "# TYPE wt_hub_repl_rejected_total counter\n");
-	for (i = 0; i < nprogs; i++)
-		wt_buf_printf(out, "wt_hub_repl_rejected_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id,
-			      progs[i].rejected);
-	wt_buf_puts(out, "# HELP wt_hub_repl_recovered_total Uploads completed after an interrupted apply.\n"
-			 "# TYPE wt_hub_repl_recovered_total counter\n");
-	for (i = 0; i < nprogs; i++)
-		wt_buf_printf(out, "wt_hub_repl_recovered_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id,
-			      progs[i].recovered);
-	wt_buf_puts(out, "# HELP wt_hub_repl_errors_total Batches refused (the edge retries).\n"
-			 "# TYPE wt_hub_repl_errors_total counter\n");
-	for (i = 0; i < nprogs; i++)
-		wt_buf_printf(out, "wt_hub_repl_errors_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id, progs[i].errors);
-	wt_buf_puts(out, "# HELP wt_hub_repl_busy_total Batches deferred (503 Retry-After) because another request"
-			 " was applying their seqs.\n# TYPE wt_hub_repl_busy_total counter\n");
-	for (i = 0; i < nprogs; i++)
-		wt_buf_printf(out, "wt_hub_repl_busy_total{edge=\"%s\"} %" PRIu64 "\n", progs[i].id, progs[i].busy);
-	wt_buf_puts(out, "# HELP wt_hub_repl_incarnation_last_seq Highest seq applied in the edge's current"
-			 " incarnation (its data dir; seqs restart in a new one).\n"
-			 "# TYPE wt_hub_repl_incarnation_last_seq gauge\n");
-	for (i = 0; i < nprogs; i++)
-		if (progs[i].batches)
-			wt_buf_printf(out, "wt_hub_repl_incarnation_last_seq{edge=\"%s\",incarnation=\"%s\"} %" PRIu64 "\n",
-				      progs[i].id, progs[i].incarnation, progs[i].inc_last_seq);
-	wt_buf_puts(out, "# HELP wt_hub_repl_last_seq Highest sequence acknowledged to the edge.\n"
-			 "# TYPE wt_hub_repl_last_seq gauge\n");
-	for (i = 0; i < nprogs; i++)
-		wt_buf_printf(out, "wt_hub_repl_last_seq{edge=\"%s\"} %" PRIu64 "\n", progs[i].id, progs[i].last_seq);
-	wt_buf_puts(out, "# HELP wt_hub_repl_seconds_since_last_batch Seconds since the edge's last applied batch.\n"
-			 "# TYPE wt_hub_repl_seconds_since_last_batch gauge\n");
-	for (i = 0; i < nprogs; i++)
-		wt_buf_printf(out, "wt_hub_repl_seconds_since_last_batch{edge=\"%s\"} %.3f\n", progs[i].id,
-			      progs[i].last_ok_ns ? (double)(now - progs[i].last_ok_ns) / 1e9 : -1.0);
+		wt_prom_f(out, "wt_hub_repl_seconds_since_last_batch", "edge", progs[i].id, 3,
+			  progs[i].last_ok_ns ? (double)(now - progs[i].last_ok_ns) / 1e9 : -1.0);
 	pthread_mutex_unlock(&prog_mu);
 	return out->oom ? WT_ENOMEM : 0;
 }

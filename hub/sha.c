@@ -1,5 +1,5 @@
 /*
- * sha.c — SHA-256 hex digests and random bytes (getrandom).
+ * sha.c — SHA-256 hex digests (random bytes: common/rng.c).
  *
  * SHA-256 is OpenSSL's libcrypto (already on every machine through
  * libcurl): it uses the CPU's SHA extensions, ≈1.6 GB/s against mbedtls'
@@ -7,11 +7,10 @@
  * content address (27 ms → 2 ms for a 3.2 MB upload).
  */
 #include "sha.h"
+#include "rng.h"
 
-#include <errno.h>
 #include <mbedtls/sha256.h>
 #include <openssl/evp.h>
-#include <sys/random.h>
 
 #include "err.h"
 #include "hex.h"
@@ -34,17 +33,5 @@ void hub_sha256_hex(const void *data, size_t len, char hex[HUB_SHA256_HEX_LEN + 
 
 int hub_random(void *buf, size_t n)
 {
-	uint8_t *p = buf;
-
-	while (n) {
-		ssize_t got = getrandom(p, n, 0);
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			return WT_EIO;
-		}
-		p += got;
-		n -= (size_t)got;
-	}
-	return 0;
+	return wt_random_bytes(buf, n);
 }

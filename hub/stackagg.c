@@ -4,6 +4,7 @@
  * the coverage state and the backfill job (see stackagg.h).
  */
 #include "stackagg.h"
+#include "clock.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -142,7 +143,7 @@ static int read_from_day(hub_ch *ch, int64_t *day, wt_err *err)
 
 int64_t hub_agg_from_day(struct hub_ctx *ctx, hub_ch *ch)
 {
-	int64_t now = hub_now_ns(), day;
+	int64_t now = wt_now_ns(CLOCK_REALTIME), day;
 	wt_err err = {0, ""};
 
 	(void)ctx;
@@ -164,12 +165,12 @@ static int write_from_day(hub_ch *ch, int64_t day, wt_err *err)
 	int rc;
 
 	wt_buf_printf(&sql, "INSERT INTO agg_state_v1 (key, value, updated_ns) VALUES ('agg_from_day', %lld, %lld)",
-		      (long long)day, (long long)hub_now_ns());
+		      (long long)day, (long long)wt_now_ns(CLOCK_REALTIME));
 	rc = hub_ch_query_buf(ch, &sql, NULL, err);
 	wt_buf_free(&sql);
 	if (!rc) {
 		atomic_store(&cached_day, day);
-		atomic_store(&cached_at_ns, hub_now_ns());
+		atomic_store(&cached_at_ns, wt_now_ns(CLOCK_REALTIME));
 	}
 	return rc;
 }
@@ -282,7 +283,7 @@ out:
 int hub_agg_backfill_run(struct hub_ctx *ctx, hub_ch *ch, int64_t now_s, json_t *summary, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT;
-	int64_t day, t0 = hub_now_ns(), next;
+	int64_t day, t0 = wt_now_ns(CLOCK_REALTIME), next;
 	json_t *days = json_array();
 	int rc = 0;
 
@@ -292,7 +293,7 @@ int hub_agg_backfill_run(struct hub_ctx *ctx, hub_ch *ch, int64_t now_s, json_t 
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	if ((rc = read_from_day(ch, &day, err)))
 		goto out;
-	while (day > 0 && hub_now_ns() - t0 < BACKFILL_BUDGET_NS) {
+	while (day > 0 && wt_now_ns(CLOCK_REALTIME) - t0 < BACKFILL_BUDGET_NS) {
 		/* the newest raw day not yet aggregated */
 		wt_buf_reset(&sql);
 		wt_buf_printf(&sql, "SELECT count() = 0 ? -1 : toInt64(toUInt16(max(date))) FROM profile_samples_v1"

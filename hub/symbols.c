@@ -3,6 +3,7 @@
  * behind the query-time symbolizer (see symbols.h).
  */
 #include "symbols.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -100,14 +101,6 @@ struct hub_symbols {
 	size_t qhead, qlen;
 	hub_ch *fch;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int hub_build_id_valid(const char *b)
 {
@@ -276,7 +269,7 @@ static int index_insert(hub_ch *ch, const char *project, const char *bid, const 
 			const char *by, const char *source, int deleted, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT;
-	uint64_t now = (uint64_t)hub_now_ns();
+	uint64_t now = (uint64_t)wt_now_ns(CLOCK_REALTIME);
 	int rc;
 
 	wt_buf_puts(&sql, "INSERT INTO debug_files_v1 (project, build_id, file_name, size, uploaded_by,"
@@ -333,7 +326,7 @@ static int index_fresh(hub_symbols *s, hub_ch *ch, const char *project, uint64_t
 	size_t n;
 	int rc;
 
-	if (pi->loaded_ms && now_ms() - pi->loaded_ms < s->index_ttl_ms) {
+	if (pi->loaded_ms && wt_now_ms(CLOCK_MONOTONIC) - pi->loaded_ms < s->index_ttl_ms) {
 		*gen = pi->gen;
 		return 0;
 	}
@@ -349,7 +342,7 @@ static int index_fresh(hub_symbols *s, hub_ch *ch, const char *project, uint64_t
 	pi->files = v;
 	pi->n = n;
 	/* invalidated while reading: use it for this call, read again next */
-	pi->loaded_ms = pi->epoch == epoch ? now_ms() : 0;
+	pi->loaded_ms = pi->epoch == epoch ? wt_now_ms(CLOCK_MONOTONIC) : 0;
 	if (!pi->gen || h != pi->hash) {
 		pi->hash = h;
 		pi->gen = ++s->gen_clock;
@@ -531,7 +524,7 @@ int hub_debug_file_delete(hub_symbols *s, hub_ch *ch, const char *project, const
 
 static int missed(hub_symbols *s, const char *bid)
 {
-	int64_t t = now_ms();
+	int64_t t = wt_now_ms(CLOCK_MONOTONIC);
 
 	for (size_t i = 0; i < MISS_SLOTS; i++)
 		if (s->misses[i].until_ms > t && !strcmp(s->misses[i].build_id, bid))
@@ -589,7 +582,7 @@ static void enqueue(hub_symbols *s, const char *project, const char *bid, const 
 	snprintf(j->build_id, sizeof(j->build_id), "%s", bid);
 	snprintf(j->module, sizeof(j->module), "%.*s", (int)(mlen < sizeof(j->module) ? mlen : sizeof(j->module) - 1),
 		 module);
-	mark(s, bid, now_ms() + PENDING_TTL_MS);
+	mark(s, bid, wt_now_ms(CLOCK_MONOTONIC) + PENDING_TTL_MS);
 	pthread_cond_signal(&s->cv);
 }
 
@@ -616,7 +609,7 @@ static void *fetcher_main(void *arg)
 			mark(s, j.build_id, 0);
 			invalidate(s, j.project);
 		} else {
-			mark(s, j.build_id, now_ms() + MISS_TTL_MS);
+			mark(s, j.build_id, wt_now_ms(CLOCK_MONOTONIC) + MISS_TTL_MS);
 		}
 	}
 	pthread_mutex_unlock(&s->mu);

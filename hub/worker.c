@@ -3,6 +3,7 @@
  * lease protocol and its race window).
  */
 #include "worker.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -181,7 +182,7 @@ static int lease_take(hub_ch *ch, const char *job, int64_t ttl_s, int64_t due_s,
 		      uint64_t *version, wt_err *err)
 {
 	const char *me = hub_worker_instance();
-	int64_t now = hub_now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	lease_row l;
 	uint64_t v;
 	int rc;
@@ -213,7 +214,7 @@ static void lease_release(hub_ch *ch, const char *job, uint64_t version)
 {
 	wt_err err = {0, ""};
 
-	if (lease_write(ch, job, hub_worker_instance(), 0, hub_now_ns(), version + 1, &err))
+	if (lease_write(ch, job, hub_worker_instance(), 0, wt_now_ns(CLOCK_REALTIME), version + 1, &err))
 		wt_warn("msg=\"worker lease not released (expires by itself)\" job=%s error=\"%s\"", job, err.msg);
 }
 
@@ -240,18 +241,12 @@ static void *beat_main(void *arg)
 	pthread_mutex_lock(&b->mu);
 	while (!b->stop) {
 		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += period_ms / 1000;
-		until.tv_nsec += (period_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		until = wt_deadline(CLOCK_REALTIME, period_ms);
 		while (!b->stop && pthread_cond_timedwait(&b->cv, &b->mu, &until) != ETIMEDOUT)
 			;
 		if (b->stop)
 			break;
-		int64_t now = hub_now_ns();
+		int64_t now = wt_now_ns(CLOCK_REALTIME);
 		uint64_t v = (uint64_t)now > b->version ? (uint64_t)now : b->version + 1;
 		wt_err err = {0, ""};
 		pthread_mutex_unlock(&b->mu);
@@ -340,12 +335,12 @@ static int run_job(hub_ctx *ctx, hub_ch *ch, const char *job, int64_t now_s, int
 		lease_release(ch, job, version);
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	}
-	t0 = hub_now_ns();
+	t0 = wt_now_ns(CLOCK_REALTIME);
 	if (beat_start(&beat, ctx, job, last_done, version))
 		wt_warn("msg=\"worker lease heartbeat not started; lease expires after its TTL\" job=%s", job);
 	hub_test_delay("WT_TEST_JOB_DELAY_MS"); /* lease renewal and takeover tests */
 	rc = jobs[i].fn(ctx, ch, now_s, s, err);
-	json_object_set_new(s, "duration_ms", json_integer((hub_now_ns() - t0) / 1000000));
+	json_object_set_new(s, "duration_ms", json_integer((wt_now_ns(CLOCK_REALTIME) - t0) / 1000000));
 	version = beat_stop(&beat);
 	lease_release(ch, job, version);
 	if (rc) {
@@ -384,13 +379,7 @@ static int stopped_wait(hub_worker *w, int ms)
 	struct timespec ts;
 	int s;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts = wt_deadline(CLOCK_REALTIME, ms);
 	pthread_mutex_lock(&w->mu);
 	while (!w->stop)
 		if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT)
@@ -418,7 +407,7 @@ static void *worker_main(void *arg)
 				wt_err err = {0, ""};
 				lease_row l;
 				json_t *s = NULL;
-				int64_t now = hub_now_ns();
+				int64_t now = wt_now_ns(CLOCK_REALTIME);
 				int every = jobs[i].max_interval_s && jobs[i].max_interval_s < interval
 						    ? jobs[i].max_interval_s : interval;
 

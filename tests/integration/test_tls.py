@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test_tls.py — the mutual-TLS replication listener (common/tls_server.c)
-and client (common/tls_client.c) with certificates from `wtctl pki`
+and client (edge/tls_client.c) with certificates from `wtctl pki`
 (common/pki.c), checked with independent clients: `curl`, `openssl
 s_client`, `openssl verify` and Python's ssl module (all OpenSSL).
 

@@ -1,6 +1,6 @@
 /*
  * tls_echo.c — test tool for the mutual-TLS pieces (common/tls_server.c,
- * common/tls_client.c, common/pki.c), driven by
+ * edge/tls_client.c, common/pki.c), driven by
  * tests/integration/test_tls.py:
  *
  *   tls_echo serve --ca F --cert F --key F [--host H] [--port P]
@@ -13,7 +13,7 @@
  *       SIGINT stop the server (wt_tls_server_stop) and exit 0.
  *   tls_echo post --ca F --cert F --key F --url URL [--resolve H:P:A]
  *                 [--n N] [--size BYTES] [--header "K: V"]... [--fresh]
- *       POST N bodies of BYTES bytes with wt_tls_client over one
+ *       POST N bodies of BYTES bytes with edge_tls_client over one
  *       keep-alive connection (--fresh: a new client per request, i.e. a
  *       full handshake each). Prints the last response body on stdout and
  *       "status=S requests=N connects=C seconds=T" on stderr.
@@ -29,7 +29,7 @@
 
 #include "cli/cmd_pki.h"
 #include "log.h"
-#include "tls_client.h"
+#include "edge/tls_client.h"
 #include "tls_server.h"
 
 static void json_str(wt_buf *b, const char *s)
@@ -160,8 +160,8 @@ static double now_s(void)
 
 static int post(int argc, char **argv)
 {
-	wt_tls_client_config cfg = {0};
-	wt_tls_client *c = NULL;
+	edge_tls_client_config cfg = {0};
+	edge_tls_client *c = NULL;
 	const char *resolve[2] = {opt(argc, argv, "--resolve"), NULL};
 	const char *url = opt(argc, argv, "--url");
 	const char *headers[17];
@@ -194,30 +194,30 @@ static int post(int argc, char **argv)
 		body[i] = (uint8_t)('a' + i % 26);
 	t0 = now_s();
 	for (long i = 0; i < n; i++) {
-		if (!c && wt_tls_client_new(&cfg, &c, &err)) {
+		if (!c && edge_tls_client_new(&cfg, &c, &err)) {
 			rc = 1;
 			break;
 		}
 		wt_buf_reset(&resp);
-		if (wt_tls_client_post(c, url, headers, body, size, &status, &resp, &err)) {
+		if (edge_tls_client_post(c, url, headers, body, size, &status, &resp, &err)) {
 			rc = 1;
 			break;
 		}
 		if (fresh) {
-			conns += wt_tls_client_connects(c);
-			wt_tls_client_free(c);
+			conns += edge_tls_client_connects(c);
+			edge_tls_client_free(c);
 			c = NULL;
 		}
 	}
 	if (c)
-		conns += wt_tls_client_connects(c);
+		conns += edge_tls_client_connects(c);
 	if (rc)
 		fprintf(stderr, "tls_echo post: %s\n", err.msg);
 	else
 		fwrite(resp.data, 1, resp.len, stdout);
 	fprintf(stderr, "status=%ld requests=%ld connects=%ld seconds=%.3f\n", status, n, conns,
 		now_s() - t0);
-	wt_tls_client_free(c);
+	edge_tls_client_free(c);
 	wt_buf_free(&resp);
 	free(body);
 	return rc;

@@ -3,6 +3,7 @@
  * persistent libcurl easy handle (see tls_client.h).
  */
 #include "tls_client.h"
+#include "http_client.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 
 #include <curl/curl.h>
 
-struct wt_tls_client {
+struct edge_tls_client {
 	CURL *h;
 	char *ca_file, *cert_file, *key_file;
 	struct curl_slist *resolve;
@@ -25,13 +26,6 @@ struct wt_tls_client {
 	char errbuf[CURL_ERROR_SIZE];
 };
 
-/* Where the write callback puts the body. */
-typedef struct sink {
-	wt_buf *b;
-	size_t max, got;
-	int over, oom;
-} sink;
-
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
 
@@ -40,26 +34,9 @@ static void curl_init(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static size_t on_data(char *p, size_t size, size_t n, void *arg)
-{
-	sink *s = arg;
-	size_t len = size * n;
-
-	if (s->got + len > s->max) {
-		s->over = 1;
-		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
-	}
-	s->got += len;
-	if (s->b && wt_buf_append(s->b, p, len)) {
-		s->oom = 1;
-		return 0;
-	}
-	return len;
-}
-
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
 {
-	wt_tls_client *c = arg;
+	edge_tls_client *c = arg;
 	return c->cancel(c->cancel_arg) ? 1 : 0;
 }
 
@@ -95,7 +72,7 @@ static int check_file(const char *what, const char *path, wt_err *err)
 	return 0;
 }
 
-int wt_tls_client_set_files(wt_tls_client *c, const char *ca_file, const char *cert_file,
+int edge_tls_client_set_files(edge_tls_client *c, const char *ca_file, const char *cert_file,
 			    const char *key_file, wt_err *err)
 {
 	char *ca, *cert, *key;
@@ -127,9 +104,9 @@ int wt_tls_client_set_files(wt_tls_client *c, const char *ca_file, const char *c
 	return 0;
 }
 
-int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_err *err)
+int edge_tls_client_new(const edge_tls_client_config *cfg, edge_tls_client **out, wt_err *err)
 {
-	wt_tls_client *c;
+	edge_tls_client *c;
 	int rc;
 
 	*out = NULL;
@@ -145,7 +122,7 @@ int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_e
 		rc = wt_err_set(err, WT_ENOMEM, "tls client: curl_easy_init failed");
 		goto fail;
 	}
-	if ((rc = wt_tls_client_set_files(c, cfg->ca_file, cfg->cert_file, cfg->key_file, err)))
+	if ((rc = edge_tls_client_set_files(c, cfg->ca_file, cfg->cert_file, cfg->key_file, err)))
 		goto fail;
 	curl_easy_setopt(c->h, CURLOPT_FRESH_CONNECT, 0L);
 	for (const char *const *r = cfg->resolve; r && *r; r++) {
@@ -156,7 +133,7 @@ int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_e
 		}
 		c->resolve = n;
 	}
-	c->max_response = cfg->max_response ? cfg->max_response : WT_TLS_CLIENT_MAX_RESPONSE;
+	c->max_response = cfg->max_response ? cfg->max_response : EDGE_TLS_CLIENT_MAX_RESPONSE;
 	curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c->h, CURLOPT_ERRORBUFFER, c->errbuf);
 	curl_easy_setopt(c->h, CURLOPT_PROTOCOLS_STR, "https"); /* never plain HTTP */
@@ -166,11 +143,10 @@ int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_e
 	curl_easy_setopt(c->h, CURLOPT_SSL_VERIFYHOST, 2L); /* hub name from the URL */
 	curl_easy_setopt(c->h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
 	curl_easy_setopt(c->h, CURLOPT_CONNECTTIMEOUT_MS,
-			 cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : WT_TLS_CLIENT_CONNECT_TIMEOUT_MS);
+			 cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : EDGE_TLS_CLIENT_CONNECT_TIMEOUT_MS);
 	curl_easy_setopt(c->h, CURLOPT_TIMEOUT_MS,
-			 cfg->timeout_ms > 0 ? cfg->timeout_ms : WT_TLS_CLIENT_TIMEOUT_MS);
+			 cfg->timeout_ms > 0 ? cfg->timeout_ms : EDGE_TLS_CLIENT_TIMEOUT_MS);
 	curl_easy_setopt(c->h, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, on_data);
 	if (c->resolve)
 		curl_easy_setopt(c->h, CURLOPT_RESOLVE, c->resolve);
 	if (cfg->cancel) {
@@ -183,85 +159,60 @@ int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_e
 	*out = c;
 	return 0;
 fail:
-	wt_tls_client_free(c);
+	edge_tls_client_free(c);
 	return rc;
 }
 
-int wt_tls_client_request(wt_tls_client *c, const char *method, const char *url,
+int edge_tls_client_request(edge_tls_client *c, const char *method, const char *url,
 			  const char *const *headers, const void *body, size_t len, long *status,
 			  wt_buf *resp, wt_err *err)
 {
-	struct curl_slist *hl = NULL, *n;
-	sink s = {resp, c->max_response, 0, 0, 0};
-	CURLcode cc;
+	wt_http_result r;
 	long conns = 0;
-	int rc = 0;
+	int rc;
 
 	*status = 0;
-	for (const char *const *h = headers; h && *h; h++) {
-		if (!(n = curl_slist_append(hl, *h)))
-			goto oom;
-		hl = n;
-	}
-	/* No "Expect: 100-continue" round trip before large bodies. */
-	if (!(n = curl_slist_append(hl, "Expect:")))
-		goto oom;
-	hl = n;
-	curl_easy_setopt(c->h, CURLOPT_URL, url);
-	curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, hl);
-	curl_easy_setopt(c->h, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(c->h, CURLOPT_CUSTOMREQUEST, NULL);
-	if (!strcasecmp(method, "GET") && !len) {
-		curl_easy_setopt(c->h, CURLOPT_HTTPGET, 1L);
-	} else {
-		curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, body ? body : "");
-		curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-		if (strcasecmp(method, "POST"))
-			curl_easy_setopt(c->h, CURLOPT_CUSTOMREQUEST, method);
-	}
 	c->errbuf[0] = 0;
-	cc = curl_easy_perform(c->h);
+	rc = wt_http_perform(c->h, method, url, headers, body, len, resp, c->max_response, &r);
 	curl_easy_setopt(c->h, CURLOPT_FRESH_CONNECT, 0L);
-	curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, NULL);
 	if (curl_easy_getinfo(c->h, CURLINFO_NUM_CONNECTS, &conns) == CURLE_OK)
 		c->connects += conns;
 	c->last_failure = WT_TLS_FAIL_NONE;
-	if (s.over) {
+	if (r.over) {
 		c->last_failure = WT_TLS_FAIL_OTHER;
 		rc = wt_err_set(err, WT_ELIMIT, "%s: response larger than %zu bytes", url, c->max_response);
-	} else if (s.oom) {
+	} else if (rc == WT_ENOMEM) {
 		c->last_failure = WT_TLS_FAIL_OTHER;
-		rc = wt_err_set(err, WT_ENOMEM, "%s: out of memory for the response", url);
-	} else if (cc != CURLE_OK) {
-		c->last_failure = failure_kind(cc);
-		rc = wt_err_set(err, WT_EUNAVAIL, "%s: %s", url, c->errbuf[0] ? c->errbuf : curl_easy_strerror(cc));
+		if (r.cc == CURLE_OK) /* the header list, before any transfer */
+			rc = wt_err_set(err, WT_ENOMEM, "tls client: out of memory");
+		else
+			rc = wt_err_set(err, WT_ENOMEM, "%s: out of memory for the response", url);
+	} else if (rc) {
+		c->last_failure = failure_kind(r.cc);
+		rc = wt_err_set(err, WT_EUNAVAIL, "%s: %s", url, c->errbuf[0] ? c->errbuf : curl_easy_strerror(r.cc));
 	} else {
-		curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, status);
+		*status = r.status;
 	}
-	curl_slist_free_all(hl);
 	return rc;
-oom:
-	curl_slist_free_all(hl);
-	return wt_err_set(err, WT_ENOMEM, "tls client: out of memory");
 }
 
-int wt_tls_client_post(wt_tls_client *c, const char *url, const char *const *headers,
+int edge_tls_client_post(edge_tls_client *c, const char *url, const char *const *headers,
 		       const void *body, size_t len, long *status, wt_buf *resp, wt_err *err)
 {
-	return wt_tls_client_request(c, "POST", url, headers, body, len, status, resp, err);
+	return edge_tls_client_request(c, "POST", url, headers, body, len, status, resp, err);
 }
 
-int wt_tls_client_last_failure(const wt_tls_client *c)
+int edge_tls_client_last_failure(const edge_tls_client *c)
 {
 	return c->last_failure;
 }
 
-long wt_tls_client_connects(const wt_tls_client *c)
+long edge_tls_client_connects(const edge_tls_client *c)
 {
 	return c->connects;
 }
 
-void wt_tls_client_free(wt_tls_client *c)
+void edge_tls_client_free(edge_tls_client *c)
 {
 	if (!c)
 		return;

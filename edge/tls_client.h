@@ -10,10 +10,10 @@
  * this off). One easy handle is kept per client so consecutive requests to
  * the same hub reuse one TLS connection (keep-alive).
  *
- * Threads: a wt_tls_client is used by one thread at a time.
+ * Threads: a edge_tls_client is used by one thread at a time.
  */
-#ifndef WT_TLS_CLIENT_H
-#define WT_TLS_CLIENT_H
+#ifndef EDGE_TLS_CLIENT_H
+#define EDGE_TLS_CLIENT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -21,17 +21,17 @@
 #include "buf.h"
 #include "err.h"
 
-#define WT_TLS_CLIENT_CONNECT_TIMEOUT_MS 10000
-#define WT_TLS_CLIENT_TIMEOUT_MS 60000
-#define WT_TLS_CLIENT_MAX_RESPONSE (16u << 20)
+#define EDGE_TLS_CLIENT_CONNECT_TIMEOUT_MS 10000
+#define EDGE_TLS_CLIENT_TIMEOUT_MS 60000
+#define EDGE_TLS_CLIENT_MAX_RESPONSE (16u << 20)
 
-typedef struct wt_tls_client_config {
+typedef struct edge_tls_client_config {
 	const char *ca_file;   /* site CA bundle (PEM) */
 	const char *cert_file; /* this edge's certificate (PEM) */
 	const char *key_file;  /* its key (PEM) */
-	long connect_timeout_ms; /* 0 = WT_TLS_CLIENT_CONNECT_TIMEOUT_MS */
-	long timeout_ms;         /* whole request; 0 = WT_TLS_CLIENT_TIMEOUT_MS */
-	size_t max_response;     /* 0 = WT_TLS_CLIENT_MAX_RESPONSE */
+	long connect_timeout_ms; /* 0 = EDGE_TLS_CLIENT_CONNECT_TIMEOUT_MS */
+	long timeout_ms;         /* whole request; 0 = EDGE_TLS_CLIENT_TIMEOUT_MS */
+	size_t max_response;     /* 0 = EDGE_TLS_CLIENT_MAX_RESPONSE */
 	/* Optional "host:port:address" entries (CURLOPT_RESOLVE), NULL-ended:
 	 * lets a test or a site without DNS reach the hub by the name in its
 	 * certificate. */
@@ -42,9 +42,9 @@ typedef struct wt_tls_client_config {
 	 * while a request to a slow or dead peer is in flight. */
 	int (*cancel)(void *arg);
 	void *cancel_arg;
-} wt_tls_client_config;
+} edge_tls_client_config;
 
-/* What the last failed wt_tls_client_request() ran into (for metrics). */
+/* What the last failed edge_tls_client_request() ran into (for metrics). */
 enum {
 	WT_TLS_FAIL_NONE = 0,
 	WT_TLS_FAIL_CONNECT,   /* resolve or TCP connect */
@@ -54,17 +54,17 @@ enum {
 	WT_TLS_FAIL_OTHER,     /* send/receive error, response too large, ... */
 };
 
-typedef struct wt_tls_client wt_tls_client;
+typedef struct edge_tls_client edge_tls_client;
 
 /* Create a client; the strings in cfg are copied. The files are checked
  * for readability here (libcurl reads them at connect time). Returns 0,
- * WT_EINVAL or WT_ENOMEM; *out is freed with wt_tls_client_free. */
-int wt_tls_client_new(const wt_tls_client_config *cfg, wt_tls_client **out, wt_err *err);
+ * WT_EINVAL or WT_ENOMEM; *out is freed with edge_tls_client_free. */
+int edge_tls_client_new(const edge_tls_client_config *cfg, edge_tls_client **out, wt_err *err);
 
 /* Re-point the client at new certificate files (rotation). The next
  * request opens a fresh connection with them. Returns 0 or WT_EINVAL /
  * WT_ENOMEM; on error the old files stay in use. */
-int wt_tls_client_set_files(wt_tls_client *c, const char *ca_file, const char *cert_file,
+int edge_tls_client_set_files(edge_tls_client *c, const char *ca_file, const char *cert_file,
 			    const char *key_file, wt_err *err);
 
 /* One request. method "GET" or "POST" (others work too); body/len may be
@@ -74,20 +74,20 @@ int wt_tls_client_set_files(wt_tls_client *c, const char *ca_file, const char *c
  * resp (if non-NULL; at most max_response bytes, else WT_ELIMIT).
  * Transport failures (refused, TLS handshake or certificate rejected,
  * timeout) return WT_EUNAVAIL with curl's reason in err. */
-int wt_tls_client_request(wt_tls_client *c, const char *method, const char *url,
+int edge_tls_client_request(edge_tls_client *c, const char *method, const char *url,
 			  const char *const *headers, const void *body, size_t len, long *status,
 			  wt_buf *resp, wt_err *err);
 
 /* POST shortcut. */
-int wt_tls_client_post(wt_tls_client *c, const char *url, const char *const *headers,
+int edge_tls_client_post(edge_tls_client *c, const char *url, const char *const *headers,
 		       const void *body, size_t len, long *status, wt_buf *resp, wt_err *err);
 
 /* WT_TLS_FAIL_* of the last request (WT_TLS_FAIL_NONE after a response). */
-int wt_tls_client_last_failure(const wt_tls_client *c);
+int edge_tls_client_last_failure(const edge_tls_client *c);
 
 /* Number of new connections opened so far (to check reuse). */
-long wt_tls_client_connects(const wt_tls_client *c);
+long edge_tls_client_connects(const edge_tls_client *c);
 
-void wt_tls_client_free(wt_tls_client *c);
+void edge_tls_client_free(edge_tls_client *c);
 
 #endif
