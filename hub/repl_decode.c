@@ -1,6 +1,8 @@
 /*
  * repl_decode.c — decode one replicated upload's original as the edge did
- * (see repl_decode.h); the header's keys are written by edge/http_ingest.c.
+ * (see repl_decode.h); the header's keys are written by edge/http_ingest.c,
+ * decode options and time placement are the upload contract's
+ * (common/upload.c), the same code the edge ran.
  */
 #include "repl_decode.h"
 
@@ -10,6 +12,7 @@
 #include "compress.h"
 #include "sample_types.h"
 #include "otlp.h"
+#include "upload.h"
 
 static const char *jstr(json_t *o, const char *k)
 {
@@ -126,31 +129,25 @@ static int decode_original(const Watchtower__Repl__Upload *u, const hub_repl_hea
 int hub_repl_decode_upload(const Watchtower__Repl__Upload *u, const hub_repl_header *h, const wt_limits *lim,
 			   wt_profile **p, wt_format *det, wt_err *err)
 {
+	wt_upload_decode d;
 	wt_decode_opts o;
-	wt_format fmt = WT_FMT_AUTO;
 	int rc;
 
 	*p = NULL;
 	*det = WT_FMT_AUTO;
-	if (h->format && wt_format_parse(h->format, &fmt))
-		fmt = WT_FMT_AUTO;
-	wt_decode_opts_default(&o);
-	o.lim = *lim;
-	o.hint = h->hint;
-	if (h->type)
-		o.type = h->type;
-	if (h->units)
-		o.unit = wt_pyroscope_unit(h->units);
-	o.sample_rate = h->sample_rate;
-	o.time_ns = h->from_ns ? h->from_ns : u->received_ns;
-	if ((rc = decode_original(u, h, fmt, &o, p, det, err)))
+	/* the upload contract (common/upload.h), as the edge applied it */
+	memset(&d, 0, sizeof(d));
+	if (h->format && wt_format_parse(h->format, &d.fmt))
+		d.fmt = WT_FMT_AUTO;
+	d.type = h->type;
+	d.hint = h->hint;
+	d.units = h->units;
+	d.sample_rate = h->sample_rate;
+	d.from_ns = h->from_ns;
+	d.until_ns = h->until_ns;
+	wt_upload_decode_opts(&d, lim, u->received_ns, &o);
+	if ((rc = decode_original(u, h, d.fmt, &o, p, det, err)))
 		return rc;
-	if (h->from_ns) {
-		(*p)->time_ns = h->from_ns;
-		if (h->until_ns > h->from_ns)
-			(*p)->duration_ns = h->until_ns - h->from_ns;
-	} else if (!(*p)->time_ns) {
-		(*p)->time_ns = u->received_ns;
-	}
+	wt_upload_place_times(&d, *p, u->received_ns);
 	return 0;
 }
