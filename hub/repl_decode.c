@@ -85,8 +85,9 @@ int hub_repl_header_init(const Watchtower__Repl__Upload *u, json_t **js, hub_rep
 	return h->project && h->service ? 0 : WT_EINVAL;
 }
 
-/* An OTLP request carries several services; the edge stored it once per
- * service and names the one this upload is ("otlp_service"). */
+/* An OTLP request carries several services; the edge stores, per service,
+ * the request cut down to that service's resource profiles (older edges:
+ * the whole request) and names the one this upload is ("otlp_service"). */
 static int decode_original(const Watchtower__Repl__Upload *u, const hub_repl_header *h, wt_format fmt,
 			   const wt_decode_opts *o, wt_profile **p, wt_format *det, wt_err *err)
 {
@@ -115,8 +116,10 @@ static int decode_original(const Watchtower__Repl__Upload *u, const hub_repl_hea
 	if (rc)
 		return rc;
 	rc = wt_err_set(err, WT_EINVAL, "otlp: the request has no service \"%.64s\"", osvc);
+	/* a part of one service (edge/otlp_recv.c) is that service, also when
+	 * the edge named it by its ?service= fallback for unknown_service */
 	for (i = 0; i < r.n; i++)
-		if (!strcmp(r.items[i].service, osvc)) {
+		if (r.n == 1 || !strcmp(r.items[i].service, osvc)) {
 			*p = r.items[i].profile;
 			r.items[i].profile = NULL;
 			rc = 0;

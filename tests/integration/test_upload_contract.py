@@ -166,6 +166,41 @@ class UploadContractTest(unittest.TestCase):
         self.assertEqual(st, 200, js)
         self.assertEqual(js["total"], 0)
 
+    def test_otlp_stored_once_per_service(self):
+        services = ["svc-a", "svc-b", "svc-c"]
+        req = otlp_three_services(os.path.join(CORPUS, "otlp/pyroscope__otel-ebpf-profiler_otlp-1.8.0.pb"),
+                                  services)
+        c = http.client.HTTPConnection("127.0.0.1", self.edge.otlp_http_port, timeout=60)
+        try:
+            c.request("POST", "/v1development/profiles", body=req,
+                      headers={"Content-Type": "application/x-protobuf", "Authorization": "Bearer " + UPLOAD_TOKEN})
+            r = c.getresponse()
+            body = r.read()
+        finally:
+            c.close()
+        self.assertEqual(r.status, 200, body)
+        first = None
+        for s in services:
+            rows = self.wait_rows(s, 1)
+            self.assertTrue(rows, s)
+            rows = sorted(r[:10] + (tuple(kv for kv in r[10] if kv[0] != "service.name"),) for r in rows)
+            if first is None:
+                first = rows
+            self.assertEqual(rows, first, s)
+        deadline = time.time() + 30
+        sizes = []
+        while time.time() < deadline:
+            out = self.ch.query("SELECT service, size FROM raw_objects_v1 WHERE project = 'demo' ORDER BY service"
+                                " FORMAT TabSeparated", database=self.db)
+            sizes = [line.split("\t") for line in out.splitlines()]
+            if len(sizes) >= 3:
+                break
+            time.sleep(0.3)
+        self.assertEqual([s for s, _ in sizes], services)
+        for s, n in sizes:
+            # one third of the request plus the shared dictionary, not all of it
+            self.assertLess(int(n), len(req) * 2 // 3, f"{s}: stored {n} of {len(req)} request bytes")
+
 
 if __name__ == "__main__":
     unittest.main()
