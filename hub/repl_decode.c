@@ -94,6 +94,7 @@ static int decode_original(const Watchtower__Repl__Upload *u, const hub_repl_hea
 	const char *osvc = h->otlp_service;
 	const uint8_t *data = u->original.data;
 	size_t len = u->original.len, i;
+	int pass;
 	uint8_t *plain = NULL;
 	wt_otlp_result r;
 	int rc;
@@ -115,16 +116,18 @@ static int decode_original(const Watchtower__Repl__Upload *u, const hub_repl_hea
 	free(plain);
 	if (rc)
 		return rc;
-	rc = wt_err_set(err, WT_EINVAL, "otlp: the request has no service \"%.64s\"", osvc);
-	/* a part of one service (edge/otlp_recv.c) is that service, also when
-	 * the edge named it by its ?service= fallback for unknown_service */
-	for (i = 0; i < r.n; i++)
-		if (r.n == 1 || !strcmp(r.items[i].service, osvc)) {
-			*p = r.items[i].profile;
-			r.items[i].profile = NULL;
-			rc = 0;
-			break;
-		}
+	/* the service by name; else unknown_service, which the edge names by
+	 * the upload's ?service= fallback (edge/otlp_recv.c) */
+	for (pass = 0, rc = WT_EINVAL; pass < 2 && rc; pass++)
+		for (i = 0; i < r.n; i++)
+			if (!strcmp(r.items[i].service, pass ? WT_OTLP_UNKNOWN_SERVICE : osvc)) {
+				*p = r.items[i].profile;
+				r.items[i].profile = NULL;
+				rc = 0;
+				break;
+			}
+	if (rc)
+		wt_err_set(err, rc, "otlp: the request has no service \"%.64s\"", osvc);
 	wt_otlp_result_free(&r);
 	return rc;
 }

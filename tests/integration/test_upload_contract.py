@@ -155,9 +155,13 @@ class UploadContractTest(unittest.TestCase):
         self.assertEqual(st, 200, body)
         self.assertTrue(self.wait_rows("sl", 1))
         span = {"service": "sl", "from": "0", "until": str(int(time.time()) + 3600), "type": "cpu"}
-        st, js = self.hub.query("demo", "table", self.read, **span)
-        self.assertEqual(st, 200, js)
-        total = js["total"]
+        deadline = time.time() + 60  # rows are in; the upload's apply may still be finishing
+        total = 0
+        while time.time() < deadline and not total:
+            st, js = self.hub.query("demo", "table", self.read, **span)
+            self.assertEqual(st, 200, js)
+            total = js["total"]
+            time.sleep(0.3)
         self.assertGreater(total, 0)
         st, js = self.hub.query("demo", "table", self.read, **span, **{"label.k8s/pod": "web-7f9c"})
         self.assertEqual(st, 200, js)
