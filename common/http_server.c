@@ -113,6 +113,24 @@ int wt_http_query(struct evhttp_request *req, struct evkeyvalq *q)
 		TAILQ_INIT(q);
 		return WT_EINVAL;
 	}
+	/* libevent decodes values only; clients encode keys too
+	 * ("label.k8s%2Fpod=web-1" from urlencode), so decode keys the same
+	 * way. The decoded key is never longer: it replaces the key in place. */
+	for (struct evkeyval *kv = q->tqh_first; kv; kv = kv->next.tqe_next) {
+		size_t n;
+		char *d;
+		if (!strchr(kv->key, '%'))
+			continue;
+		d = evhttp_uridecode(kv->key, 0, &n);
+		if (!d || memchr(d, '\0', n)) {
+			free(d);
+			evhttp_clear_headers(q);
+			TAILQ_INIT(q);
+			return WT_EINVAL;
+		}
+		memcpy(kv->key, d, n + 1);
+		free(d);
+	}
 	return 0;
 }
 

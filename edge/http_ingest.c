@@ -1,7 +1,8 @@
 /*
  * http_ingest.c — POST /v1/profiles and the Pyroscope-compatible POST /ingest.
  *
- * Loop thread: authenticate, parse parameters, copy the body, hand a task to
+ * Loop thread: authenticate, parse parameters (the upload contract,
+ * common/upload.c, shared with the hub), copy the body, hand a task to
  * a worker. Worker: split multipart, wt_format_decode, build the raw record
  * (zstd), the per-minute function rollup, the per-minute stacks for local
  * queries and the rollup delta for replication, then submit everything as
@@ -18,6 +19,7 @@
 #include <xxhash.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "compress.h"
 #include "format.h"
 #include "http_server.h"
@@ -29,19 +31,17 @@
 #include "rollup.h"
 #include "sample_types.h"
 #include "server.h"
+#include "upload.h"
 
 #define NS_PER_MIN 60000000000LL
-#define MAX_UPLOAD_LABELS 64
+#define MAX_UPLOAD_LABELS WT_UPLOAD_MAX_LABELS
 #define MAX_NAME_LEN 256
 #define MULTIPART_SLACK (1u << 20)
 
 typedef struct ingest {
 	char project[MAX_NAME_LEN];
-	char *service, *type, *hint, *units, *spy, *aggregation, *requested;
-	wt_format fmt;
-	int64_t from_ns, until_ns, received_ns, sample_rate;
-	char *labels[2 * MAX_UPLOAD_LABELS];
-	size_t nlabels;
+	wt_upload u; /* parameters (common/upload.h) */
+	int64_t received_ns;
 	uint8_t *body;
 	size_t len;
 	int multipart, pyroscope;
@@ -50,35 +50,15 @@ typedef struct ingest {
 	const char *otlp_service; /* OTLP: which service of the raw request this is */
 } ingest;
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void ingest_free(edge_task *t)
 {
 	ingest *in = t->priv;
 	if (!in)
 		return;
-	free(in->service);
-	free(in->type);
-	free(in->hint);
-	free(in->units);
-	free(in->spy);
-	free(in->aggregation);
-	free(in->requested);
-	for (size_t i = 0; i < 2 * in->nlabels; i++)
-		free(in->labels[i]);
+	wt_upload_free(&in->u);
 	free(in->body);
 	free(in);
 	t->priv = NULL;
-}
-
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
 }
 
 /* ---- building the commit (worker) ---------------------------------------- */
@@ -208,14 +188,14 @@ static void labels_payload(const wt_profile *p, const ingest *in, cache *c, uint
 		np++;
 	}
 	size_t nsample = np;
-	for (size_t i = 0; i < in->nlabels; i++) {
+	for (size_t i = 0; i < in->u.nlabels; i++) {
 		int dup = 0;
 		for (size_t j = 0; j < nsample; j++)
-			if (!strcmp(pairs[j].k, in->labels[2 * i]))
+			if (!strcmp(pairs[j].k, in->u.labels[i].key))
 				dup = 1;
 		if (!dup) {
-			pairs[np].k = in->labels[2 * i];
-			pairs[np].v = in->labels[2 * i + 1];
+			pairs[np].k = in->u.labels[i].key;
+			pairs[np].v = in->u.labels[i].value;
 			np++;
 		}
 	}
@@ -274,7 +254,7 @@ static int build_stacks(edge_task *t, ingest *in, const wt_profile *p)
 		labels_payload(p, in, &lc, e->ls);
 		wt_buf_reset(&key);
 		wt_buf_reset(&val);
-		edge_key_stack(&key, in->project, in->service,
+		edge_key_stack(&key, in->project, in->u.service,
 			       wt_profile_str(p, p->types[e->type].canonical), e->minute, lc.hash[e->ls],
 			       sc.hash[e->stack]);
 		uint8_t v8[8];
@@ -301,8 +281,8 @@ out:
 static json_t *labels_json(const ingest *in)
 {
 	json_t *o = json_object();
-	for (size_t i = 0; i < in->nlabels; i++)
-		json_object_set_new(o, in->labels[2 * i], json_string(in->labels[2 * i + 1]));
+	for (size_t i = 0; i < in->u.nlabels; i++)
+		json_object_set_new(o, in->u.labels[i].key, json_string(in->u.labels[i].value));
 	return o;
 }
 
@@ -323,7 +303,7 @@ static int build_rollup(edge_task *t, ingest *in, const wt_profile *p)
 		const wt_rollup_row *row = &r.rows[i];
 		uint8_t v[16];
 		wt_buf_reset(&key);
-		edge_key_rollup(&key, in->project, in->service, row->type, row->minute, row->function);
+		edge_key_rollup(&key, in->project, in->u.service, row->type, row->minute, row->function);
 		edge_le64_put(v, row->self);
 		edge_le64_put(v + 8, row->total);
 		if (key.oom)
@@ -340,7 +320,7 @@ static int build_rollup(edge_task *t, ingest *in, const wt_profile *p)
 		const char *unit = wt_profile_str(p, p->types[ty].unit);
 		wt_buf_reset(&key);
 		wt_buf_puts(&key, EDGE_META_TYPES);
-		edge_key_series(&key, in->project, in->service, canon);
+		edge_key_series(&key, in->project, in->u.service, canon);
 		rc = key.oom ? WT_ENOMEM
 			     : edge_commit_op(&t->commit, EDGE_CF_META, EDGE_OP_PUT, key.data, key.len, unit, strlen(unit));
 	}
@@ -348,7 +328,7 @@ static int build_rollup(edge_task *t, ingest *in, const wt_profile *p)
 		wt_err_set(&t->err, rc, "out of memory building the rollup");
 		goto out;
 	}
-	log = json_pack("{s:s,s:s,s:I,s:o,s:o}", "project", in->project, "service", in->service, "received_ns",
+	log = json_pack("{s:s,s:s,s:I,s:o,s:o}", "project", in->project, "service", in->u.service, "received_ns",
 			(json_int_t)in->received_ns, "labels", labels_json(in), "rows", rows);
 	rows = NULL;
 	txt = log ? json_dumps(log, JSON_COMPACT) : NULL;
@@ -380,26 +360,28 @@ static int build_raw(edge_task *t, ingest *in, const uint8_t *data, size_t len, 
 		     const uint8_t *stc, size_t stclen)
 {
 	json_t *h = json_pack("{s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:o,s:s,s:I}", "v", 1, "project", in->project,
-			      "service", in->service, "format", wt_format_name(det), "endpoint",
-			      in->endpoint ? in->endpoint : in->pyroscope ? "/ingest" : "/v1/profiles", "from_ns", (json_int_t)in->from_ns,
-			      "until_ns", (json_int_t)in->until_ns, "received_ns", (json_int_t)in->received_ns,
+			      "service", in->u.service, "format", wt_format_name(det), "endpoint",
+			      in->endpoint ? in->endpoint : in->pyroscope ? "/ingest" : "/v1/profiles", "from_ns", (json_int_t)in->u.dec.from_ns,
+			      "until_ns", (json_int_t)in->u.dec.until_ns, "received_ns", (json_int_t)in->received_ns,
 			      "labels", labels_json(in), "edge", t->srv->cfg->id, "bytes", (json_int_t)len);
 	if (!h)
 		return wt_err_set(&t->err, WT_ENOMEM, "out of memory building the raw header");
-	if (in->type)
-		json_object_set_new(h, "type", json_string(in->type));
-	if (in->hint)
-		json_object_set_new(h, "hint", json_string(in->hint));
-	if (in->requested)
-		json_object_set_new(h, "requested_format", json_string(in->requested));
-	if (in->spy)
-		json_object_set_new(h, "spy_name", json_string(in->spy));
-	if (in->units)
-		json_object_set_new(h, "units", json_string(in->units));
-	if (in->aggregation)
-		json_object_set_new(h, "aggregation", json_string(in->aggregation));
-	if (in->sample_rate)
-		json_object_set_new(h, "sample_rate", json_integer(in->sample_rate));
+	/* every field the hub needs to decode as the edge did (UploadHeader in
+	 * proto/repl.proto; edge/repl_client.c copies them into it) */
+	if (in->u.dec.type)
+		json_object_set_new(h, "type", json_string(in->u.dec.type));
+	if (in->u.dec.hint)
+		json_object_set_new(h, "hint", json_string(in->u.dec.hint));
+	if (in->u.requested_format)
+		json_object_set_new(h, "requested_format", json_string(in->u.requested_format));
+	if (in->u.spy_name)
+		json_object_set_new(h, "spy_name", json_string(in->u.spy_name));
+	if (in->u.dec.units)
+		json_object_set_new(h, "units", json_string(in->u.dec.units));
+	if (in->u.aggregation)
+		json_object_set_new(h, "aggregation", json_string(in->u.aggregation));
+	if (in->u.dec.sample_rate)
+		json_object_set_new(h, "sample_rate", json_integer(in->u.dec.sample_rate));
 	if (in->otlp_service)
 		json_object_set_new(h, "otlp_service", json_string(in->otlp_service));
 	if (stc)
@@ -479,32 +461,21 @@ static void ingest_work(edge_task *t)
 		goto fail;
 	}
 
+	wt_limits lim;
 	wt_decode_opts o;
-	wt_decode_opts_default(&o);
-	o.lim.max_body = cfg->max_body;
-	o.lim.max_decompressed = cfg->max_decompressed;
-	o.lim.max_samples = cfg->max_samples;
-	o.lim.max_stack_depth = cfg->max_stack_depth;
-	o.hint = in->hint;
-	if (in->type)
-		o.type = in->type;
-	if (in->units)
-		o.unit = wt_pyroscope_unit(in->units);
-	o.sample_rate = in->sample_rate;
-	o.time_ns = in->from_ns ? in->from_ns : in->received_ns;
-	rc = wt_format_decode(data, len, in->fmt, &o, &p, &det, &t->err);
+	wt_limits_default(&lim);
+	lim.max_body = cfg->max_body;
+	lim.max_decompressed = cfg->max_decompressed;
+	lim.max_samples = cfg->max_samples;
+	lim.max_stack_depth = cfg->max_stack_depth;
+	wt_upload_decode_opts(&in->u.dec, &lim, in->received_ns, &o);
+	rc = wt_format_decode(data, len, in->u.dec.fmt, &o, &p, &det, &t->err);
 	if (rc) {
 		if (!t->err.code)
-			wt_err_set(&t->err, rc, "decoding the %s upload failed", wt_format_name(in->fmt));
+			wt_err_set(&t->err, rc, "decoding the %s upload failed", wt_format_name(in->u.dec.fmt));
 		goto fail;
 	}
-	if (in->from_ns) {
-		p->time_ns = in->from_ns;
-		if (in->until_ns > in->from_ns)
-			p->duration_ns = in->until_ns - in->from_ns;
-	} else if (!p->time_ns) {
-		p->time_ns = in->received_ns;
-	}
+	wt_upload_place_times(&in->u.dec, p, in->received_ns);
 	t->fmt = (int)det;
 	t->bytes = in->len;
 	t->samples = p->nsamples;
@@ -516,7 +487,7 @@ static void ingest_work(edge_task *t)
 	json_t *types = json_array();
 	for (size_t i = 0; i < p->ntypes; i++)
 		json_array_append_new(types, json_string(wt_profile_str(p, p->types[i].canonical)));
-	t->reply = json_pack("{s:s,s:s,s:s,s:I,s:o,s:I,s:I}", "project", in->project, "service", in->service,
+	t->reply = json_pack("{s:s,s:s,s:s,s:I,s:o,s:I,s:I}", "project", in->project, "service", in->u.service,
 			     "format", wt_format_name(det), "samples", (json_int_t)p->nsamples, "types", types,
 			     "from_ns", (json_int_t)p->time_ns, "until_ns", (json_int_t)(p->time_ns + p->duration_ns));
 	if (t->reply && p->nwarnings) { /* what the parser worked around (a cut last record, ...) */
@@ -569,16 +540,17 @@ int edge_ingest_prepare_fmt(edge_server *srv, edge_commit *c, const char *projec
 	memset(&in, 0, sizeof(in));
 	t.srv = srv;
 	snprintf(in.project, sizeof(in.project), "%s", project);
-	in.service = (char *)service;
+	wt_upload_init(&in.u);
+	in.u.service = (char *)service; /* borrowed: in.u is not freed */
 	in.received_ns = received_ns;
 	in.endpoint = endpoint;
 	in.otlp_service = fmt == WT_FMT_OTLP ? service : NULL;
-	in.fmt = fmt;
+	in.u.dec.fmt = fmt;
 	if (!p->time_ns)
 		p->time_ns = received_ns;
 	if (p->duration_ns > 0) {
-		in.from_ns = p->time_ns;
-		in.until_ns = p->time_ns + p->duration_ns;
+		in.u.dec.from_ns = p->time_ns;
+		in.u.dec.until_ns = p->time_ns + p->duration_ns;
 	}
 	rc = build_raw(&t, &in, raw, rawlen, fmt, NULL, 0);
 	if (!rc)
@@ -593,80 +565,23 @@ int edge_ingest_prepare_fmt(edge_server *srv, edge_commit *c, const char *projec
 
 /* ---- request parsing (loop thread) ------------------------------------------ */
 
-static int valid_name(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n >= MAX_NAME_LEN)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20)
-			return 0;
-	return 1;
-}
-
-static int parse_time_param(const struct evkeyvalq *q, const char *key, int64_t *ns, wt_err *err)
-{
-	const char *v = wt_http_param(q, key);
-	*ns = 0;
-	if (!v || !*v)
-		return 0;
-	if (wt_http_parse_time(v, ns) != 0)
-		return wt_err_set(err, WT_EINVAL, "%s=\"%s\" is not unix seconds or RFC 3339", key, v);
-	return 0;
-}
-
-static int add_label(ingest *in, const char *k, const char *v, wt_err *err)
-{
-	if (in->nlabels >= MAX_UPLOAD_LABELS)
-		return wt_err_set(err, WT_ELIMIT, "more than %d labels", MAX_UPLOAD_LABELS);
-	if (!valid_name(k) || strlen(v) >= 4096)
-		return wt_err_set(err, WT_EINVAL, "label \"%s\" has an invalid key or a value over 4095 bytes", k);
-	in->labels[2 * in->nlabels] = strdup(k);
-	in->labels[2 * in->nlabels + 1] = strdup(v);
-	in->nlabels++;
-	if (!in->labels[2 * in->nlabels - 2] || !in->labels[2 * in->nlabels - 1])
-		return wt_err_set(err, WT_ENOMEM, "out of memory");
-	return 0;
-}
-
 static int parse_v1(ingest *in, const struct evkeyvalq *q, wt_err *err)
 {
-	const char *f = wt_http_param(q, "format");
-	const char *svc = wt_http_param(q, "service");
-	const char *type = wt_http_param(q, "type");
+	const struct evkeyval *kv;
 	int rc;
 
-	if (!f || !*f)
-		f = "auto";
-	if (wt_format_parse(f, &in->fmt) != 0)
-		return wt_err_set(err, WT_EFORMAT, "format=\"%s\" is not one of auto, pprof, folded, perf, jfr, otlp, cpuprofile, speedscope", f);
-	in->requested = strdup(f);
-	if (!svc || !valid_name(svc))
-		return wt_err_set(err, WT_EINVAL, "service is required (1..%d printable bytes)", MAX_NAME_LEN - 1);
-	in->service = strdup(svc);
-	if (type && *type) {
-		if (!valid_name(type))
-			return wt_err_set(err, WT_EINVAL, "type=\"%s\" is not a valid sample type name", type);
-		in->type = strdup(type);
-		/* Go's contentions/delay are ambiguous: block_* says block */
-		in->hint = strdup(!strncmp(type, "block", 5) ? "block" : !strncmp(type, "mutex", 5) ? "mutex" : type);
-	}
-	if ((rc = parse_time_param(q, "from", &in->from_ns, err)) || (rc = parse_time_param(q, "until", &in->until_ns, err)))
-		return rc;
-	const struct evkeyval *kv;
 	TAILQ_FOREACH(kv, q, next) {
-		if (!strncmp(kv->key, "label.", 6) && (rc = add_label(in, kv->key + 6, kv->value, err)))
+		if ((rc = wt_upload_param(&in->u, 0, kv->key, kv->value, err)))
 			return rc;
 	}
-	return 0;
+	return wt_upload_finish(&in->u, err);
 }
 
 static int parse_pyroscope(ingest *in, struct evhttp_request *req, const struct evkeyvalq *q, wt_err *err)
 {
 	const char *name = wt_http_param(q, "name");
-	const char *f = wt_http_param(q, "format");
-	const char *rate = wt_http_param(q, "sampleRate");
 	const char *ctype = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+	const struct evkeyval *kv;
 	edge_pyro_name pn;
 	int rc;
 
@@ -675,34 +590,26 @@ static int parse_pyroscope(ingest *in, struct evhttp_request *req, const struct 
 		return wt_err_set(err, WT_EINVAL, "name is required (app.cpu{k=v,...})");
 	if ((rc = edge_pyro_parse_name(name, &pn, err)))
 		return rc;
-	if (!valid_name(pn.service))
-		return wt_err_set(err, WT_EINVAL, "pyroscope: application name \"%s\" is invalid", pn.service);
-	in->service = strdup(pn.service);
+	if ((rc = wt_upload_set_service(&in->u, pn.service, err)))
+		return wt_err_prefix(err, "pyroscope: application name");
 	for (size_t i = 0; i < pn.nlabels; i++)
-		if ((rc = add_label(in, pn.labels[2 * i], pn.labels[2 * i + 1], err)))
+		if ((rc = wt_upload_add_label(&in->u, pn.labels[2 * i], pn.labels[2 * i + 1], err)))
 			return rc;
-	if (!f || !*f)
-		f = "folded";
-	if (wt_format_parse(f, &in->fmt) != 0)
-		return wt_err_set(err, WT_EFORMAT, "format=\"%s\" is not one of folded, lines, pprof, jfr", f);
-	in->requested = strdup(f);
+	/* "format" defaults to folded here: always applied */
+	if ((rc = wt_upload_param(&in->u, 1, "format", wt_http_param(q, "format"), err)))
+		return rc;
+	TAILQ_FOREACH(kv, q, next) {
+		if (strcmp(kv->key, "format") && (rc = wt_upload_param(&in->u, 1, kv->key, kv->value, err)))
+			return rc;
+	}
 	if (pn.type) {
-		in->hint = dup_or_null(edge_pyro_type_hint(pn.type));
 		/* for folded input the suffix names the sample type */
-		if (in->fmt == WT_FMT_FOLDED)
-			in->type = strdup(pn.type);
+		if (in->u.dec.fmt == WT_FMT_FOLDED && (rc = wt_upload_set_type(&in->u, pn.type, err)))
+			return rc;
+		if ((rc = wt_upload_set_hint(&in->u, edge_pyro_type_hint(pn.type), err)))
+			return rc;
 	}
-	if (rate && *rate) {
-		char *end;
-		long long r = strtoll(rate, &end, 10);
-		if (*end || r <= 0 || r > 1000000000)
-			return wt_err_set(err, WT_EINVAL, "sampleRate=\"%s\" is not a positive integer", rate);
-		in->sample_rate = r;
-	}
-	in->spy = dup_or_null(wt_http_param(q, "spyName"));
-	in->units = dup_or_null(wt_http_param(q, "units"));
-	in->aggregation = dup_or_null(wt_http_param(q, "aggregationType"));
-	if ((rc = parse_time_param(q, "from", &in->from_ns, err)) || (rc = parse_time_param(q, "until", &in->until_ns, err)))
+	if ((rc = wt_upload_finish(&in->u, err)))
 		return rc;
 	if (ctype && !strncasecmp(ctype, "multipart/", 10)) {
 		if (edge_mp_boundary(ctype, in->boundary, sizeof(in->boundary)) != 0)
@@ -741,14 +648,11 @@ void edge_ingest_handle(edge_server *srv, struct evhttp_request *req, int pyrosc
 		goto fail;
 	}
 	snprintf(in->project, sizeof(in->project), "%s", proj->name);
-	in->received_ns = now_ns();
+	wt_upload_init(&in->u);
+	in->received_ns = wt_now_ns(CLOCK_REALTIME);
 	rc = pyroscope ? parse_pyroscope(in, req, &q, &err) : parse_v1(in, &q, &err);
 	if (rc)
 		goto fail;
-	if (!in->service || (in->nlabels && !in->labels[2 * in->nlabels - 1])) {
-		rc = wt_err_set(&err, WT_ENOMEM, "out of memory");
-		goto fail;
-	}
 	if ((rc = wt_http_body(req, srv->cfg->max_body + (in->multipart ? MULTIPART_SLACK : 0), &in->body, &in->len, &err)))
 		goto fail;
 	if (in->len == 0) {

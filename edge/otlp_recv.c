@@ -2,7 +2,8 @@
  * otlp_recv.c — OTLP/HTTP and OTLP/gRPC profiles receivers of wt-edge (see
  * otlp_recv.h). A request becomes a job: the loop thread authenticates and
  * copies the body, a worker decodes it (wt_otlp_decode) and builds one
- * edge_commit per service with edge_ingest_prepare(), the store commits
+ * edge_commit per service with edge_ingest_prepare(), each holding as its
+ * original only that service's resource profiles (split_request), the store commits
  * them (group commit, synced), and when the last commit is done the job's
  * event brings the answer back to the loop thread.
  *
@@ -47,6 +48,7 @@
 #include "http_server.h"
 #include "log.h"
 #include "otlp.h"
+#include "pbwalk.h"
 #include "server.h"
 
 #define HTTP_PATH "/v1development/profiles"
@@ -197,6 +199,161 @@ static void commit_done(edge_commit *c)
 		event_active(j->ev, 0, 1);
 }
 
+/* ---- one stored original per service ---------------------------------------- */
+
+/* A protobuf request is split at its top level: ExportProfilesServiceRequest
+ * field 1 (resource_profiles) entries apart, every other field (the shared
+ * dictionary of OTLP >= 1.7) copied into each part. Which services an entry
+ * holds is what the decoder itself says of "rest + that entry", so a
+ * sample-level service.name is honoured too. */
+typedef struct split_entry {
+	size_t off, len; /* the whole field (tag, length, bytes) in the request */
+	char **svc;      /* services the entry yields (owned) */
+	size_t nsvc;
+} split_entry;
+
+typedef struct split {
+	wt_buf rest; /* every top-level field but resource_profiles */
+	split_entry *e;
+	size_t n;
+} split;
+
+static void split_free(split *sp)
+{
+	for (size_t i = 0; i < sp->n; i++) {
+		for (size_t k = 0; k < sp->e[i].nsvc; k++)
+			free(sp->e[i].svc[k]);
+		free(sp->e[i].svc);
+	}
+	free(sp->e);
+	wt_buf_free(&sp->rest);
+	memset(sp, 0, sizeof(*sp));
+}
+
+/* 1 when msg parses as top-level protobuf fields and holds at least two
+ * resource_profiles entries; 0 otherwise (OTLP/JSON, one entry: no split);
+ * WT_ENOMEM. */
+static int split_scan(const uint8_t *msg, size_t n, split *sp)
+{
+	size_t off = 0, cap = 0;
+
+	memset(sp, 0, sizeof(*sp));
+	while (off < n) {
+		size_t start = off;
+		uint64_t tag, v;
+		if (wt_pb_varint(msg, n, &off, &tag))
+			return 0;
+		switch (tag & 7) {
+		case 0:
+			if (wt_pb_varint(msg, n, &off, &v))
+				return 0;
+			break;
+		case 1:
+			if (n - off < 8)
+				return 0;
+			off += 8;
+			break;
+		case 5:
+			if (n - off < 4)
+				return 0;
+			off += 4;
+			break;
+		case 2:
+			if (wt_pb_varint(msg, n, &off, &v) || v > n - off)
+				return 0;
+			off += (size_t)v;
+			break;
+		default:
+			return 0;
+		}
+		if (tag >> 3 != 1) {
+			wt_buf_append(&sp->rest, msg + start, off - start);
+			continue;
+		}
+		if (sp->n == cap) {
+			size_t nc = cap ? 2 * cap : 8;
+			split_entry *ne = realloc(sp->e, nc * sizeof(*ne));
+			if (!ne)
+				return WT_ENOMEM;
+			sp->e = ne;
+			cap = nc;
+		}
+		sp->e[sp->n++] = (split_entry){start, off - start, NULL, 0};
+	}
+	if (sp->rest.oom)
+		return WT_ENOMEM;
+	return sp->n >= 2;
+}
+
+/* The part of the request for service svc into out: rest + the entries
+ * that yield svc. */
+static void split_part(const uint8_t *msg, const split *sp, const char *svc, wt_buf *out)
+{
+	wt_buf_reset(out);
+	wt_buf_append(out, sp->rest.data, sp->rest.len);
+	for (size_t i = 0; i < sp->n; i++)
+		for (size_t k = 0; k < sp->e[i].nsvc; k++)
+			if (!strcmp(sp->e[i].svc[k], svc)) {
+				wt_buf_append(out, msg + sp->e[i].off, sp->e[i].len);
+				break;
+			}
+}
+
+/* Which services each entry yields. 0, or an error (the caller then keeps
+ * the whole request for every service). */
+static int split_services(const uint8_t *msg, split *sp, const wt_limits *lim, wt_err *err)
+{
+	wt_buf one = WT_BUF_INIT;
+	int rc = 0;
+
+	for (size_t i = 0; i < sp->n && !rc; i++) {
+		wt_otlp_result r;
+		memset(&r, 0, sizeof(r));
+		wt_buf_reset(&one);
+		wt_buf_append(&one, sp->rest.data, sp->rest.len);
+		wt_buf_append(&one, msg + sp->e[i].off, sp->e[i].len);
+		if (one.oom) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+			break;
+		}
+		if ((rc = wt_otlp_decode(one.data, one.len, lim, &r, err)))
+			break;
+		sp->e[i].svc = calloc(r.n ? r.n : 1, sizeof(char *));
+		for (size_t k = 0; sp->e[i].svc && k < r.n; k++)
+			if ((sp->e[i].svc[k] = strdup(r.items[k].service)))
+				sp->e[i].nsvc++;
+		if (!sp->e[i].svc || sp->e[i].nsvc != r.n)
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		wt_otlp_result_free(&r);
+	}
+	wt_buf_free(&one);
+	return rc;
+}
+
+/* Decode part (the request cut down to service svc) and take svc's profile
+ * out of it into *p. */
+static int split_decode(const wt_buf *part, const char *svc, const wt_limits *lim, wt_profile **p, wt_err *err)
+{
+	wt_otlp_result r;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	if ((rc = wt_otlp_decode(part->data, part->len, lim, &r, err)))
+		return rc;
+	rc = WT_EINVAL;
+	for (size_t k = 0; k < r.n; k++)
+		if (!strcmp(r.items[k].service, svc)) {
+			*p = r.items[k].profile;
+			r.items[k].profile = NULL;
+			rc = 0;
+			break;
+		}
+	if (rc)
+		wt_err_set(err, rc, "otlp: the part for service \"%.64s\" does not hold it", svc);
+	wt_otlp_result_free(&r);
+	return rc;
+}
+
 /* Worker: decode, build the commits, submit them. */
 static void job_work(void *arg)
 {
@@ -207,9 +364,13 @@ static void job_work(void *arg)
 	uint8_t *raw = NULL;
 	const uint8_t *msg = j->body;
 	size_t n = j->len, i;
-	int rc;
+	split sp;
+	wt_buf part = WT_BUF_INIT;
+	wt_err serr = {0, ""};
+	int rc, split_ok = 0;
 
 	memset(&r, 0, sizeof(r));
+	memset(&sp, 0, sizeof(sp));
 	wt_limits_default(&lim);
 	lim.max_body = cfg->max_body;
 	lim.max_decompressed = cfg->max_decompressed;
@@ -238,7 +399,21 @@ static void job_work(void *arg)
 		goto fail;
 	}
 	j->ncommits = r.n;
+	/* several services: store each with only its own resource profiles */
+	if (r.n > 1) {
+		rc = split_scan(msg, n, &sp);
+		if (rc == WT_ENOMEM) {
+			rc = wt_err_set(&j->err, rc, "out of memory");
+			goto fail;
+		}
+		split_ok = rc == 1 && !split_services(msg, &sp, &lim, &serr);
+		if (rc == 1 && !split_ok)
+			wt_warn("msg=\"otlp request stored whole for each service\" error=\"%s\"", serr.msg);
+	}
 	for (i = 0; i < r.n; i++) {
+		const uint8_t *orig = j->body;
+		size_t origlen = j->len;
+		wt_profile *own = NULL;
 		const char *svc = r.items[i].service;
 		if (!strcmp(svc, WT_OTLP_UNKNOWN_SERVICE) && *j->service)
 			svc = j->service;
@@ -248,14 +423,30 @@ static void job_work(void *arg)
 					MAX_NAME - 1);
 			goto fail;
 		}
-		j->samples += r.items[i].profile->nsamples;
-		if ((rc = edge_ingest_prepare(j->srv, &j->commits[i], j->project, svc, j->received_ns,
-					      j->endpoint, j->body, j->len, r.items[i].profile, &j->err)))
+		if (split_ok) {
+			/* the profile the hub will decode from this part, so both agree */
+			split_part(msg, &sp, r.items[i].service, &part);
+			if (part.oom) {
+				rc = wt_err_set(&j->err, WT_ENOMEM, "out of memory");
+				goto fail;
+			}
+			if ((rc = split_decode(&part, r.items[i].service, &lim, &own, &j->err)))
+				goto fail;
+			orig = part.data;
+			origlen = part.len;
+		}
+		j->samples += (own ? own : r.items[i].profile)->nsamples;
+		rc = edge_ingest_prepare(j->srv, &j->commits[i], j->project, svc, j->received_ns, j->endpoint, orig,
+					 origlen, own ? own : r.items[i].profile, &j->err);
+		wt_profile_free(own);
+		if (rc)
 			goto fail;
 		j->commits[i].done = commit_done;
 		j->commits[i].arg = j;
 	}
 	wt_otlp_result_free(&r);
+	split_free(&sp);
+	wt_buf_free(&part);
 	free(raw);
 	free(j->body); /* kept in the raw records now */
 	j->body = NULL;
@@ -267,6 +458,8 @@ fail:
 	if (!j->err.code)
 		wt_err_set(&j->err, rc ? rc : WT_EINVAL, "otlp upload failed");
 	wt_otlp_result_free(&r);
+	split_free(&sp);
+	wt_buf_free(&part);
 	free(raw);
 	event_active(j->ev, 0, 1);
 }

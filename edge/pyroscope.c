@@ -3,6 +3,7 @@
  * parsing (see pyroscope.h).
  */
 #include "pyroscope.h"
+#include "upload.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -93,11 +94,10 @@ int edge_pyro_parse_name(const char *name, edge_pyro_name *out, wt_err *err)
 			char *v = trim(eq + 1, end);
 			if (!*k)
 				return wt_err_set(err, WT_EINVAL, "pyroscope: name: empty label key at byte %zu", at);
-			for (char *t = k; *t; t++)
-				if (!isalnum((unsigned char)*t) && *t != '_' && *t != '.' && *t != '-')
-					return wt_err_set(err, WT_EINVAL,
-							  "pyroscope: name: label key \"%s\" at byte %zu has invalid character '%c'",
-							  k, at, *t);
+			if (!wt_upload_label_key_valid(k)) /* the upload contract's rule */
+				return wt_err_set(err, WT_EINVAL,
+						  "pyroscope: name: label key \"%.64s\" at byte %zu is not [A-Za-z_][A-Za-z0-9_./-]*",
+						  k, at);
 			if (out->nlabels >= EDGE_PYRO_MAX_LABELS)
 				return wt_err_set(err, WT_ELIMIT, "pyroscope: name: more than %d labels",
 						  EDGE_PYRO_MAX_LABELS);

@@ -28,7 +28,8 @@ typedef struct edge_pyro_name {
  * alloc_objects, alloc_space, inuse_objects, inuse_space, goroutines,
  * mutex_count, mutex_duration, block_count, block_duration, lock_count,
  * lock_duration, ...); otherwise the whole name is the service. Label keys
- * are [A-Za-z0-9_.-]+, values anything but ',' '}' ; spaces around are
+ * follow the upload contract (wt_upload_label_key_valid: [A-Za-z_][A-Za-z0-9_./-]*),
+ * values anything but ',' '}' ; spaces around are
  * trimmed. Errors name the position. */
 int edge_pyro_parse_name(const char *name, edge_pyro_name *out, wt_err *err);
 

@@ -1,7 +1,9 @@
 /*
  * http_ingest.c — POST /v1/profiles on the hub (direct upload for sites
- * without an edge). Same parameters and semantics as the edge: format,
- * service, type, from, until, label.K=V; body raw or gzip. The reply is 2xx
+ * without an edge). The parameters (format, service, type, from, until,
+ * label.K=V), their rules, the decode options and time placement are the
+ * upload contract of common/upload.c, shared with the edge and with
+ * replication apply; body raw or gzip. The reply is 2xx
  * only after the original is in the object store and the rows are in
  * ClickHouse; bad input gets a 4xx naming what was wrong and stores nothing.
  */
@@ -18,6 +20,7 @@
 #include "params.h"
 #include "recording_rules.h"
 #include "sha.h"
+#include "upload.h"
 
 #define DEFAULT_RETENTION_DAYS 30
 
@@ -51,29 +54,6 @@ int hub_project_retention(hub_ch *ch, const char *project, int *days, wt_err *er
 	return rc;
 }
 
-/* Place sample times (docs/api.md "### Ingest", `from`/`until`): with `from`, the profile starts at
- * from and samples keep their offsets; without, the format's own clock, or
- * the upload time for formats without one. */
-static void place_times(wt_profile *p, const hub_params *hp, int64_t now_ns)
-{
-	size_t i;
-
-	if (hp->has_from) {
-		int64_t shift = p->time_ns ? hp->from_ns - p->time_ns : 0;
-		for (i = 0; i < p->nsamples; i++) {
-			if (!p->samples[i].time_ns)
-				continue;
-			if (shift)
-				p->samples[i].time_ns += shift;
-			else if (!p->time_ns)
-				p->samples[i].time_ns = hp->from_ns; /* no base to keep offsets to */
-		}
-		p->time_ns = hp->from_ns;
-	} else if (!p->time_ns) {
-		p->time_ns = now_ns;
-	}
-}
-
 static int put_raw_index(hub_ch *ch, const char *project, const char *service, const char *upload_id,
 			 const char *key, const char *format, size_t size, int64_t tns, wt_err *err)
 {
@@ -103,10 +83,13 @@ void hub_handle_upload(hub_req *r)
 	hub_ctx *ctx = r->ctx;
 	hub_principal who;
 	struct evkeyvalq q;
-	hub_params hp;
+	const struct evkeyval *kv;
+	wt_upload up;
+	hub_label_param lp[WT_UPLOAD_MAX_LABELS];
 	wt_err err = {0, ""}, rerr = {0, ""};
-	const char *fmt_s, *project;
-	wt_format fmt = WT_FMT_AUTO, detected = WT_FMT_AUTO;
+	const char *project;
+	wt_format detected = WT_FMT_AUTO;
+	wt_limits lim;
 	wt_decode_opts opts;
 	wt_profile *p = NULL;
 	uint8_t *body = NULL;
@@ -121,14 +104,22 @@ void hub_handle_upload(hub_req *r)
 
 	q.tqh_first = NULL; /* evhttp_clear_headers-safe before wt_http_query */
 	q.tqh_last = &q.tqh_first;
+	wt_upload_init(&up);
 	if (hub_req_auth(r, &who))
 		goto rejected;
 	if (wt_http_query(r->req, &q)) {
 		wt_err_set(&err, WT_EINVAL, "query string is malformed");
 		goto fail;
 	}
-	if (hub_params_parse(&q, &hp, &err))
+	for (kv = q.tqh_first; kv; kv = kv->next.tqe_next)
+		if (wt_upload_param(&up, 0, kv->key, kv->value, &err))
+			goto fail;
+	if (wt_upload_finish(&up, &err))
 		goto fail;
+	for (t = 0; t < up.nlabels; t++) {
+		lp[t].key = up.labels[t].key;
+		lp[t].value = up.labels[t].value;
+	}
 	project = who.super ? wt_http_param(&q, "project") : who.project;
 	if (!project || !hub_project_name_valid(project)) {
 		wt_err_set(&err, WT_EINVAL, "project: the admin token must name a valid project");
@@ -136,15 +127,6 @@ void hub_handle_upload(hub_req *r)
 	}
 	if (hub_auth_allows(&who, project, HUB_ROLE_UPLOAD, &err))
 		goto fail;
-	if (!hp.service) {
-		wt_err_set(&err, WT_EINVAL, "service: required");
-		goto fail;
-	}
-	fmt_s = wt_http_param(&q, "format");
-	if (fmt_s && *fmt_s && wt_format_parse(fmt_s, &fmt)) {
-		wt_err_set(&err, WT_EFORMAT, "format: unknown format \"%.32s\"", fmt_s);
-		goto fail;
-	}
 	if (wt_http_body(r->req, ctx->cfg.max_body, &body, &len, &err))
 		goto fail;
 	if (len == 0) {
@@ -152,14 +134,12 @@ void hub_handle_upload(hub_req *r)
 		goto fail;
 	}
 
-	wt_decode_opts_default(&opts);
-	opts.lim.max_body = ctx->cfg.max_body;
-	opts.hint = hp.type;
-	opts.type = hp.type;
-	opts.time_ns = hp.has_from ? hp.from_ns : now;
-	if (wt_format_decode(body, len, fmt, &opts, &p, &detected, &err))
+	wt_limits_default(&lim);
+	lim.max_body = ctx->cfg.max_body;
+	wt_upload_decode_opts(&up.dec, &lim, now, &opts);
+	if (wt_format_decode(body, len, up.dec.fmt, &opts, &p, &detected, &err))
 		goto fail;
-	place_times(p, &hp, now);
+	wt_upload_place_times(&up.dec, p, now);
 
 	if (hub_ch_health_check(&ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err))
 		goto fail;
@@ -177,23 +157,23 @@ void hub_handle_upload(hub_req *r)
 	hub_failpoint_wait("ingest_after_object_put"); /* tests: a deletion runs here */
 	memset(&rq, 0, sizeof(rq));
 	rq.project = project;
-	rq.service = hp.service;
+	rq.service = up.service;
 	rq.upload_id = upload_id;
 	rq.retention_days = days;
-	rq.labels = hp.labels;
-	rq.nlabels = hp.nlabels;
+	rq.labels = lp;
+	rq.nlabels = up.nlabels;
 	rq.batch_rows = ctx->cfg.ch_insert_batch_rows;
 	rq.stacks = ctx->stacks;
 	rq.cache_generation = atomic_load(&ctx->store.transitions);
 	if (hub_ch_rows_profile(r->ch, &rq, p, now, &st, &err))
 		goto fail;
-	if (put_raw_index(r->ch, project, hp.service, upload_id, key, wt_format_name(detected), len,
+	if (put_raw_index(r->ch, project, up.service, upload_id, key, wt_format_name(detected), len,
 			  p->time_ns, &err))
 		goto fail;
 	/* Recording rules (recording_rules.c). The samples are stored: a
 	 * failure here is logged and counted, not answered with an error the
 	 * client would retry (and so store the samples twice). */
-	if (hub_rules_apply(r->ch, project, hp.service, upload_id, hp.labels, hp.nlabels, p, now, &rerr))
+	if (hub_rules_apply(r->ch, project, up.service, upload_id, lp, up.nlabels, p, now, &rerr))
 		wt_warn("msg=\"recording rules not applied\" project=%s upload=%s error=\"%s\"", project, upload_id,
 			rerr.msg);
 
@@ -205,7 +185,7 @@ void hub_handle_upload(hub_req *r)
 	for (t = 0; t < p->ntypes; t++)
 		json_array_append_new(types, json_string(wt_profile_str(p, p->types[t].canonical)));
 	reply = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s}", "upload_id", upload_id,
-			  "project", project, "service", hp.service, "format", wt_format_name(detected),
+			  "project", project, "service", up.service, "format", wt_format_name(detected),
 			  "types", types, "samples", (json_int_t)p->nsamples,
 			  "rows", (json_int_t)st.sample_rows, "stacks", (json_int_t)p->nstacks,
 			  "object_key", key);
@@ -224,5 +204,6 @@ rejected:
 done:
 	wt_profile_free(p);
 	free(body);
+	wt_upload_free(&up);
 	evhttp_clear_headers(&q);
 }

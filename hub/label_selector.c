@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ch_format.h"
+#include "upload.h"
 
 static const char *const column_labels[] = {"host", "thread", "container", "span_id", "trace_id"};
 
@@ -117,9 +118,15 @@ int hub_lsel_parse(const char *s, hub_lsel *out, wt_err *err)
 			goto out;
 		}
 		wt_buf_reset(&name);
-		while (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.')
+		/* the upload contract's label keys (common/upload.h): "k8s/pod" too */
+		while (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '/' || s[i] == '-')
 			wt_buf_putc(&name, s[i++]);
 		wt_buf_putc(&name, '\0');
+		if (!name.oom && !wt_upload_label_key_valid((char *)name.data)) {
+			rc = wt_err_set(err, WT_EINVAL, "position %zu: label name longer than %d bytes", at + 1,
+					WT_UPLOAD_LABEL_KEY_MAX);
+			goto out;
+		}
 		skip_ws(s, &i);
 		if (s[i] == '=' && s[i + 1] == '~')
 			op = HUB_LM_RE, i += 2;

@@ -39,7 +39,8 @@ typedef struct hub_lsel {
 /* Parse s ("" and "{}" select everything) into out (which the caller
  * frees with hub_lsel_free, also after an error). WT_EINVAL with a message
  * naming the 1-based character position ("position 12: expected '='").
- * Label names [A-Za-z_][A-Za-z0-9_.]*; values double-, single- or
+ * Label names are the upload contract's keys, [A-Za-z_][A-Za-z0-9_./-]*
+ * (common/upload.h); values double-, single- or
  * back-quoted, with Go escapes (\" \\ \n \t \' \uXXXX left as is). */
 int hub_lsel_parse(const char *s, hub_lsel *out, wt_err *err);
 

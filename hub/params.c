@@ -12,42 +12,12 @@
 
 int hub_service_valid(const char *s)
 {
-	size_t i, n = s ? strlen(s) : 0;
-
-	if (n == 0 || n > HUB_SERVICE_MAX)
-		return 0;
-	for (i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return 0;
-	return 1;
+	return wt_upload_service_valid(s);
 }
 
 int hub_label_key_valid(const char *s)
 {
-	size_t i, n = s ? strlen(s) : 0;
-
-	if (n == 0 || n > HUB_LABEL_KEY_MAX)
-		return 0;
-	for (i = 0; i < n; i++) {
-		char c = s[i];
-		int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-		int digit = c >= '0' && c <= '9';
-		if (!alpha && (i == 0 || (!digit && c != '.' && c != '-')))
-			return 0;
-	}
-	return 1;
-}
-
-static int value_valid(const char *s)
-{
-	size_t i, n = strlen(s);
-
-	if (n > HUB_LABEL_VALUE_MAX)
-		return 0;
-	for (i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20)
-			return 0;
-	return 1;
+	return wt_upload_label_key_valid(s);
 }
 
 int hub_params_parse(const struct evkeyvalq *q, hub_params *p, wt_err *err)
@@ -59,7 +29,8 @@ int hub_params_parse(const struct evkeyvalq *q, hub_params *p, wt_err *err)
 		const char *k = kv->key, *v = kv->value ? kv->value : "";
 		if (!strcmp(k, "service")) {
 			if (!hub_service_valid(v))
-				return wt_err_set(err, WT_EINVAL, "service: must be 1-%d printable bytes", HUB_SERVICE_MAX);
+				return wt_err_set(err, WT_EINVAL, "service: must be 1-%d bytes without control characters",
+						  HUB_SERVICE_MAX);
 			p->service = v;
 		} else if (!strcmp(k, "type")) {
 			if (!hub_label_key_valid(v))
@@ -79,8 +50,9 @@ int hub_params_parse(const struct evkeyvalq *q, hub_params *p, wt_err *err)
 		} else if (!strncmp(k, "label.", 6) || !strcmp(k, "span_id") || !strcmp(k, "trace_id")) {
 			const char *key = k[0] == 'l' ? k + 6 : k;
 			if (!hub_label_key_valid(key))
-				return wt_err_set(err, WT_EINVAL, "%s: label keys are [A-Za-z_][A-Za-z0-9_.-]{0,63}", k);
-			if (!value_valid(v))
+				return wt_err_set(err, WT_EINVAL, "%s: label keys are [A-Za-z_][A-Za-z0-9_./-]*, at most %d bytes",
+						  k, HUB_LABEL_KEY_MAX);
+			if (!wt_upload_label_value_valid(v))
 				return wt_err_set(err, WT_EINVAL, "%s: value longer than %d bytes or has control characters",
 						  k, HUB_LABEL_VALUE_MAX);
 			if (p->nlabels == HUB_MAX_LABEL_PARAMS)

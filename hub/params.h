@@ -11,11 +11,14 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "upload.h"
 
-#define HUB_MAX_LABEL_PARAMS 32
-#define HUB_SERVICE_MAX 256
-#define HUB_LABEL_KEY_MAX 64
-#define HUB_LABEL_VALUE_MAX 1024
+/* The upload contract's limits (common/upload.h): whatever an upload may
+ * store, a query may name. */
+#define HUB_MAX_LABEL_PARAMS WT_UPLOAD_MAX_LABELS
+#define HUB_SERVICE_MAX WT_UPLOAD_NAME_MAX
+#define HUB_LABEL_KEY_MAX WT_UPLOAD_LABEL_KEY_MAX
+#define HUB_LABEL_VALUE_MAX WT_UPLOAD_LABEL_VALUE_MAX
 
 typedef struct hub_label_param {
 	const char *key;   /* points into the evkeyvalq (after "label.") */
@@ -40,10 +43,10 @@ int hub_params_parse(const struct evkeyvalq *q, hub_params *p, wt_err *err);
  * The route matchers of server.c and the http_*.c routers all use it. */
 const char *hub_path_project(const char *path, char *project, size_t cap);
 
-/* 1 if s is a usable service name: 1-256 bytes, printable, no control
- * characters. */
+/* 1 if s is a usable service name (wt_upload_service_valid). */
 int hub_service_valid(const char *s);
-/* 1 if s is a label key: [A-Za-z_][A-Za-z0-9_.-]{0,63}. */
+/* 1 if s is a label key (wt_upload_label_key_valid:
+ * [A-Za-z_][A-Za-z0-9_./-]*, at most WT_UPLOAD_LABEL_KEY_MAX bytes). */
 int hub_label_key_valid(const char *s);
 
 /* Parse a positive integer parameter within [lo, hi]; absent → def. */

@@ -91,7 +91,7 @@ static int rule_parse(json_t *o, size_t i, rule *r, wt_err *err)
 		return wt_err_set(err, WT_EINVAL, "rules[%zu].labels: at most %d labels", i, RULE_LABELS_MAX);
 	json_array_foreach(labels, k, l) {
 		const char *s = json_string_value(l);
-		if (!s || !hub_label_key_valid(s) || strchr(s, '.') || strchr(s, '-'))
+		if (!s || !hub_label_key_valid(s) || strchr(s, '.') || strchr(s, '-') || strchr(s, '/'))
 			return wt_err_set(err, WT_EINVAL, "rules[%zu].labels[%zu]: expected a label name [A-Za-z_][A-Za-z0-9_]*",
 					  i, k);
 		for (j = 0; j < sizeof(reserved_labels) / sizeof(reserved_labels[0]); j++)

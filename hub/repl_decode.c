@@ -1,6 +1,8 @@
 /*
  * repl_decode.c — decode one replicated upload's original as the edge did
- * (see repl_decode.h); the header's keys are written by edge/http_ingest.c.
+ * (see repl_decode.h); the header's keys are written by edge/http_ingest.c,
+ * decode options and time placement are the upload contract's
+ * (common/upload.c), the same code the edge ran.
  */
 #include "repl_decode.h"
 
@@ -10,6 +12,7 @@
 #include "compress.h"
 #include "sample_types.h"
 #include "otlp.h"
+#include "upload.h"
 
 static const char *jstr(json_t *o, const char *k)
 {
@@ -82,14 +85,16 @@ int hub_repl_header_init(const Watchtower__Repl__Upload *u, json_t **js, hub_rep
 	return h->project && h->service ? 0 : WT_EINVAL;
 }
 
-/* An OTLP request carries several services; the edge stored it once per
- * service and names the one this upload is ("otlp_service"). */
+/* An OTLP request carries several services; the edge stores, per service,
+ * the request cut down to that service's resource profiles (older edges:
+ * the whole request) and names the one this upload is ("otlp_service"). */
 static int decode_original(const Watchtower__Repl__Upload *u, const hub_repl_header *h, wt_format fmt,
 			   const wt_decode_opts *o, wt_profile **p, wt_format *det, wt_err *err)
 {
 	const char *osvc = h->otlp_service;
 	const uint8_t *data = u->original.data;
 	size_t len = u->original.len, i;
+	int pass;
 	uint8_t *plain = NULL;
 	wt_otlp_result r;
 	int rc;
@@ -111,14 +116,18 @@ static int decode_original(const Watchtower__Repl__Upload *u, const hub_repl_hea
 	free(plain);
 	if (rc)
 		return rc;
-	rc = wt_err_set(err, WT_EINVAL, "otlp: the request has no service \"%.64s\"", osvc);
-	for (i = 0; i < r.n; i++)
-		if (!strcmp(r.items[i].service, osvc)) {
-			*p = r.items[i].profile;
-			r.items[i].profile = NULL;
-			rc = 0;
-			break;
-		}
+	/* the service by name; else unknown_service, which the edge names by
+	 * the upload's ?service= fallback (edge/otlp_recv.c) */
+	for (pass = 0, rc = WT_EINVAL; pass < 2 && rc; pass++)
+		for (i = 0; i < r.n; i++)
+			if (!strcmp(r.items[i].service, pass ? WT_OTLP_UNKNOWN_SERVICE : osvc)) {
+				*p = r.items[i].profile;
+				r.items[i].profile = NULL;
+				rc = 0;
+				break;
+			}
+	if (rc)
+		wt_err_set(err, rc, "otlp: the request has no service \"%.64s\"", osvc);
 	wt_otlp_result_free(&r);
 	return rc;
 }
@@ -126,31 +135,25 @@ static int decode_original(const Watchtower__Repl__Upload *u, const hub_repl_hea
 int hub_repl_decode_upload(const Watchtower__Repl__Upload *u, const hub_repl_header *h, const wt_limits *lim,
 			   wt_profile **p, wt_format *det, wt_err *err)
 {
+	wt_upload_decode d;
 	wt_decode_opts o;
-	wt_format fmt = WT_FMT_AUTO;
 	int rc;
 
 	*p = NULL;
 	*det = WT_FMT_AUTO;
-	if (h->format && wt_format_parse(h->format, &fmt))
-		fmt = WT_FMT_AUTO;
-	wt_decode_opts_default(&o);
-	o.lim = *lim;
-	o.hint = h->hint;
-	if (h->type)
-		o.type = h->type;
-	if (h->units)
-		o.unit = wt_pyroscope_unit(h->units);
-	o.sample_rate = h->sample_rate;
-	o.time_ns = h->from_ns ? h->from_ns : u->received_ns;
-	if ((rc = decode_original(u, h, fmt, &o, p, det, err)))
+	/* the upload contract (common/upload.h), as the edge applied it */
+	memset(&d, 0, sizeof(d));
+	if (h->format && wt_format_parse(h->format, &d.fmt))
+		d.fmt = WT_FMT_AUTO;
+	d.type = h->type;
+	d.hint = h->hint;
+	d.units = h->units;
+	d.sample_rate = h->sample_rate;
+	d.from_ns = h->from_ns;
+	d.until_ns = h->until_ns;
+	wt_upload_decode_opts(&d, lim, u->received_ns, &o);
+	if ((rc = decode_original(u, h, d.fmt, &o, p, det, err)))
 		return rc;
-	if (h->from_ns) {
-		(*p)->time_ns = h->from_ns;
-		if (h->until_ns > h->from_ns)
-			(*p)->duration_ns = h->until_ns - h->from_ns;
-	} else if (!(*p)->time_ns) {
-		(*p)->time_ns = u->received_ns;
-	}
+	wt_upload_place_times(&d, *p, u->received_ns);
 	return 0;
 }

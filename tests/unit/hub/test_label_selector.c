@@ -42,6 +42,14 @@ static void test_parse_ops(void **state)
 	assert_int_equal(s.n, 0);
 	assert_int_equal(hub_lsel_parse("{}", &s, &e), 0);
 	assert_int_equal(s.n, 0);
+	/* keys an upload may store (common/upload.h) can be matched */
+	assert_int_equal(hub_lsel_parse("{k8s/pod=\"web-1\", app.kubernetes.io/name!=\"x\", pod-name=~\"a\"}", &s, &e), 0);
+	assert_int_equal(s.n, 3);
+	assert_string_equal(s.m[0].name, "k8s/pod");
+	assert_string_equal(s.m[1].name, "app.kubernetes.io/name");
+	assert_int_equal(s.m[1].op, HUB_LM_NE);
+	assert_string_equal(s.m[2].name, "pod-name");
+	hub_lsel_free(&s);
 }
 
 static void test_errors_name_position(void **state)
