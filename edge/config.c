@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <fnmatch.h>
 #include <libconfig.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,14 @@ void edge_config_defaults(edge_config *c)
 	c->ebpf.python = 1;
 	c->ebpf.max_stacks = 16384;
 	c->ebpf.max_keys = 16384;
+}
+
+int edge_ebpf_cfg_python(const edge_ebpf_cfg *c, const char *service)
+{
+	for (size_t i = 0; i < c->npy_rules; i++)
+		if (service && c->py_rules[i].glob && !fnmatch(c->py_rules[i].glob, service, 0))
+			return c->py_rules[i].on >= 0 ? c->py_rules[i].on : c->python;
+	return c->python;
 }
 
 void edge_ebpf_cfg_free(edge_ebpf_cfg *e)

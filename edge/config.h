@@ -63,6 +63,10 @@ typedef struct edge_ebpf_cfg {
 	size_t nrules;
 } edge_ebpf_cfg;
 
+/* CPython frames wanted for service under c: the first py_rules glob that
+ * matches decides (on -1: the default), else c->python. Pure. */
+int edge_ebpf_cfg_python(const edge_ebpf_cfg *c, const char *service);
+
 typedef struct edge_config {
 	char *id;
 	char *listen_host;

@@ -41,6 +41,7 @@ typedef struct py_layout {
 
 static const py_layout layouts[] = {
 	{
+		/* 3.11 (Debian 12's python3) */
 		.version = 0x030b,
 		.bpf =
 			{
@@ -57,6 +58,7 @@ static const py_layout layouts[] = {
 				.fr_owner = 69,
 				.co_code = 184,
 				.entry_kind = WT_PY_ENTRY_FLAG,
+				.owner_cstack = 0xff,
 			},
 		.co_filename = 112,
 		.co_name = 120,
@@ -68,6 +70,72 @@ static const py_layout layouts[] = {
 		.uni_state = 32,
 		.uni_ascii_data = 48,
 		.uni_compact_data = 72,
+		.bytes_size = 16,
+		.bytes_data = 32,
+	},
+	{
+		/* 3.12: the frame's entry is a shim frame owned by the C stack;
+		 * str objects lost their wstr fields */
+		.version = 0x030c,
+		.bpf =
+			{
+				.rt_interp_head = 40,
+				.is_threads_head = 72,
+				.ts_next = 8,
+				.ts_native_tid = 144,
+				.ts_cframe = 56,
+				.cf_frame = 0,
+				.fr_code = 0,
+				.fr_previous = 8,
+				.fr_instr = 56,
+				.fr_owner = 70,
+				.co_code = 192,
+				.entry_kind = WT_PY_ENTRY_SHIM,
+				.owner_cstack = 3,
+			},
+		.co_filename = 112,
+		.co_name = 120,
+		.co_qualname = 128,
+		.co_linetable = 136,
+		.co_firstlineno = 68,
+		.co_read = 144,
+		.uni_length = 16,
+		.uni_state = 32,
+		.uni_ascii_data = 40,
+		.uni_compact_data = 56,
+		.bytes_size = 16,
+		.bytes_data = 32,
+	},
+	{
+		/* 3.13: no _PyCFrame (the thread state holds current_frame);
+		 * f_executable, instr_ptr (the instruction executing) */
+		.version = 0x030d,
+		.bpf =
+			{
+				.rt_interp_head = 632,
+				.is_threads_head = 7344,
+				.ts_next = 8,
+				.ts_native_tid = 160,
+				.ts_cframe = 0xffff,
+				.cf_frame = 72,
+				.fr_code = 0,
+				.fr_previous = 8,
+				.fr_instr = 56,
+				.fr_owner = 70,
+				.co_code = 200,
+				.entry_kind = WT_PY_ENTRY_SHIM,
+				.owner_cstack = 3,
+			},
+		.co_filename = 112,
+		.co_name = 120,
+		.co_qualname = 128,
+		.co_linetable = 136,
+		.co_firstlineno = 68,
+		.co_read = 144,
+		.uni_length = 16,
+		.uni_state = 32,
+		.uni_ascii_data = 40,
+		.uni_compact_data = 56,
 		.bytes_size = 16,
 		.bytes_data = 32,
 	},
@@ -213,14 +281,16 @@ static int is_python_file(const char *path)
 }
 
 typedef struct elf_facts {
-	uint64_t runtime, version_addr, base_vaddr;
+	uint64_t runtime, version_addr;
+	uint64_t map_vaddr; /* the link-time address of file offset pgoff (page-aligned segment start) */
 	uint32_t version;
 	int have_runtime;
 } elf_facts;
 
-/* _PyRuntime and Py_Version of the ELF file at path, and the version's
- * value read from the file. 0 when _PyRuntime is there. */
-static int elf_facts_read(const char *path, elf_facts *f)
+/* _PyRuntime and Py_Version of the ELF file at path, the version's value
+ * read from the file, and the link-time address that the mapping at file
+ * offset pgoff starts at. 0 when _PyRuntime and that segment are there. */
+static int elf_facts_read(const char *path, uint64_t pgoff, elf_facts *f)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
 	Elf *elf = NULL;
@@ -258,8 +328,10 @@ static int elf_facts_read(const char *path, elf_facts *f)
 		GElf_Phdr ph;
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		if (!have_base) {
-			f->base_vaddr = (ph.p_vaddr - ph.p_offset) & ~0xfffULL;
+		uint64_t off0 = ph.p_offset & ~0xfffULL;
+		if (!have_base && pgoff >= off0 && pgoff < ph.p_offset + ph.p_filesz) {
+			/* the kernel mapped file offset off0 at p_vaddr's page */
+			f->map_vaddr = (ph.p_vaddr & ~0xfffULL) + (pgoff - off0);
 			have_base = 1;
 		}
 		if (f->version_addr >= ph.p_vaddr && f->version_addr + 4 <= ph.p_vaddr + ph.p_filesz) {
@@ -312,41 +384,24 @@ static void proc_set(edge_py *py, uint32_t tgid, const py_layout *l)
 	}
 }
 
-int edge_py_detect(edge_py *py, const char *proc_root, uint32_t tgid, int map_fd)
+static void drop_codes(edge_py *py, uint32_t tgid);
+
+int edge_py_candidate(const char *path)
 {
-	char path[600], line[1024], file[512] = "";
-	unsigned long long start = 0, pgoff = 0;
-	int found = 0;
-	snprintf(path, sizeof(path), "%s/%u/maps", proc_root, tgid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long s, e, off;
-		char perm[8];
-		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perm, &off, &pos) < 4 || !pos)
-			continue;
-		char *p = line + pos;
-		p[strcspn(p, "\n")] = '\0';
-		if (*p != '/' || !is_python_file(p) || off != 0)
-			continue;
-		/* the first mapping of the file (offset 0): its load address */
-		snprintf(file, sizeof(file), "%s", p);
-		start = s;
-		pgoff = off;
-		found = 1;
-		if (strstr(p, "libpython"))
-			break; /* an embedding binary's own python3 name loses to the library */
-	}
-	fclose(f);
-	(void)pgoff;
+	return path && *path == '/' && is_python_file(path);
+}
+
+int edge_py_detect(edge_py *py, const char *proc_root, uint32_t tgid, const char *file, uint64_t start,
+		   uint64_t pgoff, int map_fd)
+{
+	char path[1200];
+	int found = file != NULL;
 	elf_facts ef;
 	const py_layout *l = NULL;
 	uint32_t ver = 0;
 	if (found) {
 		snprintf(path, sizeof(path), "%s/%u/root%s", proc_root, tgid, file);
-		if (elf_facts_read(path, &ef) == 0) {
+		if (elf_facts_read(path, pgoff, &ef) == 0) {
 			/* Py_Version is PY_VERSION_HEX: 0x030b07f0 for 3.11.7 */
 			ver = ef.version ? ef.version >> 16 : version_of_name(file);
 			for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
@@ -360,17 +415,19 @@ int edge_py_detect(edge_py *py, const char *proc_root, uint32_t tgid, int map_fd
 	if (found && !l)
 		py->st.unknown++;
 	int was = proc_layout(py, tgid) != NULL;
+	if (was)
+		drop_codes(py, tgid); /* an exec, or checked again: read anew */
 	proc_set(py, tgid, l);
 	if (l && !was)
 		py->st.procs++;
 	pthread_mutex_unlock(&py->mu);
 	if (!l) {
-		if (map_fd >= 0)
+		if (was && map_fd >= 0)
 			bpf_map_delete_elem(map_fd, &tgid);
 		return 0;
 	}
 	struct wt_py_proc e = l->bpf;
-	e.runtime = start - ef.base_vaddr + ef.runtime;
+	e.runtime = start - ef.map_vaddr + ef.runtime;
 	e.version = ver;
 	if (map_fd >= 0 && bpf_map_update_elem(map_fd, &tgid, &e, BPF_ANY))
 		return 0;
@@ -668,18 +725,24 @@ int edge_py_frame(edge_py *py, uint32_t tgid, uint64_t slot, char *name, size_t 
 	return rc;
 }
 
+/* drop the code objects of tgid; under mu */
+static void drop_codes(edge_py *py, uint32_t tgid)
+{
+	for (size_t i = 0; i < py->cap; i++) {
+		code_ent *e = py->slots[i];
+		if (e && e != TOMB && e->tgid == tgid) {
+			ent_free(e);
+			py->slots[i] = TOMB;
+			py->n--;
+		}
+	}
+}
+
 void edge_py_forget(edge_py *py, uint32_t tgid)
 {
 	pthread_mutex_lock(&py->mu);
 	if (proc_layout(py, tgid)) {
-		for (size_t i = 0; i < py->cap; i++) {
-			code_ent *e = py->slots[i];
-			if (e && e != TOMB && e->tgid == tgid) {
-				ent_free(e);
-				py->slots[i] = TOMB;
-				py->n--;
-			}
-		}
+		drop_codes(py, tgid);
 		proc_set(py, tgid, NULL);
 	}
 	pthread_mutex_unlock(&py->mu);

@@ -41,10 +41,15 @@ typedef struct edge_py_stats {
 edge_py *edge_py_new(size_t max_codes);
 void edge_py_free(edge_py *py);
 
-/* Look at live process tgid (through proc_root, normally "/proc"): CPython
- * of a known version → registered in map_fd (wt_py_procs), 1; anything
- * else → removed from it, 0. */
-int edge_py_detect(edge_py *py, const char *proc_root, uint32_t tgid, int map_fd);
+/* 1 when a mapping of path may hold CPython (python3* or libpython3*). */
+int edge_py_candidate(const char *path);
+/* Look at process tgid (files through proc_root, normally "/proc"), whose
+ * executable mapping of file (a candidate) starts at start with file
+ * offset pgoff: CPython of a known version → registered in map_fd
+ * (wt_py_procs; -1: nowhere), 1; anything else, or file NULL (no
+ * candidate) → removed from it when it was there, 0. */
+int edge_py_detect(edge_py *py, const char *proc_root, uint32_t tgid, const char *file, uint64_t start,
+		   uint64_t pgoff, int map_fd);
 
 /* Read and cache the code objects of slots (bpf/python.h) of process tgid
  * that are not cached yet. */

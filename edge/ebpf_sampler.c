@@ -7,7 +7,6 @@
 #include "ebpf_sampler_int.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,15 +75,8 @@ static int cfg_copy(edge_ebpf_cfg *dst, const edge_ebpf_cfg *src)
 
 int edge_ebpf_py_on(edge_ebpf *e, const char *service)
 {
-	int on;
 	pthread_mutex_lock(&e->pymu);
-	on = e->pycfg.python;
-	for (size_t i = 0; i < e->pycfg.npy_rules; i++)
-		if (service && !fnmatch(e->pycfg.py_rules[i].glob, service, 0)) {
-			if (e->pycfg.py_rules[i].on >= 0)
-				on = e->pycfg.py_rules[i].on;
-			break;
-		}
+	int on = edge_ebpf_cfg_python(&e->pycfg, service);
 	pthread_mutex_unlock(&e->pymu);
 	return on;
 }
@@ -95,12 +87,12 @@ void edge_ebpf_py_check(edge_ebpf *e, edge_proc *pr)
 	if (!e->cpu || !e->py || pr->state != EDGE_PROC_LIVE || atomic_exchange(&pr->py_epoch, ep) == ep)
 		return;
 	int fd = edge_ebpf_cpu_py_fd(e->cpu);
-	if (edge_ebpf_py_on(e, pr->service)) {
-		edge_py_forget(e->py, pr->tgid); /* an exec: the earlier image's code objects */
-		edge_py_detect(e->py, "/proc", pr->tgid, fd);
-	} else {
-		bpf_map_delete_elem(fd, &pr->tgid);
-	}
+	const edge_proc_map *m = NULL;
+	if (edge_ebpf_py_on(e, pr->service))
+		for (size_t i = 0; i < pr->nmaps; i++)
+			if (edge_py_candidate(pr->maps[i].path) && (!m || strstr(pr->maps[i].path, "/libpython")))
+				m = &pr->maps[i]; /* an embedding program's libpython wins over its own name */
+	edge_py_detect(e->py, "/proc", pr->tgid, m ? m->path : NULL, m ? m->start : 0, m ? m->pgoff : 0, fd);
 }
 
 /* A Python stack the program saw for the first time in this generation:

@@ -8,6 +8,8 @@ time.process_time. Prints one JSON line: {"pid", "cpu_ns": {fn: ns}}.
 `pywork.py zlib SECONDS`: compress_loop calls zlib.compress on a 4 MiB
 buffer (digits) until SECONDS of CPU have passed (native deflate under the Python
 frame). `pywork.py short SECONDS`: like cpu, for a short-lived process.
+`pywork.py rate SECONDS`: the cpu mix for SECONDS of wall time, printing
+{"pid", "iters_per_s"} (bench/ebpf_overhead.sh's Python workload).
 """
 import json
 import os
@@ -62,11 +64,24 @@ def compress_loop(seconds):
     return n
 
 
+def rate(seconds):
+    n = 0
+    end = time.time() + seconds
+    while time.time() < end:
+        hot_alpha(500)
+        hot_beta(300)
+        hot_gamma(200)
+        n += 1000
+    return n / seconds
+
+
 def main():
     mode, seconds = sys.argv[1], float(sys.argv[2])
     out = {"pid": os.getpid()}
     if mode in ("cpu", "short"):
         out["cpu_ns"] = run_cpu(seconds)
+    elif mode == "rate":
+        out["iters_per_s"] = rate(seconds)
     elif mode == "zlib":
         out["bytes"] = compress_loop(seconds)
     print(json.dumps(out))

@@ -6,14 +6,15 @@
  *     code.co_lines() of the same function (no location → 0);
  *   - module names from code object files (site-packages, the standard
  *     library, frozen modules, scripts, packages);
- *   - against a live python3 (the machine's stock one): the process is
- *     detected as CPython 3.11 from its ELF, and the code object of a known
+ *   - against a live /usr/bin/python3 (Debian 12's, a static build): the
+ *     process is detected as CPython 3.11 from its ELF, and the code object of a known
  *     function, given by address like the BPF program records it, reads
  *     back as "lt.work.inner (lt.py:6)" for an instruction of line 6 (the
  *     index the child found with co_lines()), and with the function's
  *     first line when the index is unknown; forgetting the process empties
  *     the cache.
- * The live part needs python3 3.11: with another version it fails and says so.
+ * The live part needs /usr/bin/python3 3.11: with another version it fails
+ * and says so.
  *
  * def sample(n):               # line 1
  *     total = 0
@@ -186,7 +187,7 @@ static void test_live(void **state)
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
-		execlp("python3", "python3", path, (char *)NULL);
+		execl("/usr/bin/python3", "python3", path, (char *)NULL);
 		_exit(127);
 	}
 	close(in[0]);
@@ -196,8 +197,29 @@ static void test_live(void **state)
 	int got = fscanf(rf, "%llu %llu", &inner, &six);
 	edge_py *py = edge_py_new(16);
 	assert_non_null(py);
-	int det = got == 2 ? edge_py_detect(py, "/proc", (uint32_t)pid, -1) : -1;
-	char name[512] = "", file[512] = "";
+	/* its interpreter's executable mapping, as the process table has it */
+	char maps[64], ml[1024], file[512] = "";
+	unsigned long long start = 0, pgoff = 0;
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	FILE *mf = fopen(maps, "r");
+	while (mf && fgets(ml, sizeof(ml), mf)) {
+		unsigned long long s, e, off;
+		char perm[8];
+		int pos = 0;
+		if (sscanf(ml, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perm, &off, &pos) >= 4 && pos &&
+		    perm[2] == 'x') {
+			ml[strcspn(ml, "\n")] = 0;
+			if (edge_py_candidate(ml + pos) && !*file) {
+				snprintf(file, sizeof(file), "%s", ml + pos);
+				start = s;
+				pgoff = off;
+			}
+		}
+	}
+	if (mf)
+		fclose(mf);
+	int det = got == 2 && *file ? edge_py_detect(py, "/proc", (uint32_t)pid, file, start, pgoff, -1) : -1;
+	char name[512] = "";
 	int64_t line = 0;
 	/* the first instruction of "return x * 2" (line 6), as the child
 	 * found it with co_lines() */
