@@ -346,7 +346,8 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	 * the native walk found fewer such frames than the Python stack has
 	 * calls of it (the walk lost its way in code without frame
 	 * pointers), the native frames end before the first of them (all
-	 * are kept when there is none) and the whole Python stack follows. */
+	 * are kept when there is none, but for addresses in no mapping) and
+	 * the whole Python stack follows. */
 	uint32_t uf[WT_MAX_STACK_DEPTH];
 	uint8_t is_eval[WT_MAX_STACK_DEPTH];
 	size_t pi = 0, nseg = 0, neval = 0;
@@ -363,7 +364,10 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		root = name;
 	}
 	for (size_t i = 0; i < nu && rc == 0; i++) {
-		if (!is_eval[i] || pi >= npy) {
+		if (neval < nseg && !edge_proc_find_map(pr, ustack[i]) &&
+		    !edge_proc_jit_lookup(e->procs, pr, ustack[i], e->gen)) {
+			continue; /* a lost walk's stray value: no code there */
+		} else if (!is_eval[i] || pi >= npy) {
 			frames[n++] = uf[i];
 		} else if (neval >= nseg) {
 			rc = python_segment(e, s, pr, py, npy, &pi, frames, &n, err);

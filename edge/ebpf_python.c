@@ -361,6 +361,19 @@ static uint32_t version_of_name(const char *path)
 	return 0;
 }
 
+/* "python3.13t", "libpython3.13t.so…": a free-threaded build, whose
+ * objects have another layout than the rows describe */
+static int free_threaded(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	unsigned maj, min;
+	int n = 0;
+	b = b ? b + 1 : path;
+	if (!strncmp(b, "lib", 3))
+		b += 3;
+	return sscanf(b, "python%u.%u%n", &maj, &min, &n) == 2 && n > 0 && b[n] == 't';
+}
+
 static void proc_set(edge_py *py, uint32_t tgid, const py_layout *l)
 {
 	py_proc **pp = &py->procs;
@@ -404,7 +417,7 @@ int edge_py_detect(edge_py *py, const char *proc_root, uint32_t tgid, const char
 		if (elf_facts_read(path, pgoff, &ef) == 0) {
 			/* Py_Version is PY_VERSION_HEX: 0x030b07f0 for 3.11.7 */
 			ver = ef.version ? ef.version >> 16 : version_of_name(file);
-			for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+			for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]) && !free_threaded(file); i++)
 				if (layouts[i].version == ver)
 					l = &layouts[i];
 		} else {
