@@ -107,13 +107,19 @@ int edge_ebpf_cpu_drain(edge_ebpf_cpu *c, edge_ebpf_sink fn, void *arg, wt_err *
 typedef void (*edge_ebpf_py_new)(void *arg, uint32_t tgid, const uint64_t *slots, size_t n);
 void edge_ebpf_cpu_set_py(edge_ebpf_cpu *c, edge_ebpf_py_new fn, void *arg);
 int edge_ebpf_cpu_py_fd(const edge_ebpf_cpu *c);
+/* fds of wt_py_procs, wt_py_threads, wt_py_new_stacks (for the off-CPU
+ * program to share): 0, or -1 when c is NULL */
+int edge_ebpf_cpu_py_fds(const edge_ebpf_cpu *c, int fds[3]);
 /* Detach and unload everything (links, perf fds, maps, programs). */
 void edge_ebpf_cpu_close(edge_ebpf_cpu *c);
 
 /* ---- off-CPU (ebpf_offcpu.c) ---------------------------------------------- */
 typedef struct edge_ebpf_off edge_ebpf_off;
 
-int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_ebpf_off **out, wt_err *err);
+/* cpu: the loaded on-CPU probe, whose CPython maps the program shares
+ * (NULL: off-CPU samples keep native frames only) */
+int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_ebpf_counters *ctr, edge_ebpf_off **out,
+		       wt_err *err);
 void edge_ebpf_off_scan(edge_ebpf_off *o, edge_ebpf_seen fn, void *arg);
 int edge_ebpf_off_drain(edge_ebpf_off *o, edge_ebpf_sink fn, void *arg, wt_err *err);
 void edge_ebpf_off_close(edge_ebpf_off *o);

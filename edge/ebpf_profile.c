@@ -571,6 +571,16 @@ int edge_ebpf_cpu_py_fd(const edge_ebpf_cpu *c)
 	return c ? bpf_map__fd(c->skel->maps.wt_py_procs) : -1;
 }
 
+int edge_ebpf_cpu_py_fds(const edge_ebpf_cpu *c, int fds[3])
+{
+	if (!c)
+		return -1;
+	fds[0] = bpf_map__fd(c->skel->maps.wt_py_procs);
+	fds[1] = bpf_map__fd(c->skel->maps.wt_py_threads);
+	fds[2] = bpf_map__fd(c->skel->maps.wt_py_new_stacks);
+	return 0;
+}
+
 int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, const char *cache_dir, edge_ebpf_counters *ctr, edge_ebpf_cpu **out,
 		       wt_err *err)
 {

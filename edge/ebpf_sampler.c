@@ -206,7 +206,7 @@ static void load(edge_ebpf *e)
 	char cache_dir[4200];
 	snprintf(cache_dir, sizeof(cache_dir), "%s/unwind", e->cfg->data_dir);
 	int rc = edge_ebpf_cpu_open(&e->cur, cache_dir, &e->ctr[EDGE_EBPF_CPU], &e->cpu, &err) ||
-		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err));
+		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, e->cpu, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err));
 	if (!rc) {
 		/* a new program has an empty wt_py_procs: every process is checked again */
 		edge_ebpf_cpu_set_py(e->cpu, py_new, e);

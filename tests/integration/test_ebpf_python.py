@@ -17,6 +17,9 @@ time.process_time:
     libpython build) gets the hot functions named, called from <module>;
     a version that is not installed is skipped with the reason.
   - ebpf.python = false: a second edge gets no Python frames.
+  - off-CPU: with offcpu on, the time sleep_in_python spends in
+    time.sleep is under `pywork.sleep_in_python (pywork.py:LINE)` (±15 %
+    of the slept time the program measured).
 Missing privileges or kernel features fail the test with the reason; a
 /usr/bin/python3 other than 3.11 fails it too.
 """
@@ -71,11 +74,11 @@ class EbpfPython(unittest.TestCase):
         if EbpfPython.edge is None:
             EbpfPython.edge = self.start_edge("")
 
-    def start_edge(self, extra):
+    def start_edge(self, extra, offcpu=False):
         e = Edge(None)
         with open(e.cfg, "a") as f:
-            f.write(f"\nebpf = {{ enabled = true; frequency_hz = {FREQ}; offcpu = false; flush_interval_s = 1; "
-                    f"{extra} }};\n")
+            f.write(f"\nebpf = {{ enabled = true; frequency_hz = {FREQ}; offcpu = {'true' if offcpu else 'false'}; "
+                    f"flush_interval_s = 1; {extra} }};\n")
         e.start()
         deadline = time.time() + 15
         while time.time() < deadline and e.metrics().get("wt_edge_ebpf_enabled") != 1:
@@ -95,7 +98,7 @@ class EbpfPython(unittest.TestCase):
         while time.time() < deadline and e.metrics().get("wt_edge_ebpf_flushes_total", 0) < flushes + 2:
             time.sleep(0.1)
 
-    def table(self, e, pid, view="table"):
+    def table(self, e, pid, view="table", typ="cpu"):
         """The process's profile under the service that has most of it: the
         process name, python3.11 for /usr/bin/python3 (the executable's
         name); its last moments can show under the thread name python3."""
@@ -103,7 +106,7 @@ class EbpfPython(unittest.TestCase):
         labels = {"label.pid": str(pid)} if pid is not None else {}
         best = None
         for svc in ("python3", "python3.11", "python3.12", "python3.13"):
-            st, js = e.query(view, service=svc, type="cpu", **labels)
+            st, js = e.query(view, service=svc, type=typ, **labels)
             self.assertEqual(st, 200, js)
             if js.get("total") and (best is None or js["total"] > best["total"]):
                 best = js
@@ -201,6 +204,25 @@ class EbpfPython(unittest.TestCase):
             self.assertEqual(py, [], "Python frames with ebpf.python = false")
             self.assertIn("_PyEval_EvalFrameDefault", {r["function"] for r in js["rows"]})
             self.assertEqual(e.metrics().get("wt_edge_ebpf_python_frames_total"), 0)
+        finally:
+            e.cleanup()
+
+    def test_6_offcpu(self):
+        """Blocked time gets the same Python frames (the sched_switch
+        program walks them at switch-out)."""
+        e = self.start_edge("offcpu_min_us = 1000;", offcpu=True)
+        try:
+            truth = self.run_work("sleep", 2)
+            js = self.table(e, truth["pid"], typ="offcpu")
+            rows = js["rows"]
+            got = sum(r["total"] for r in fn_rows(rows, "sleep_in_python"))
+            mod = sum(r["total"] for r in fn_rows(rows, "<module>"))
+            top = sorted(rows, key=lambda r: -r["total"])[:8]
+            print(f"offcpu sleep_in_python {got} ns vs slept {truth['slept_ns']} ns "
+                  f"({got / truth['slept_ns']:.3f}), <module> {mod}", file=sys.stderr)
+            self.assertGreater(got, 0.85 * truth["slept_ns"], f"top rows {top}")
+            self.assertLess(got, 1.15 * truth["slept_ns"], f"top rows {top}")
+            self.assertGreaterEqual(mod, got)
         finally:
             e.cleanup()
 

@@ -8,6 +8,8 @@ time.process_time. Prints one JSON line: {"pid", "cpu_ns": {fn: ns}}.
 `pywork.py zlib SECONDS`: compress_loop calls zlib.compress on a 4 MiB
 buffer (digits) until SECONDS of CPU have passed (native deflate under the Python
 frame). `pywork.py short SECONDS`: like cpu, for a short-lived process.
+`pywork.py sleep SECONDS`: sleep_in_python sleeps 20 ms at a time for
+SECONDS (off-CPU time under a Python frame); prints {"pid", "slept_ns"}.
 `pywork.py rate SECONDS`: the cpu mix for SECONDS of wall time, printing
 {"pid", "iters_per_s"} (bench/ebpf_overhead.sh's Python workload).
 """
@@ -75,11 +77,23 @@ def rate(seconds):
     return n / seconds
 
 
+def sleep_in_python(seconds):
+    slept = 0.0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        a = time.monotonic()
+        time.sleep(0.02)
+        slept += time.monotonic() - a
+    return int(slept * 1e9)
+
+
 def main():
     mode, seconds = sys.argv[1], float(sys.argv[2])
     out = {"pid": os.getpid()}
     if mode in ("cpu", "short"):
         out["cpu_ns"] = run_cpu(seconds)
+    elif mode == "sleep":
+        out["slept_ns"] = sleep_in_python(seconds)
     elif mode == "rate":
         out["iters_per_s"] = rate(seconds)
     elif mode == "zlib":
