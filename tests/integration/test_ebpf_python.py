@@ -106,12 +106,18 @@ class EbpfPython(unittest.TestCase):
         labels = {"label.pid": str(pid)} if pid is not None else {}
         best = None
         for svc in ("python3", "python3.11", "python3.12", "python3.13"):
-            st, js = e.query(view, service=svc, type=typ, **labels)
+            st, js = e.query("table", service=svc, type=typ, **labels)
             self.assertEqual(st, 200, js)
-            if js.get("total") and (best is None or js["total"] > best["total"]):
-                best = js
+            if js.get("total") and (best is None or js["total"] > best[1]["total"]):
+                best = (svc, js)
         self.assertIsNotNone(best, f"no profile for pid {pid}")
-        return best
+        if view == "table":
+            return best[1]
+        # (the edge answers a flamegraph of a series without samples with
+        # a 500 "out of memory rendering the view": ask the one with them)
+        st, js = e.query(view, service=best[0], type=typ, **labels)
+        self.assertEqual(st, 200, js)
+        return js
 
     def check_shares(self, rows, truth, total, what):
         tot = {f: sum(r["total"] for r in fn_rows(rows, f)) for f in HOT}
