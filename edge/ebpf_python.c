@@ -12,6 +12,7 @@
 #include "ebpf_python.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -398,6 +399,44 @@ static void proc_set(edge_py *py, uint32_t tgid, const py_layout *l)
 }
 
 static void drop_codes(edge_py *py, uint32_t tgid);
+static int rd(uint32_t tgid, uint64_t addr, void *buf, size_t len);
+
+/* 3.13+ describe their own layout in _Py_DebugOffsets at the start of
+ * _PyRuntime (Include/internal/pycore_runtime.h): 1 when it is there
+ * ("xdebugpy"), not free-threaded, and agrees with row l on every offset
+ * the walk and the code object reader use. Offsets within the struct as
+ * in 3.13.0. */
+static int debug_offsets_agree(const py_layout *l, uint32_t tgid, uint64_t runtime)
+{
+	uint8_t d[352];
+	static const struct {
+		uint16_t at;
+		size_t row; /* offsetof(py_layout, …) */
+	} checks[] = {
+		{40, offsetof(py_layout, bpf.rt_interp_head)},   {72, offsetof(py_layout, bpf.is_threads_head)},
+		{168, offsetof(py_layout, bpf.ts_next)},         {184, offsetof(py_layout, bpf.cf_frame)},
+		{200, offsetof(py_layout, bpf.ts_native_tid)},   {232, offsetof(py_layout, bpf.fr_previous)},
+		{240, offsetof(py_layout, bpf.fr_code)},         {248, offsetof(py_layout, bpf.fr_instr)},
+		{264, offsetof(py_layout, bpf.fr_owner)},        {280, offsetof(py_layout, co_filename)},
+		{288, offsetof(py_layout, co_name)},             {296, offsetof(py_layout, co_qualname)},
+		{304, offsetof(py_layout, co_linetable)},        {312, offsetof(py_layout, co_firstlineno)},
+		{344, offsetof(py_layout, bpf.co_code)},
+	};
+	if (rd(tgid, runtime, d, sizeof(d)) || memcmp(d, "xdebugpy", 8))
+		return 0;
+	uint64_t v;
+	memcpy(&v, d + 16, 8); /* free_threaded */
+	if (v)
+		return 0;
+	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		uint16_t want;
+		memcpy(&want, (const uint8_t *)l + checks[i].row, 2);
+		memcpy(&v, d + checks[i].at, 8);
+		if (v != want)
+			return 0;
+	}
+	return 1;
+}
 
 int edge_py_candidate(const char *path)
 {
@@ -424,6 +463,9 @@ int edge_py_detect(edge_py *py, const char *proc_root, uint32_t tgid, const char
 			found = 0; /* no _PyRuntime: not an interpreter (a tool named python3-…) */
 		}
 	}
+	uint64_t runtime = found ? start - ef.map_vaddr + ef.runtime : 0;
+	if (l && l->version >= 0x030d && !debug_offsets_agree(l, tgid, runtime))
+		l = NULL; /* a build whose layout is not the row's */
 	pthread_mutex_lock(&py->mu);
 	if (found && !l)
 		py->st.unknown++;
@@ -440,7 +482,7 @@ int edge_py_detect(edge_py *py, const char *proc_root, uint32_t tgid, const char
 		return 0;
 	}
 	struct wt_py_proc e = l->bpf;
-	e.runtime = start - ef.map_vaddr + ef.runtime;
+	e.runtime = runtime;
 	e.version = ver;
 	if (map_fd >= 0 && bpf_map_update_elem(map_fd, &tgid, &e, BPF_ANY))
 		return 0;
