@@ -17,6 +17,9 @@ time.process_time:
     libpython build) gets the hot functions named, called from <module>;
     a version that is not installed is skipped with the reason.
   - ebpf.python = false: a second edge gets no Python frames.
+  - a live change (ebpf.python true → false, SIGHUP) stops the walk for a
+    running process: the program's Python sample count (machine-wide)
+    falls below 5 % of its rate before the change.
   - off-CPU: with offcpu on, the time sleep_in_python spends in
     time.sleep is under `pywork.sleep_in_python (pywork.py:LINE)` (±15 %
     of the slept time the program measured).
@@ -28,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -230,6 +234,39 @@ class EbpfPython(unittest.TestCase):
             self.assertLess(got, 1.15 * truth["slept_ns"], f"top rows {top}")
             self.assertGreaterEqual(mod, got)
         finally:
+            e.cleanup()
+
+    def test_7_live_change(self):
+        """Settings changed while a Python process runs: the process is
+        checked again at the next flush and leaves the program's map."""
+        e = self.start_edge("")
+        p = subprocess.Popen([self.py, WORK, "cpu", "14"], stdout=subprocess.DEVNULL, cwd=self.tmp)
+        try:
+            deadline = time.time() + 10
+            while time.time() < deadline and not e.metrics().get("wt_edge_ebpf_python_samples_total"):
+                time.sleep(0.2)
+            self.assertGreater(e.metrics().get("wt_edge_ebpf_python_samples_total", 0), 0)
+            r0 = e.metrics().get("wt_edge_ebpf_python_samples_total")
+            time.sleep(3)  # the counter moves at each flush (1 s)
+            rate = (e.metrics().get("wt_edge_ebpf_python_samples_total") - r0) / 3
+            with open(e.cfg) as f:
+                text = f.read()
+            with open(e.cfg, "w") as f:
+                f.write(re.sub(r"flush_interval_s = 1; ", "flush_interval_s = 1; python = false; ", text))
+            e.proc.send_signal(signal.SIGHUP)
+            time.sleep(3)  # the reload, then a flush that sees the process
+            s1 = e.metrics().get("wt_edge_ebpf_python_samples_total")
+            time.sleep(3)
+            s2 = e.metrics().get("wt_edge_ebpf_python_samples_total")
+            self.assertIsNone(p.poll(), "the workload ended too early for the check")
+            print(f"Python samples/s before the change {rate:.0f}, after {(s2 - s1) / 3:.1f}", file=sys.stderr)
+            # other Python processes of the machine that were not sampled
+            # since the change are checked again at their next flush
+            self.assertGreater(rate, 10, "the workload was not sampled with Python frames before the change")
+            self.assertLess(s2 - s1, 0.05 * 3 * rate, "the program still walks Python frames after python = false")
+        finally:
+            p.kill()
+            p.wait()
             e.cleanup()
 
 
