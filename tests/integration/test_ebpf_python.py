@@ -181,7 +181,7 @@ class EbpfPython(unittest.TestCase):
         print(f"short-lived: {named / max(total, 1):.3f} of the CPU in the named hot functions, "
               f"{unnamed / max(total, 1):.3f} in [python]", file=sys.stderr)
         self.assertGreater(named, 0.6 * total)
-        self.assertLess(unnamed, 0.1 * total)
+        self.assertLess(unnamed, 0.2 * total)  # 0.4-7 % seen on a loaded 2-CPU VM
 
     def test_4_other_versions(self):
         """pyenv's CPython builds (libpython3.X.so): 3.11, 3.12, 3.13."""
