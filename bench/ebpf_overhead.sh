@@ -32,7 +32,11 @@
 # with the unwind tables' rows and files after the run),
 # EBPF_BENCH_PERF_CALLGRAPH ("fp": perf record -g; "dwarf": perf record
 # --call-graph dwarf, perf's own DWARF unwinding of copied user stacks, the
-# baseline for the eh_frame mode). Needs root, BTF and perf; prints
+# baseline for the eh_frame mode), EBPF_BENCH_WORKLOAD ("c": ebpfwork spin;
+# "python": Debian's /usr/bin/python3 running tests/gen/python/pywork.py
+# rate, pure-Python loops — with a mode's third part "nopython", e.g.
+# "hash hash:fp:nopython", the same edge with ebpf.python = false, i.e.
+# with and without the CPython frame walk). Needs root, BTF and perf; prints
 # "skipped: …" otherwise. One run, ratios, never fails on time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +59,8 @@ SCENARIOS = os.environ.get("EBPF_BENCH_SCENARIOS", "quiet churn").split()
 MODES = os.environ.get("EBPF_BENCH_MODES", "hash").split()
 PERF_CG = os.environ.get("EBPF_BENCH_PERF_CALLGRAPH", "fp")
 PERF_G = ["--call-graph", "dwarf"] if PERF_CG == "dwarf" else ["-g"]
+WORKLOAD = os.environ.get("EBPF_BENCH_WORKLOAD", "c")
+PYWORK = os.path.join(ROOT, "tests/gen/python/pywork.py")
 NCPU = os.cpu_count()
 tmp = tempfile.mkdtemp(prefix="wt-ebpf-bench-")
 work = os.path.join(tmp, "ebpfwork")
@@ -83,7 +89,8 @@ def spin(scenario):
     """iterations/s summed over one spinner per CPU"""
     churn = Churn() if scenario == "churn" else None
     try:
-        ps = [subprocess.Popen([work, "spin", str(SECS)], stdout=subprocess.PIPE, text=True) for _ in range(NCPU)]
+        cmd = ["/usr/bin/python3", PYWORK, "rate", str(SECS)] if WORKLOAD == "python" else [work, "spin", str(SECS)]
+        ps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(NCPU)]
         return sum(json.loads(p.communicate()[0])["iters_per_s"] for p in ps)
     finally:
         if churn:
@@ -131,6 +138,7 @@ def metric(port, name):
 
 def ours(freq, mode, scenario):
     mode, _, unwind = mode.partition(":")
+    unwind, _, pyopt = unwind.partition(":")
     d = tempfile.mkdtemp(dir=tmp)
     port = free_port()
     cfg = os.path.join(d, "edge.cfg")
@@ -139,7 +147,7 @@ def ours(freq, mode, scenario):
                 f'data_dir = "{d}/data"; default_project = "demo"; }};\n'
                 f'projects = ( {{ name = "demo"; upload_tokens = [ "u" ]; read_tokens = [ "r" ]; }} );\n'
                 f'ebpf = {{ enabled = true; frequency_hz = {freq}; offcpu = false; mode = "{mode}"; '
-                f'unwind = "{unwind or "fp"}"; }};\n')
+                f'unwind = "{unwind or "fp"}"; python = {"false" if pyopt == "nopython" else "true"}; }};\n')
     p = subprocess.Popen([os.path.join(ROOT, BUILD, "bin", "wt-edge"), "--config", cfg],
                          stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "log"), "w"))
     try:
@@ -207,7 +215,8 @@ try:
         stats_before = f.read().strip()
     with open(STATS, "w") as f:
         f.write("1")
-    print(f"ebpf_overhead: workload `ebpfwork spin {SECS:g}` on each of {NCPU} CPUs; ours: default flush_interval_s (10),"
+    wl = f"python3 pywork.py rate {SECS:g}" if WORKLOAD == "python" else f"ebpfwork spin {SECS:g}"
+    print(f"ebpf_overhead: workload `{wl}` on each of {NCPU} CPUs; ours: default flush_interval_s (10),"
           f" offcpu off (perf -a -g samples on-CPU only)")
     for sc in SCENARIOS:
         print(f"== {sc}")

@@ -18,6 +18,7 @@
 
 #include "offcpu.h"
 #include "stacks.h"
+#include "python_walk.h" /* its maps are the on-CPU program's (the edge reuses their fds) */
 
 const volatile __u64 wt_min_ns = 1000000;
 /* generation written by the program; the edge flips it at each drain */
@@ -90,6 +91,42 @@ static __always_inline int add_ns(void *counts, struct wt_stack_key *key, __u64 
 	return 0;
 }
 
+/* CPython frames of the thread leaving the CPU (still current), as the
+ * on-CPU program takes them: 0 or -errno */
+static __noinline int py_off(struct wt_off_start *s)
+{
+	__u32 tgid = s->key.tgid;
+	const struct wt_py_proc *pp = bpf_map_lookup_elem(&wt_py_procs, &tgid);
+	if (!pp)
+		return -ENOENT;
+	return wt_py_walk(pp, s->key.pid, &s->py);
+}
+
+/* store the Python stack of a finished interval: 0 or -E2BIG; a stack new
+ * in this generation goes to the edge (wt_py_new_stacks) */
+static __noinline int py_off_store(struct wt_off_start *sp, __u32 g)
+{
+	__u64 h = wt_stack_hash(&sp->py);
+	long r = bpf_map_update_elem(g ? (void *)&wt_off_stacks1 : (void *)&wt_off_stacks0, &h, &sp->py, BPF_NOEXIST);
+	if (r && r != -EEXIST) {
+		stat_inc(WT_STAT_USTACK_COLL);
+		return -E2BIG;
+	}
+	sp->key.py_stack = h;
+	if (!r) {
+		struct wt_py_new *n = bpf_ringbuf_reserve(&wt_py_new_stacks, sizeof(*n), 0);
+		if (!n) {
+			stat_inc(WT_STAT_PY_NEW_LOST);
+			return 0;
+		}
+		n->tgid = sp->key.tgid;
+		n->pad = 0;
+		__builtin_memcpy(&n->s, &sp->py, sizeof(n->s));
+		bpf_ringbuf_submit(n, 0);
+	}
+	return 0;
+}
+
 /* switch-in of a thread whose switch-out was recorded in sp */
 static __always_inline void finish(struct wt_off_start *sp, __u64 now)
 {
@@ -112,6 +149,8 @@ static __always_inline void finish(struct wt_off_start *sp, __u64 now)
 		if (key->user_err)
 			stat_inc(WT_STAT_USTACK_COLL);
 	}
+	if (!key->py_err)
+		key->py_err = py_off_store(sp, g);
 	if (g ? add_ns(&wt_off_counts1, key, delta) : add_ns(&wt_off_counts0, key, delta))
 		return;
 	stat_inc(WT_STAT_SAMPLES);
@@ -141,6 +180,7 @@ int BPF_PROG(wt_offcpu_switch, bool preempt, struct task_struct *prev, struct ta
 			s->user.flags = 0;
 			s->key.user_err = wt_stack_len(
 				&s->user, bpf_get_stack(ctx, s->user.ips, sizeof(s->user.ips), BPF_F_USER_STACK));
+			s->key.py_err = s->key.image ? py_off(s) : -ENOENT;
 			if (bpf_map_update_elem(&wt_off_start, &prev_pid, s, BPF_ANY))
 				stat_inc(WT_STAT_LOST);
 		}

@@ -16,6 +16,7 @@ struct wt_off_start {
 	struct wt_stack_key key;
 	struct wt_stack user;
 	struct wt_stack kern;
+	struct wt_stack py; /* CPython frames (bpf/python_walk.h), when key.py_err is 0 */
 };
 
 #endif

@@ -20,6 +20,7 @@
 #include "profile.h"
 #include "stacks.h"
 #include "unwind.h"
+#include "python_walk.h"
 
 const volatile int wt_mode = WT_MODE_HASH;
 /* 1: user stacks unwound with the tables below where a process has them
@@ -125,6 +126,52 @@ static __always_inline void announce(const struct wt_stack_key *k)
 	ev->cgroup_id = k->cgroup_id;
 	__builtin_memcpy(ev->comm, k->comm, sizeof(ev->comm));
 	bpf_ringbuf_submit(ev, 0);
+}
+
+/* A Python stack new in this generation: to the edge, which reads its
+ * code objects while the process runs. */
+static __always_inline void py_announce(__u32 tgid, const struct wt_stack *py)
+{
+	struct wt_py_new *n = bpf_ringbuf_reserve(&wt_py_new_stacks, sizeof(*n), 0);
+	if (!n) {
+		stat_inc(WT_STAT_PY_NEW_LOST);
+		return;
+	}
+	n->tgid = tgid;
+	n->pad = 0;
+	__builtin_memcpy(&n->s, py, sizeof(n->s));
+	bpf_ringbuf_submit(n, 0);
+}
+
+/* The CPython frames of the sampled thread into ev->py when the edge
+ * registered its process: 0 or -errno (bpf/python_walk.h). A subprogram
+ * of its own: most samples leave after the map lookup. */
+static __noinline int py_sample(const struct wt_stack_key *key, struct wt_stack_event *ev)
+{
+	__u32 tgid = key->tgid;
+	const struct wt_py_proc *pp = bpf_map_lookup_elem(&wt_py_procs, &tgid);
+	if (!pp)
+		return -ENOENT;
+	int r = wt_py_walk(pp, key->pid, &ev->py);
+	if (!r)
+		stat_inc(WT_STAT_PY_SAMPLES);
+	return r;
+}
+
+/* Store the Python stack in generation g's stacks map: its id in
+ * key->py_stack, 0 or -E2BIG. A stack new in this generation is announced. */
+static __noinline int py_store(struct wt_stack_key *key, const struct wt_stack *py, __u32 g)
+{
+	__u64 h = wt_stack_hash(py);
+	long r = bpf_map_update_elem(g ? (void *)&wt_stacks1 : (void *)&wt_stacks0, &h, py, BPF_NOEXIST);
+	if (r && r != -EEXIST) {
+		stat_inc(WT_STAT_USTACK_COLL);
+		return -E2BIG;
+	}
+	key->py_stack = h;
+	if (!r)
+		py_announce(key->tgid, py);
+	return 0;
 }
 
 /* 0, or -1 when the sample is lost (counts map full) */
@@ -329,6 +376,8 @@ int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 		key->user_err = wt_stack_len(&ev->user,
 					     bpf_get_stack(ctx, ev->user.ips, sizeof(ev->user.ips), BPF_F_USER_STACK));
 
+	key->py_err = key->image ? py_sample(key, ev) : -ENOENT;
+
 	if (wt_mode == WT_MODE_RING) {
 		if (bpf_ringbuf_output(&wt_events, ev, sizeof(*ev), 0)) {
 			stat_inc(WT_STAT_LOST);
@@ -350,6 +399,8 @@ int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 		if (key->user_err)
 			stat_inc(WT_STAT_USTACK_COLL);
 	}
+	if (!key->py_err)
+		key->py_err = py_store(key, &ev->py, g);
 	if (g ? count(&wt_counts1, key) : count(&wt_counts0, key))
 		return 0;
 	stat_inc(WT_STAT_SAMPLES);

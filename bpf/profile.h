@@ -24,6 +24,8 @@ struct wt_stack {
 
 enum wt_stack_flag {
 	WT_STACK_KERNEL = 1, /* kernel addresses (else user) */
+	WT_STACK_PYTHON = 2, /* CPython frames, one per slot (bpf/python.h) */
+	WT_STACK_PY_TRUNC = 4, /* with WT_STACK_PYTHON: cut at WT_PY_MAX_FRAMES */
 };
 
 /* One aggregation key for on-CPU counts and off-CPU nanoseconds. pid is the
@@ -35,7 +37,11 @@ enum wt_stack_flag {
  * the stacks map of the same generation (0 = none); user_err / kern_err
  * say why there is none: -EFAULT no such stack (kernel thread, or a sample
  * taken in user mode has no kernel stack), -E2BIG the stacks map of this
- * flush is full (counted in stats), other -errno from bpf_get_stack. */
+ * flush is full (counted in stats), other -errno from bpf_get_stack.
+ * py_stack / py_err: the CPython frames of the sampled thread (a stack
+ * flagged WT_STACK_PYTHON in the same stacks map; bpf/python_walk.h), 0 /
+ * -ENOENT for threads that run no Python code and processes that are not
+ * CPython. */
 struct wt_stack_key {
 	__u32 tgid;
 	__u32 pid;
@@ -46,6 +52,9 @@ struct wt_stack_key {
 	__u64 cgroup_id;
 	__u64 image;
 	char comm[WT_COMM_LEN];
+	__u64 py_stack;
+	__s32 py_err;
+	__u32 pad;
 };
 
 /* A process image (tgid, image) sampled for the first time: streamed
@@ -68,6 +77,7 @@ struct wt_stack_event {
 	__u64 value;
 	struct wt_stack user;
 	struct wt_stack kern;
+	struct wt_stack py;
 };
 
 /* Counters, one slot each in a per-CPU array (summed by user space). */
@@ -80,6 +90,8 @@ enum wt_stat {
 	WT_STAT_OFF_SHORT,       /* off-CPU intervals under the threshold */
 	WT_STAT_OFF_MISSED,      /* switch-in without a recorded switch-out */
 	WT_STAT_PROCS_FULL,      /* new process image not announced: wt_procs full / ring full */
+	WT_STAT_PY_SAMPLES,      /* samples with Python frames */
+	WT_STAT_PY_NEW_LOST,     /* new Python stacks not streamed to the edge (ring full) */
 	WT_STAT_MAX
 };
 

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <fnmatch.h>
 #include <libconfig.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,8 +59,17 @@ void edge_config_defaults(edge_config *c)
 	c->ebpf.mode = EDGE_EBPF_HASH;
 	c->ebpf.unwind = EDGE_UNWIND_FP;
 	c->ebpf.unwind_rows = 4000000;
+	c->ebpf.python = 1;
 	c->ebpf.max_stacks = 16384;
 	c->ebpf.max_keys = 16384;
+}
+
+int edge_ebpf_cfg_python(const edge_ebpf_cfg *c, const char *service)
+{
+	for (size_t i = 0; i < c->npy_rules; i++)
+		if (service && c->py_rules[i].glob && !fnmatch(c->py_rules[i].glob, service, 0))
+			return c->py_rules[i].on >= 0 ? c->py_rules[i].on : c->python;
+	return c->python;
 }
 
 void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
@@ -73,6 +83,11 @@ void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
 	free(e->rules);
 	e->rules = NULL;
 	e->nrules = 0;
+	for (size_t i = 0; i < e->npy_rules; i++)
+		free(e->py_rules[i].glob);
+	free(e->py_rules);
+	e->py_rules = NULL;
+	e->npy_rules = 0;
 }
 
 static void free_strv(char **v, size_t n)
@@ -186,7 +201,8 @@ static int load_ebpf(edge_ebpf_cfg *e, config_setting_t *g, const char *path, wt
 
 	if (!g)
 		return 0;
-	if ((rc = get_bool(g, "enabled", &e->enabled, path, err)) || (rc = get_bool(g, "offcpu", &e->offcpu, path, err)))
+	if ((rc = get_bool(g, "enabled", &e->enabled, path, err)) || (rc = get_bool(g, "offcpu", &e->offcpu, path, err)) ||
+	    (rc = get_bool(g, "python", &e->python, path, err)))
 		return rc;
 	v = e->frequency_hz;
 	if ((rc = get_int(g, "frequency_hz", 1, 10000, &v, path, err)))

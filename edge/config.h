@@ -32,6 +32,14 @@ typedef struct edge_ebpf_rule {
 	char *service;
 } edge_ebpf_rule;
 
+/* policy services[] rules for interpreter frames: the first rule whose
+ * glob matches a service decides; on = -1 (the rule sets nothing) falls
+ * back to the default */
+typedef struct edge_py_rule {
+	char *glob;
+	int on;
+} edge_py_rule;
+
 enum { EDGE_EBPF_HASH = 0, EDGE_EBPF_RING = 1 };
 /* ebpf.unwind: how user stacks are walked (docs/operations.md "eBPF sampler") */
 enum { EDGE_UNWIND_FP = 0, EDGE_UNWIND_EH_FRAME = 1, EDGE_UNWIND_AUTO = 2 };
@@ -48,9 +56,16 @@ typedef struct edge_ebpf_cfg {
 	int max_keys;           /* entries of each counts map */
 	int unwind;             /* EDGE_UNWIND_* */
 	int unwind_rows;        /* rows of the BPF unwind-table array */
+	int python;             /* CPython frames (ebpf.python; policy rules.ebpf.python) */
+	edge_py_rule *py_rules; /* policy rules.services[].ebpf.python */
+	size_t npy_rules;
 	edge_ebpf_rule *rules;
 	size_t nrules;
 } edge_ebpf_cfg;
+
+/* CPython frames wanted for service under c: the first py_rules glob that
+ * matches decides (on -1: the default), else c->python. Pure. */
+int edge_ebpf_cfg_python(const edge_ebpf_cfg *c, const char *service);
 
 typedef struct edge_config {
 	char *id;

@@ -127,7 +127,7 @@ static void sampler_policy(const edge_config *cfg, const json_t *conf, edge_samp
 	size_t i;
 
 	memset(sp, 0, sizeof(*sp));
-	sp->enabled = sp->frequency_hz = sp->offcpu = sp->cpu = -1;
+	sp->enabled = sp->frequency_hz = sp->offcpu = sp->cpu = sp->python = -1;
 	sp->offcpu_threshold_us = -1;
 	json_array_foreach(projects, i, p)
 		if (cfg->default_project && !strcmp(json_string_value(json_object_get(p, "name")), cfg->default_project)) {
@@ -139,6 +139,7 @@ static void sampler_policy(const edge_config *cfg, const json_t *conf, edge_samp
 		return;
 	sp->effective = eff;
 	sp->enabled = bool_of(json_object_get(eff, "ebpf"), "enabled");
+	sp->python = bool_of(json_object_get(eff, "ebpf"), "python");
 	v = json_object_get(json_object_get(eff, "ebpf"), "frequency_hz");
 	if (json_is_integer(v))
 		sp->frequency_hz = (int)json_integer_value(v);
@@ -174,7 +175,28 @@ static void apply_sampler(edge_config_client *c)
 			next.offcpu_min_us = sp.offcpu_threshold_us;
 		if (sp.cpu == 0 && !next.offcpu)
 			next.enabled = 0; /* nothing left to sample */
-		if (edge_ebpf_apply(c->ebpf, &next))
+		if (sp.python >= 0)
+			next.python = sp.python;
+		/* interpreter frames per service: services[] rules that match
+		 * by service glob, in order (first match wins; a rule without
+		 * ebpf.python leaves the default); label rules cannot match a
+		 * process here and are left out */
+		json_t *svcs = json_object_get(sp.effective, "services"), *r;
+		size_t i, n = 0;
+		edge_py_rule *pr = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*pr)) : NULL;
+		json_array_foreach(svcs, i, r) {
+			json_t *m = json_object_get(r, "match");
+			const char *g = json_string_value(json_object_get(m, "service"));
+			if (!pr || !g || json_object_get(m, "label"))
+				continue;
+			pr[n].glob = (char *)g; /* borrowed: edge_ebpf_apply copies */
+			pr[n++].on = bool_of(json_object_get(r, "ebpf"), "python");
+		}
+		next.py_rules = pr;
+		next.npy_rules = n;
+		int arc = edge_ebpf_apply(c->ebpf, &next);
+		free(pr);
+		if (arc)
 			wt_warn("remote config: the sampler refused the policy settings project=%s revision=%llu",
 				sp.project, (unsigned long long)sp.revision);
 		else

@@ -55,6 +55,7 @@ typedef struct edge_sampler_policy {
 	int offcpu;           /* offcpu.enabled (and sample_types.offcpu) */
 	int64_t offcpu_threshold_us;
 	int cpu;              /* sample_types.cpu */
+	int python;           /* ebpf.python: CPython frames (services[] may override per service) */
 	const json_t *effective; /* the whole effective rules object (borrowed) */
 } edge_sampler_policy;
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bpf/python.h"
 #include "clock.h"
 #include "demangle.h"
 #include "format.h"
@@ -24,6 +25,9 @@
 #define TRUNCATED_FRAME "[truncated]"
 #define NO_STACK_FRAME "[no stack]"
 #define JIT_MAPPING "[jit]" /* mapping of frames named from a perf map */
+#define PY_MAPPING "[python]" /* mapping of CPython frames */
+#define PY_UNKNOWN_FRAME "[python]" /* a Python frame whose code object could not be read */
+#define PY_EVAL "_PyEval_EvalFrameDefault" /* the native frame that runs Python frames */
 #define ENDPOINT "ebpf"
 
 
@@ -235,6 +239,44 @@ void edge_ebpf_unwind_give(edge_ebpf *e, edge_proc *pr)
 	edge_ebpf_cpu_unwind_add(e->cpu, pr);
 }
 
+/* One CPython frame (a bpf/python.h slot) of process pr. */
+static int python_frame(edge_ebpf *e, svc *s, edge_proc *pr, uint64_t slot, uint32_t *out, wt_err *err)
+{
+	char name[1200], file[600];
+	int64_t line = 0;
+	wt_frame fr = {WT_NO_FUNCTION, WT_NO_MAPPING, 0, slot & WT_PY_CODE_MASK};
+	wt_function f = {0};
+	int rc;
+	if (edge_py_frame(e->py, pr->tgid, slot, name, sizeof(name), file, sizeof(file), &line)) {
+		atomic_fetch_add(&e->py_unnamed, 1);
+		snprintf(name, sizeof(name), "%s", PY_UNKNOWN_FRAME);
+		*file = '\0';
+	}
+	atomic_fetch_add(&e->py_frames, 1);
+	if ((rc = mapping_of(s, PY_MAPPING, NULL, &fr.mapping, err)) ||
+	    (rc = wt_profile_intern_cstr(s->p, name, &f.name, err)) ||
+	    (*file && (rc = wt_profile_intern_cstr(s->p, file, &f.filename, err))) ||
+	    (rc = wt_profile_add_function(s->p, &f, &fr.function, err)))
+		return rc;
+	fr.line = line;
+	return wt_profile_add_frame(s->p, &fr, out, err);
+}
+
+/* The Python frames of one _PyEval_EvalFrameDefault call, from py[*pi]:
+ * up to and including the next entry frame (or to the end). */
+static int python_segment(edge_ebpf *e, svc *s, edge_proc *pr, const uint64_t *py, size_t npy, size_t *pi,
+			  uint32_t *frames, size_t *n, wt_err *err)
+{
+	int rc = 0;
+	while (*pi < npy && rc == 0) {
+		uint64_t slot = py[(*pi)++];
+		rc = python_frame(e, s, pr, slot, &frames[(*n)++], err);
+		if (slot & WT_PY_ENTRY)
+			break;
+	}
+	return rc;
+}
+
 static int is_root(const char *name)
 {
 	if (!name)
@@ -268,11 +310,11 @@ static int is_main(const char *name)
 }
 
 static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t value, const uint64_t *ustack,
-		 size_t nu, const uint64_t *kstack, size_t nk)
+		 size_t nu, const uint64_t *kstack, size_t nk, const uint64_t *py, size_t npy, uint32_t pyflags)
 {
 	edge_ebpf *e = arg;
 	wt_err *err = &e->flush_err;
-	uint32_t frames[2 * WT_MAX_STACK_DEPTH + 2], stack, ls;
+	uint32_t frames[2 * WT_MAX_STACK_DEPTH + WT_PY_MAX_FRAMES + 2], stack, ls;
 	const char *root = NULL, *below_root = NULL;
 	size_t n = 0;
 	char comm[WT_COMM_LEN + 1];
@@ -295,15 +337,52 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	pr->gen = e->gen;
 	if (e->cpu && e->cur.unwind != EDGE_UNWIND_FP) /* not announced (found at the flush), or re-read */
 		edge_ebpf_unwind_give(e, pr);
+	edge_ebpf_py_check(e, pr); /* not announced, or the settings changed since */
 	for (size_t i = skip_tracing(e, kind, kstack, nk); i < nk && rc == 0; i++)
 		rc = kernel_frame(e, s, kstack[i], i == 0, &frames[n++], err);
+	if (py && npy && !edge_ebpf_py_on(e, pr->service))
+		py = NULL, npy = 0;
+	/* Python frames take the place of the _PyEval_EvalFrameDefault
+	 * frame that runs them; native frames below and above stay. When
+	 * the native walk found fewer such frames than the Python stack has
+	 * calls of it (the walk lost its way in code without frame
+	 * pointers), the native frames end before the first of them (all
+	 * are kept when there is none, but for addresses in no mapping) and
+	 * the whole Python stack follows. */
+	uint32_t uf[WT_MAX_STACK_DEPTH];
+	uint8_t is_eval[WT_MAX_STACK_DEPTH];
+	size_t pi = 0, nseg = 0, neval = 0;
+	if (nu > WT_MAX_STACK_DEPTH)
+		nu = WT_MAX_STACK_DEPTH;
+	for (size_t i = 0; i < npy; i++)
+		nseg += (py[i] & WT_PY_ENTRY) || i + 1 == npy;
 	for (size_t i = 0; i < nu && rc == 0; i++) {
+		const char *name = NULL;
+		rc = user_frame(e, s, pr, ustack[i], i == 0, &uf[i], &name, err);
+		is_eval[i] = name && !strcmp(name, PY_EVAL);
+		neval += is_eval[i];
 		below_root = root;
-		rc = user_frame(e, s, pr, ustack[i], i == 0, &frames[n++], &root, err);
+		root = name;
 	}
+	for (size_t i = 0; i < nu && rc == 0; i++) {
+		if (neval < nseg && !edge_proc_find_map(pr, ustack[i]) &&
+		    !edge_proc_jit_lookup(e->procs, pr, ustack[i], e->gen)) {
+			continue; /* a lost walk's stray value: no code there */
+		} else if (!is_eval[i] || pi >= npy) {
+			frames[n++] = uf[i];
+		} else if (neval >= nseg) {
+			rc = python_segment(e, s, pr, py, npy, &pi, frames, &n, err);
+		} else {
+			break;
+		}
+	}
+	while (pi < npy && rc == 0)
+		rc = python_segment(e, s, pr, py, npy, &pi, frames, &n, err);
+	int py_done = npy && !(pyflags & WT_STACK_PY_TRUNC);
 	/* complete: ends in a known root, or in main's caller (the C
-	 * runtime, whose static start code has no dynamic symbol) */
-	if (rc == 0 && nu &&
+	 * runtime, whose static start code has no dynamic symbol), or a
+	 * whole Python stack */
+	if (rc == 0 && nu && !py_done &&
 	    (nu >= WT_MAX_STACK_DEPTH ||
 	     (pr->state == EDGE_PROC_LIVE && !(is_root(root) || is_main(root) || is_main(below_root))))) {
 		atomic_fetch_add(&e->truncated, 1);
@@ -351,6 +430,7 @@ static void gone(void *arg, uint32_t tgid)
 {
 	edge_ebpf *e = arg;
 	edge_ebpf_cpu_forget(e->cpu, tgid);
+	edge_py_forget(e->py, tgid);
 }
 
 static void commit_done(edge_commit *c)

@@ -33,7 +33,8 @@ struct edge_ebpf_off {
 	uint64_t prev[WT_STAT_MAX];
 };
 
-int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_ebpf_off **out, wt_err *err)
+int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_ebpf_counters *ctr, edge_ebpf_off **out,
+		       wt_err *err)
 {
 	edge_ebpf_off *o = calloc(1, sizeof(*o));
 	int rc = 0, e;
@@ -54,6 +55,16 @@ int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_e
 	bpf_map__set_max_entries(o->skel->maps.wt_off_counts0, (uint32_t)cfg->max_keys);
 	bpf_map__set_max_entries(o->skel->maps.wt_off_counts1, (uint32_t)cfg->max_keys);
 	bpf_map__set_max_entries(o->skel->maps.wt_off_start, START_ENTRIES);
+	/* CPython frames: the on-CPU program's process and thread maps and its
+	 * new-stack ring (without it, nothing registers processes here) */
+	int pyfd[3];
+	if (edge_ebpf_cpu_py_fds(cpu, pyfd) == 0 &&
+	    (bpf_map__reuse_fd(o->skel->maps.wt_py_procs, pyfd[0]) ||
+	     bpf_map__reuse_fd(o->skel->maps.wt_py_threads, pyfd[1]) ||
+	     bpf_map__reuse_fd(o->skel->maps.wt_py_new_stacks, pyfd[2]))) {
+		rc = wt_err_set(err, WT_EIO, "ebpf: sharing the CPython maps with the offcpu program: %s", strerror(errno));
+		goto fail;
+	}
 	if ((e = wt_offcpu_bpf__load(o->skel))) {
 		rc = wt_err_set(err, WT_EIO, "ebpf: loading wt_offcpu_switch (tp_btf/sched_switch) failed: %s", strerror(-e));
 		goto fail;

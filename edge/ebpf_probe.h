@@ -26,9 +26,12 @@
 enum { EDGE_EBPF_CPU = 0, EDGE_EBPF_OFFCPU = 1, EDGE_EBPF_NKINDS };
 
 /* One aggregated entry. ustack/kstack are NULL (n 0) when the stack is
- * absent: kernel thread, collision, or the stack map entry went missing. */
+ * absent: kernel thread, collision, or the stack map entry went missing.
+ * py: the sampled thread's CPython frames (bpf/python.h slots, innermost
+ * first; NULL when none), pyflags their stack's WT_STACK_* flags. */
 typedef void (*edge_ebpf_sink)(void *arg, int kind, const struct wt_stack_key *k, uint64_t value,
-			       const uint64_t *ustack, size_t nu, const uint64_t *kstack, size_t nk);
+			       const uint64_t *ustack, size_t nu, const uint64_t *kstack, size_t nk,
+			       const uint64_t *py, size_t npy, uint32_t pyflags);
 
 /* Called for process images (tgid, image: see struct wt_stack_key; with
  * the thread, cgroup and name sampled) seen since the last drain
@@ -97,13 +100,26 @@ int edge_ebpf_cpu_consume_procs(edge_ebpf_cpu *c, edge_ebpf_seen seen, void *arg
  * process is announced again and the table does not fill up. */
 void edge_ebpf_cpu_forget(edge_ebpf_cpu *c, uint32_t tgid);
 int edge_ebpf_cpu_drain(edge_ebpf_cpu *c, edge_ebpf_sink fn, void *arg, wt_err *err);
+/* CPython frames (bpf/python_walk.h): fn(arg, tgid, slots, n) for each
+ * Python stack new in a flush generation, called from the process
+ * announcement polls above (the discovery thread); the fd of wt_py_procs,
+ * where the edge registers CPython processes (edge/ebpf_python.c). */
+typedef void (*edge_ebpf_py_new)(void *arg, uint32_t tgid, const uint64_t *slots, size_t n);
+void edge_ebpf_cpu_set_py(edge_ebpf_cpu *c, edge_ebpf_py_new fn, void *arg);
+int edge_ebpf_cpu_py_fd(const edge_ebpf_cpu *c);
+/* fds of wt_py_procs, wt_py_threads, wt_py_new_stacks (for the off-CPU
+ * program to share): 0, or -1 when c is NULL */
+int edge_ebpf_cpu_py_fds(const edge_ebpf_cpu *c, int fds[3]);
 /* Detach and unload everything (links, perf fds, maps, programs). */
 void edge_ebpf_cpu_close(edge_ebpf_cpu *c);
 
 /* ---- off-CPU (ebpf_offcpu.c) ---------------------------------------------- */
 typedef struct edge_ebpf_off edge_ebpf_off;
 
-int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, edge_ebpf_counters *ctr, edge_ebpf_off **out, wt_err *err);
+/* cpu: the loaded on-CPU probe, whose CPython maps the program shares
+ * (NULL: off-CPU samples keep native frames only) */
+int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_ebpf_counters *ctr, edge_ebpf_off **out,
+		       wt_err *err);
 void edge_ebpf_off_scan(edge_ebpf_off *o, edge_ebpf_seen fn, void *arg);
 int edge_ebpf_off_drain(edge_ebpf_off *o, edge_ebpf_sink fn, void *arg, wt_err *err);
 void edge_ebpf_off_close(edge_ebpf_off *o);

@@ -58,6 +58,7 @@ typedef struct edge_proc {
 	uint64_t user_gen;
 	atomic_int unwind_loaded; /* given its unwind tables (discovery or sampler thread) */
 	_Atomic size_t unwind_nmaps; /* nmaps when it was given them (mappings re-read since: again) */
+	_Atomic uint64_t py_epoch; /* the sampler's py_epoch when checked for CPython (0: never) */
 	struct edge_proc *next;
 } edge_proc;
 

@@ -25,6 +25,7 @@
 #include "log.h"
 
 #include "bpf/profile.skel.h"
+#include "bpf/python.h"
 
 #define NS_PER_S 1000000000ULL
 #define RING_BYTES (1u << 20)
@@ -116,6 +117,7 @@ find_only:
 typedef struct stk_ent {
 	uint64_t id; /* 0 = empty slot */
 	uint32_t n;
+	uint32_t flags; /* WT_STACK_* */
 	uint64_t *ips;
 } stk_ent;
 
@@ -160,6 +162,7 @@ static int stk_put(stk_tab *t, uint64_t id, const struct wt_stack *s)
 		return WT_ENOMEM;
 	memcpy(x->ips, s->ips, n * sizeof(uint64_t));
 	x->n = n;
+	x->flags = s->flags;
 	x->id = id;
 	t->n++;
 	return 1;
@@ -189,10 +192,14 @@ static int drain_entries(const struct wt_stack_key *keys, const uint64_t *vals, 
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct wt_stack_key *k = &keys[i];
-		const stk_ent *us = stk_get(t, k->user_stack), *ks = stk_get(t, k->kern_stack);
-		if ((k->user_stack && !us) || (k->kern_stack && !ks))
+		const stk_ent *us = stk_get(t, k->user_stack), *ks = stk_get(t, k->kern_stack),
+			      *ps = stk_get(t, k->py_stack);
+		if ((k->user_stack && !us) || (k->kern_stack && !ks) || (k->py_stack && !ps))
 			atomic_fetch_add(&ctr->missing_stacks, 1);
-		fn(arg, kind, k, vals[i], us ? us->ips : NULL, us ? us->n : 0, ks ? ks->ips : NULL, ks ? ks->n : 0);
+		if (ps && !(ps->flags & WT_STACK_PYTHON))
+			ps = NULL;
+		fn(arg, kind, k, vals[i], us ? us->ips : NULL, us ? us->n : 0, ks ? ks->ips : NULL, ks ? ks->n : 0,
+		   ps ? ps->ips : NULL, ps ? ps->n : 0, ps ? ps->flags : 0);
 	}
 	atomic_fetch_add(&ctr->entries, n);
 	return 0;
@@ -421,6 +428,8 @@ struct edge_ebpf_cpu {
 	size_t procs_n;
 	edge_ebpf_counters *ctr;
 	uint64_t prev[WT_STAT_MAX];
+	edge_ebpf_py_new py_new; /* new Python stacks (discovery thread, with procs_ring) */
+	void *py_arg;
 };
 
 static int online_cpus(int **out, int *n)
@@ -519,6 +528,7 @@ static int ring_cb(void *ctx, void *data, size_t len)
 	k = e->key;
 	ring_stack(c, &e->user, &k.user_err, &k.user_stack, WT_STAT_USTACK_COLL);
 	ring_stack(c, &e->kern, &k.kern_err, &k.kern_stack, WT_STAT_KSTACK_COLL);
+	ring_stack(c, &e->py, &k.py_err, &k.py_stack, WT_STAT_USTACK_COLL);
 	int r = agg_add(&c->ua, &k, e->value, &is_new);
 	if (r <= 0)
 		atomic_fetch_add(&c->ctr->stat[WT_STAT_LOST], 1);
@@ -535,6 +545,39 @@ static int procs_cb(void *ctx, void *data, size_t len)
 		return 0;
 	c->procs_seen(c->procs_arg, ev);
 	c->procs_n++;
+	return 0;
+}
+
+static int py_new_cb(void *ctx, void *data, size_t len)
+{
+	edge_ebpf_cpu *c = ctx;
+	const struct wt_py_new *ev = data;
+	if (len < sizeof(*ev) || !c->py_new)
+		return 0;
+	c->py_new(c->py_arg, ev->tgid, (const uint64_t *)ev->s.ips, ev->s.len < WT_PY_MAX_FRAMES ? ev->s.len : WT_PY_MAX_FRAMES);
+	return 0;
+}
+
+void edge_ebpf_cpu_set_py(edge_ebpf_cpu *c, edge_ebpf_py_new fn, void *arg)
+{
+	if (!c)
+		return;
+	c->py_new = fn;
+	c->py_arg = arg;
+}
+
+int edge_ebpf_cpu_py_fd(const edge_ebpf_cpu *c)
+{
+	return c ? bpf_map__fd(c->skel->maps.wt_py_procs) : -1;
+}
+
+int edge_ebpf_cpu_py_fds(const edge_ebpf_cpu *c, int fds[3])
+{
+	if (!c)
+		return -1;
+	fds[0] = bpf_map__fd(c->skel->maps.wt_py_procs);
+	fds[1] = bpf_map__fd(c->skel->maps.wt_py_threads);
+	fds[2] = bpf_map__fd(c->skel->maps.wt_py_new_stacks);
 	return 0;
 }
 
@@ -611,6 +654,10 @@ int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, const char *cache_dir, edge_ebp
 		rc = wt_err_set(err, WT_EIO, "ebpf: ring buffer setup (wt_new_procs): %s", strerror(errno));
 		goto fail;
 	}
+	if (ring_buffer__add(c->procs_ring, bpf_map__fd(c->skel->maps.wt_py_new_stacks), py_new_cb, c)) {
+		rc = wt_err_set(err, WT_EIO, "ebpf: ring buffer setup (wt_py_new_stacks): %s", strerror(errno));
+		goto fail;
+	}
 	if ((rc = attach(c, cfg->frequency_hz, err)))
 		goto fail;
 	*out = c;
@@ -672,6 +719,7 @@ void edge_ebpf_cpu_forget(edge_ebpf_cpu *c, uint32_t tgid)
 	if (!c)
 		return;
 	bpf_map_delete_elem(bpf_map__fd(c->skel->maps.wt_procs), &tgid);
+	bpf_map_delete_elem(bpf_map__fd(c->skel->maps.wt_py_procs), &tgid);
 	edge_unwind_loader_forget(c->unwind, tgid);
 }
 

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "clock.h"
 #include "log.h"
 #include "prom.h"
@@ -21,6 +23,7 @@
 #define DISCOVER_NS (NS_PER_S)
 #define DISCOVER_POLL_MS 200 /* longest wait for new processes (stop, unload) */
 #define MAX_ELF_FILES 512
+#define MAX_PY_CODES 65536 /* code objects cached (names, files, line tables) */
 
 /* ---- config copies ------------------------------------------------------- */
 
@@ -34,6 +37,19 @@ static int cfg_copy(edge_ebpf_cfg *dst, const edge_ebpf_cfg *src)
 	*dst = *src;
 	dst->rules = NULL;
 	dst->nrules = 0;
+	dst->py_rules = NULL;
+	dst->npy_rules = 0;
+	if (src->npy_rules) {
+		if (!(dst->py_rules = calloc(src->npy_rules, sizeof(*dst->py_rules))))
+			return WT_ENOMEM;
+		for (size_t i = 0; i < src->npy_rules; i++) {
+			dst->py_rules[i].on = src->py_rules[i].on;
+			dst->py_rules[i].glob = dup0(src->py_rules[i].glob);
+			dst->npy_rules = i + 1;
+			if (!dst->py_rules[i].glob)
+				return WT_ENOMEM;
+		}
+	}
 	if (!src->nrules)
 		return 0;
 	dst->rules = calloc(src->nrules, sizeof(*dst->rules));
@@ -49,6 +65,36 @@ static int cfg_copy(edge_ebpf_cfg *dst, const edge_ebpf_cfg *src)
 	return 0;
 }
 
+int edge_ebpf_py_on(edge_ebpf *e, const char *service)
+{
+	pthread_mutex_lock(&e->pymu);
+	int on = edge_ebpf_cfg_python(&e->pycfg, service);
+	pthread_mutex_unlock(&e->pymu);
+	return on;
+}
+
+void edge_ebpf_py_check(edge_ebpf *e, edge_proc *pr)
+{
+	uint64_t ep = atomic_load(&e->py_epoch);
+	if (!e->cpu || !e->py || pr->state != EDGE_PROC_LIVE || atomic_exchange(&pr->py_epoch, ep) == ep)
+		return;
+	int fd = edge_ebpf_cpu_py_fd(e->cpu);
+	const edge_proc_map *m = NULL;
+	if (edge_ebpf_py_on(e, pr->service))
+		for (size_t i = 0; i < pr->nmaps; i++)
+			if (edge_py_candidate(pr->maps[i].path) && (!m || strstr(pr->maps[i].path, "/libpython")))
+				m = &pr->maps[i]; /* an embedding program's libpython wins over its own name */
+	edge_py_detect(e->py, "/proc", pr->tgid, m ? m->path : NULL, m ? m->start : 0, m ? m->pgoff : 0, fd);
+}
+
+/* A Python stack the program saw for the first time in this generation:
+ * its code objects are read now, while the process runs. */
+static void py_new(void *arg, uint32_t tgid, const uint64_t *slots, size_t n)
+{
+	edge_ebpf *e = arg;
+	edge_py_resolve(e->py, tgid, slots, n);
+}
+
 static void seen(void *arg, const struct wt_proc_event *ev)
 {
 	edge_ebpf *e = arg;
@@ -56,6 +102,8 @@ static void seen(void *arg, const struct wt_proc_event *ev)
 	memcpy(comm, ev->comm, WT_COMM_LEN);
 	comm[WT_COMM_LEN] = '\0';
 	edge_proc *pr = edge_procs_get(e->procs, ev->tgid, ev->image, ev->cgroup_id, comm, ev->pid == ev->tgid);
+	if (pr)
+		edge_ebpf_py_check(e, pr);
 	/* tables at capture: the process's next samples are unwound with them */
 	if (pr && e->cpu && e->cur.unwind != EDGE_UNWIND_FP)
 		edge_ebpf_unwind_give(e, pr);
@@ -151,7 +199,12 @@ static void load(edge_ebpf *e)
 	char cache_dir[4200];
 	snprintf(cache_dir, sizeof(cache_dir), "%s/unwind", e->cfg->data_dir);
 	int rc = edge_ebpf_cpu_open(&e->cur, cache_dir, &e->ctr[EDGE_EBPF_CPU], &e->cpu, &err) ||
-		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err));
+		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, e->cpu, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err));
+	if (!rc) {
+		/* a new program has an empty wt_py_procs: every process is checked again */
+		edge_ebpf_cpu_set_py(e->cpu, py_new, e);
+		atomic_fetch_add(&e->py_epoch, 1);
+	}
 	pthread_mutex_unlock(&e->pmu);
 	if (rc) {
 		wt_error("msg=\"ebpf sampler not started\" error=\"%s\"", err.msg);
@@ -176,6 +229,23 @@ static void load(edge_ebpf *e)
 		e->cur.unwind == EDGE_UNWIND_FP ? "fp" : e->cur.unwind == EDGE_UNWIND_AUTO ? "auto" : "eh_frame");
 }
 
+/* The interpreter-frame settings of e->cur for edge_ebpf_py_on (other
+ * threads); processes are checked again under them. */
+static void py_cfg_set(edge_ebpf *e)
+{
+	edge_ebpf_cfg c;
+	memset(&c, 0, sizeof(c));
+	if (cfg_copy(&c, &e->cur)) {
+		edge_ebpf_cfg_free(&c);
+		c.python = e->cur.python;
+	}
+	pthread_mutex_lock(&e->pymu);
+	edge_ebpf_cfg_free(&e->pycfg);
+	e->pycfg = c;
+	pthread_mutex_unlock(&e->pymu);
+	atomic_fetch_add(&e->py_epoch, 1);
+}
+
 static void apply_cfg(edge_ebpf *e, edge_ebpf_cfg *next)
 {
 	edge_ebpf_cfg old = e->cur;
@@ -190,6 +260,7 @@ static void apply_cfg(edge_ebpf *e, edge_ebpf_cfg *next)
 		edge_ebpf_flush(e);
 	e->cur = *next;
 	memset(next, 0, sizeof(*next));
+	py_cfg_set(e);
 	edge_procs_set_rules(e->procs, e->cur.rules, e->cur.nrules);
 	edge_ebpf_cfg_free(&old);
 	if (!e->cur.enabled) {
@@ -305,15 +376,19 @@ int edge_ebpf_start(edge_server *srv, const edge_config *cfg, const char *config
 	pthread_mutex_init(&e->cmu, NULL);
 	pthread_cond_init(&e->ccv, NULL);
 	pthread_mutex_init(&e->pmu, NULL);
+	pthread_mutex_init(&e->pymu, NULL);
+	e->py_epoch = 1;
 	if (gethostname(e->host, sizeof(e->host) - 1) != 0)
 		snprintf(e->host, sizeof(e->host), "unknown");
 	e->config_path = config_path ? strdup(config_path) : NULL;
 	e->elfs = edge_elf_cache_new(MAX_ELF_FILES);
-	if (cfg_copy(&e->cur, &cfg->ebpf) || !e->elfs ||
+	e->py = edge_py_new(MAX_PY_CODES);
+	if (cfg_copy(&e->cur, &cfg->ebpf) || !e->elfs || !e->py ||
 	    !(e->procs = edge_procs_new("/proc", e->elfs, e->cur.rules, e->cur.nrules))) {
 		edge_ebpf_stop(e);
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	}
+	py_cfg_set(e);
 	if (pthread_create(&e->th, NULL, run, e) != 0) {
 		edge_ebpf_stop(e);
 		return wt_err_set(err, WT_EIO, "cannot start the ebpf sampler thread");
@@ -369,6 +444,9 @@ void edge_ebpf_stop(edge_ebpf *e)
 	edge_ksyms_free(e->ksyms);
 	edge_ebpf_cfg_free(&e->cur);
 	edge_ebpf_cfg_free(&e->pending);
+	edge_ebpf_cfg_free(&e->pycfg);
+	edge_py_free(e->py);
+	pthread_mutex_destroy(&e->pymu);
 	free(e->config_path);
 	pthread_mutex_destroy(&e->mu);
 	pthread_cond_destroy(&e->cv);
@@ -452,6 +530,25 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 		atomic_load(&e->unsym_frames));
 	wt_prom_counter(b, "wt_edge_ebpf_jit_frames_total", "Frames in JIT code named from the process's /tmp/perf-PID.map.",
 		atomic_load(&e->jit_frames));
+	edge_py_stats ps = {0};
+	if (e->py)
+		edge_py_get_stats(e->py, &ps);
+	wt_prom_counter(b, "wt_edge_ebpf_python_samples_total", "On-CPU samples with CPython frames (walked by the BPF program).",
+		atomic_load(&e->ctr[EDGE_EBPF_CPU].stat[WT_STAT_PY_SAMPLES]));
+	wt_prom_counter(b, "wt_edge_ebpf_python_frames_total", "CPython frames in drained stacks.", atomic_load(&e->py_frames));
+	wt_prom_counter(b, "wt_edge_ebpf_python_unnamed_frames_total",
+		"CPython frames whose code object could not be read (process gone before it was read, cache full): named [python].",
+		atomic_load(&e->py_unnamed));
+	wt_prom_counter(b, "wt_edge_ebpf_python_processes_total", "CPython processes registered for interpreter frames.", ps.procs);
+	wt_prom_counter(b, "wt_edge_ebpf_python_unknown_version_total",
+		"CPython processes of a version without an offsets row (ebpf_python.c): native frames only.", ps.unknown);
+	wt_prom_gauge(b, "wt_edge_ebpf_python_code_objects", "Code objects cached (names, files, line tables).", (long long)ps.codes);
+	wt_prom_counter(b, "wt_edge_ebpf_python_code_read_failures_total", "Code objects that could not be read from their process.",
+		ps.read_fail);
+	wt_prom_counter(b, "wt_edge_ebpf_python_code_cache_full_total", "Code objects not cached: the cache was full.", ps.cache_full);
+	wt_prom_counter(b, "wt_edge_ebpf_python_new_stacks_lost_total",
+		"New CPython stacks the program could not stream to the edge (ring full): read at the flush instead.",
+		atomic_load(&e->ctr[EDGE_EBPF_CPU].stat[WT_STAT_PY_NEW_LOST]));
 	wt_prom_counter(b, "wt_edge_ebpf_truncated_stacks_total", "User stacks that did not reach a known root (frame pointers missing).",
 		atomic_load(&e->truncated));
 	wt_prom_gauge(b, "wt_edge_ebpf_unwind_files", "Files whose unwind table is loaded into the BPF maps (ebpf.unwind eh_frame/auto).",

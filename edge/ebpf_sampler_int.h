@@ -14,6 +14,7 @@
 #include "ebpf.h"
 #include "ebpf_probe.h"
 #include "ebpf_procs.h"
+#include "ebpf_python.h"
 #include "profile.h"
 #include "server.h"
 #include "symbolize.h"
@@ -65,6 +66,12 @@ struct edge_ebpf {
 	wt_err flush_err;
 	int period_ns_cached;
 
+	/* CPython frames (ebpf_python.c) */
+	edge_py *py;
+	pthread_mutex_t pymu;     /* guards pycfg: the sampler thread writes, discovery reads */
+	edge_ebpf_cfg pycfg;      /* a copy of the current settings for edge_ebpf_py_on */
+	_Atomic uint64_t py_epoch; /* bumped at each load and settings change: processes are checked again */
+
 	/* commits in flight */
 	pthread_mutex_t cmu;
 	pthread_cond_t ccv;
@@ -75,7 +82,7 @@ struct edge_ebpf {
 	_Atomic int enabled, offcpu_on, frequency;
 	_Atomic uint64_t flushes, profiles, flush_errors, load_errors, commit_errors, truncated, unsym_frames,
 		frames, no_proc, samples_cpu, offcpu_ns, reloads, lost_procs, captured_procs, tracked_procs,
-		reread_procs, jit_frames, unwind_files, unwind_rows, unwind_failed, unwind_pending;
+		reread_procs, jit_frames, py_frames, py_unnamed, unwind_files, unwind_rows, unwind_failed, unwind_pending;
 	_Atomic int64_t last_flush_us;
 };
 
@@ -84,6 +91,11 @@ struct edge_ebpf {
 void edge_ebpf_flush(edge_ebpf *e);
 /* Free the per-flush service profiles (after a flush, at stop). */
 void edge_ebpf_svcs_free(edge_ebpf *e);
+/* ebpf_sampler.c: interpreter frames wanted for service (policy, local
+ * ebpf.python); check a process once per py_epoch (register it in the
+ * program when it is CPython and wanted). Any thread. */
+int edge_ebpf_py_on(edge_ebpf *e, const char *service);
+void edge_ebpf_py_check(edge_ebpf *e, edge_proc *pr);
 /* Queue a live process for its unwind tables (see ebpf_build.c). */
 void edge_ebpf_unwind_give(edge_ebpf *e, edge_proc *pr);
 

@@ -3,7 +3,9 @@
  * a token is accepted when its sha256 (computed here with a hand-checked
  * reference: sha256("abc") from FIPS 180-2) is listed for its role; local
  * tokens keep working; limits are min(local, policy); malformed configs
- * are refused with the field named and leave the previous config in force.
+ * are refused with the field named and leave the previous config in force;
+ * the policy's ebpf.python reaches the sampler policy hook, and the
+ * per-service interpreter-frame rules decide first match first.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -85,11 +87,67 @@ static void test_reject(void **state)
 	edge_config_free(&cfg);
 }
 
+static int g_python = -2;
+
+static void hook(void *arg, const edge_sampler_policy *p)
+{
+	(void)arg;
+	g_python = p->python;
+}
+
+static void test_python_policy(void **state)
+{
+	edge_config cfg;
+	edge_config_client *c;
+	wt_err err = {0, ""};
+	edge_project_cfg proj = {"demo", NULL, 0, NULL, 0};
+	const char *conf =
+		"{\"edge_id\":\"edge1\",\"etag\":\"y\",\"projects\":[{\"name\":\"demo\",\"policy_revision\":4,"
+		"\"effective\":{\"ebpf\":{\"python\":false},\"services\":[{\"match\":{\"service\":\"api-*\"},"
+		"\"ebpf\":{\"python\":true}}]},\"upload_token_sha256\":[],\"read_token_sha256\":[]}]}";
+	(void)state;
+
+	edge_config_defaults(&cfg);
+	assert_int_equal(cfg.ebpf.python, 1); /* on by default */
+	free(cfg.id);
+	cfg.id = strdup("edge1");
+	free(cfg.default_project);
+	cfg.default_project = strdup("demo");
+	cfg.projects = &proj;
+	cfg.nprojects = 1;
+	c = edge_config_client_new_detached(&cfg);
+	assert_non_null(c);
+	edge_config_set_policy_hook(hook, NULL);
+	assert_int_equal(edge_config_client_apply(c, conf, strlen(conf), 0, &err), 0);
+	assert_int_equal(g_python, 0);
+	edge_config_set_policy_hook(NULL, NULL);
+	edge_config_client_free_detached(c);
+	cfg.projects = NULL;
+	cfg.nprojects = 0;
+	edge_config_free(&cfg);
+
+	/* first match wins; a rule without ebpf.python (-1) keeps the default */
+	edge_py_rule rules[] = {{"api-*", 1}, {"db*", -1}, {"*", 0}};
+	edge_ebpf_cfg e = {0};
+	e.py_rules = rules;
+	e.npy_rules = 3;
+	e.python = 1;
+	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 1);
+	assert_int_equal(edge_ebpf_cfg_python(&e, "db-main"), 1);
+	assert_int_equal(edge_ebpf_cfg_python(&e, "web"), 0);
+	e.python = 0;
+	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 1);
+	assert_int_equal(edge_ebpf_cfg_python(&e, "db-main"), 0);
+	e.npy_rules = 0;
+	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_reject),
+		cmocka_unit_test(test_python_policy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
