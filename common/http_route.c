@@ -20,11 +20,6 @@ static int match_pattern(const char *pat, const char *path, wt_route_match *m)
 			m->rest = s;
 			return 1;
 		}
-		/* a rest wildcard after "/x" also matches "/x" itself */
-		if (p[0] == '/' && p[1] == '*' && p[2] == '\0' && *s == '\0') {
-			m->rest = s;
-			return 1;
-		}
 		if (*p == '{') {
 			const char *close = strchr(p, '}');
 			size_t len = strcspn(s, "/");

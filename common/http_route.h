@@ -9,7 +9,8 @@
  *   "/v1/projects/{project}/profiles/insights"
  * A capture matches one non-empty segment (no '/'), at most
  * WT_ROUTE_VALUE_MAX - 1 bytes, copied as written (not percent-decoded). A
- * pattern ending in "/ *" (without the space) matches any rest (also empty) after that prefix;
+ * pattern ending in "/ *" (without the space) matches any rest (also empty) after that prefix
+ * including its '/';
  * the rest is returned in wt_route_match.rest. Rows are tried in order;
  * the first row whose path and method both match wins.
  */

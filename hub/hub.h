@@ -8,9 +8,11 @@
 #define HUB_HUB_H
 
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <stdatomic.h>
 
+#include "arena.h"
 #include "auth.h"
 #include "budget.h"
 #include "ch_client.h"
@@ -38,17 +40,39 @@ typedef struct hub_ctx {
 } hub_ctx;
 
 /* What a handler gets: the shared context and this worker's ClickHouse
- * client (blocking calls are fine: each worker serves its own connections). */
+ * client (blocking calls are fine: each worker serves its own connections).
+ * The route wrapper (server.c, docs/architecture.md "Request path") fills
+ * the rest before a table handler runs and releases it afterwards. */
 typedef struct hub_req {
 	hub_ctx *ctx;
 	hub_ch *ch;
 	struct evhttp_request *req;
 	const char *path;
+	const char *project;     /* the route's {project}, validated; NULL when none */
+	const char *id;          /* the route's {id} (or other second capture); NULL when none */
+	hub_principal who;       /* the token's principal on routes that need one */
+	struct evkeyvalq q;      /* query parameters (routes that need a token) */
+	wt_arena arena;          /* request memory, cleared when the reply is sent */
+	int status;              /* status of the reply sent; 0 until then */
 } hub_req;
+
+/* A route handler: send the reply (hub_req_json, hub_req_query_json, ...)
+ * and return 0, or return a negative WT_E* code with *err set and send
+ * nothing: the wrapper replies with docs/api.md's {"error","detail"}. */
+typedef int (*hub_handler)(hub_req *r, wt_err *err);
+
+/* wt_route.auth of the hub's route table: 0 = the wrapper checks no token
+ * (open endpoints, and handlers that authenticate themselves); otherwise
+ * one HUB_ROLE_*: a bearer token, and that role on {project} when the
+ * route has one. */
+#define HUB_AUTH_OPEN 0
 
 /* Handlers (http_*.c). */
 void hub_handle_upload(hub_req *r);
-void hub_handle_query(hub_req *r, const char *project, const char *view);
+/* GET /v1/projects/{project}/profiles/{flamegraph|table|callgraph} (http_query.c) */
+int hub_handle_flamegraph(hub_req *r, wt_err *err);
+int hub_handle_table(hub_req *r, wt_err *err);
+int hub_handle_callgraph(hub_req *r, wt_err *err);
 void hub_handle_admin_projects(hub_req *r);
 void hub_handle_admin_tokens(hub_req *r);
 void hub_handle_admin_token_revoke(hub_req *r, const char *id);
@@ -58,10 +82,8 @@ void hub_handle_metrics(hub_req *r);
  * returns 1 when it handled the request. */
 int hub_debuginfo_route(hub_req *r);
 
-/* Control plane (http_control.c routes; http_policy.c, http_audit.c,
- * http_delete.c, http_worker.c). hub_control_route returns 1 when it
- * handled the request. */
-int hub_control_route(hub_req *r);
+/* Control plane (http_policy.c, http_audit.c, http_delete.c,
+ * http_worker.c; routes in server.c's table). */
 /* Edge → project registrations under /v1/admin/edges (http_edges.c);
  * returns 1 when it handled the request. */
 int hub_edges_route(hub_req *r);
@@ -72,13 +94,11 @@ void hub_handle_deletion(hub_req *r, const char *project, const char *id);
 void hub_handle_worker_run(hub_req *r);
 
 /* Analysis (docs/api.md "### Analysis"): profiles/{diff,timeline,insights,leaks}, issues,
- * POST /v1/admin/analysis/run. hub_analysis_route (http_issues.c) returns
- * 1 when it handled the request. */
-int hub_analysis_route(hub_req *r);
-void hub_handle_diff(hub_req *r, const char *project);
-void hub_handle_timeline(hub_req *r, const char *project);
-void hub_handle_insights(hub_req *r, const char *project);
-void hub_handle_leaks(hub_req *r, const char *project);
+ * POST /v1/admin/analysis/run (routes in server.c's table). */
+int hub_handle_diff(hub_req *r, wt_err *err);
+int hub_handle_timeline(hub_req *r, wt_err *err);
+int hub_handle_insights(hub_req *r, wt_err *err);
+int hub_handle_leaks(hub_req *r, wt_err *err);
 void hub_handle_issues(hub_req *r, const char *project);
 void hub_handle_issue_patch(hub_req *r, const char *project, const char *id);
 void hub_handle_analysis_run(hub_req *r);
@@ -99,5 +119,12 @@ void hub_req_fail(hub_req *r, const wt_err *err);
 void hub_req_method_not_allowed(hub_req *r, const char *allowed);
 /* Send a JSON reply (takes ownership of body) and count it. */
 void hub_req_json(hub_req *r, int status, json_t *body);
+/* The 200 reply of a query endpoint: counts the query and its time since
+ * t0 (hub_now_ns) in the hub's metrics and sends out (owned). out NULL:
+ * WT_ENOMEM with *err set, nothing sent. */
+int hub_req_query_json(hub_req *r, int64_t t0, json_t *out, wt_err *err);
+/* Give j to r's arena (json_decref when the request ends). Returns j; NULL
+ * when j is NULL or the arena is out of memory (j is then released). */
+json_t *hub_req_own_json(hub_req *r, json_t *j);
 
 #endif

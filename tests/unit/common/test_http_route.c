@@ -82,8 +82,9 @@ static void rest_and_bounds(void **state)
 	assert_string_equal(m.rest, "app.js");
 	assert_int_equal(wt_route_find(table, N, EVHTTP_REQ_GET, "/ui/a/b", &m), WT_ROUTE_FOUND);
 	assert_string_equal(m.rest, "a/b");
-	assert_int_equal(wt_route_find(table, N, EVHTTP_REQ_GET, "/ui", &m), WT_ROUTE_FOUND);
+	assert_int_equal(wt_route_find(table, N, EVHTTP_REQ_GET, "/ui/", &m), WT_ROUTE_FOUND);
 	assert_string_equal(m.rest, "");
+	assert_int_equal(wt_route_find(table, N, EVHTTP_REQ_GET, "/ui", &m), WT_ROUTE_NO_PATH);
 	assert_int_equal(wt_route_find(table, N, EVHTTP_REQ_GET, "/uix", &m), WT_ROUTE_NO_PATH);
 	/* a capture longer than WT_ROUTE_VALUE_MAX - 1 does not match */
 	memset(longseg, 'a', sizeof(longseg));
