@@ -199,20 +199,7 @@ static int guard_decide(void *arg, const wt_http_head *h, wt_err *err)
 static int h_healthz(hub_req *r, wt_err *e) { (void)e; hub_handle_healthz(r); return 0; }
 static int h_metrics(hub_req *r, wt_err *e) { (void)e; hub_handle_metrics(r); return 0; }
 static int h_upload(hub_req *r, wt_err *e) { (void)e; hub_handle_upload(r); return 0; }
-static int h_admin_projects(hub_req *r, wt_err *e) { (void)e; hub_handle_admin_projects(r); return 0; }
-static int h_admin_tokens(hub_req *r, wt_err *e) { (void)e; hub_handle_admin_tokens(r); return 0; }
-static int h_token_revoke(hub_req *r, wt_err *e) { (void)e; hub_handle_admin_token_revoke(r, r->id); return 0; }
 static int h_ui(hub_req *r, wt_err *e) { (void)e; hub_handle_ui(r); return 0; }
-static int h_services(hub_req *r, wt_err *e) { (void)e; hub_handle_services(r, r->project); return 0; }
-static int h_labels(hub_req *r, wt_err *e) { (void)e; hub_handle_labels(r, r->project); return 0; }
-static int h_series(hub_req *r, wt_err *e) { (void)e; hub_handle_series(r, r->project); return 0; }
-static int h_issues(hub_req *r, wt_err *e) { (void)e; hub_handle_issues(r, r->project); return 0; }
-static int h_issue_patch(hub_req *r, wt_err *e) { (void)e; hub_handle_issue_patch(r, r->project, r->id); return 0; }
-static int h_analysis_run(hub_req *r, wt_err *e) { (void)e; hub_handle_analysis_run(r); return 0; }
-static int h_worker_run(hub_req *r, wt_err *e) { (void)e; hub_handle_worker_run(r); return 0; }
-static int h_policy(hub_req *r, wt_err *e) { (void)e; hub_handle_policy(r, r->project); return 0; }
-static int h_delete_profiles(hub_req *r, wt_err *e) { (void)e; hub_handle_delete_profiles(r, r->project); return 0; }
-static int h_audit(hub_req *r, wt_err *e) { (void)e; hub_handle_audit(r, r->project); return 0; }
 static int h_deletion(hub_req *r, wt_err *e) { (void)e; hub_handle_deletion(r, r->project, r->id); return 0; }
 
 #define GET EVHTTP_REQ_GET
@@ -222,37 +209,49 @@ static int h_deletion(hub_req *r, wt_err *e) { (void)e; hub_handle_deletion(r, r
 #define DELETE EVHTTP_REQ_DELETE
 #define PATCH EVHTTP_REQ_PATCH
 #define H(fn) ((void (*)(void))(fn))
+#define DEBUGINFO (HUB_AUTH_BADNAME_400 | HUB_AUTH_NOQUERY)
 
 /* First match wins. Rows with a role: the wrapper checks the token, the
  * role on {project} and parses the query string before the handler runs.
  * Rows with HUB_AUTH_OPEN: open endpoints and handlers that still check
  * tokens themselves. Paths not here go to the sub-routers in
- * route_request (edges, debug files, Pyroscope, recording rules). */
+ * route_request (the Pyroscope API under its configurable prefix). */
 static const wt_route hub_routes[] = {
 	{GET | HEAD, "/healthz", HUB_AUTH_OPEN, H(h_healthz), NULL},
 	{GET, "/metrics", HUB_AUTH_OPEN, H(h_metrics), NULL},
 	{POST, "/v1/profiles", HUB_AUTH_OPEN, H(h_upload), NULL},
-	{GET | POST, "/v1/admin/projects", HUB_AUTH_OPEN, H(h_admin_projects), NULL},
-	{GET | POST, "/v1/admin/tokens", HUB_AUTH_OPEN, H(h_admin_tokens), NULL},
-	{DELETE, "/v1/admin/tokens/*", HUB_AUTH_OPEN, H(h_token_revoke), NULL},
-	{POST, "/v1/admin/worker/run", HUB_AUTH_OPEN, H(h_worker_run), NULL},
-	{POST, "/v1/admin/analysis/run", HUB_AUTH_OPEN, H(h_analysis_run), NULL},
-	{GET | PUT, "/v1/projects/{project}/policy", HUB_AUTH_OPEN, H(h_policy), NULL},
-	{DELETE, "/v1/projects/{project}/profiles", HUB_AUTH_OPEN, H(h_delete_profiles), NULL},
-	{GET, "/v1/projects/{project}/audit", HUB_AUTH_OPEN, H(h_audit), NULL},
+	{GET | POST, "/v1/admin/projects", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_admin_projects), NULL},
+	{GET | POST, "/v1/admin/tokens", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_admin_tokens), NULL},
+	{DELETE, "/v1/admin/tokens/*", HUB_AUTH_TOKEN, H(hub_handle_admin_token_revoke), NULL},
+	{GET, "/v1/admin/edges", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edges_get), NULL},
+	{GET, "/v1/admin/edges/", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edges_get), NULL},
+	{POST, "/v1/admin/edges/{id}/projects", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_allow), NULL},
+	{POST, "/v1/admin/edges/{id}/projects/", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_allow), NULL},
+	{DELETE, "/v1/admin/edges/{id}/projects/*", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_disallow), NULL},
+	{POST, "/v1/admin/worker/run", HUB_AUTH_TOKEN, H(hub_handle_worker_run), NULL},
+	{POST, "/v1/admin/analysis/run", HUB_AUTH_TOKEN, H(hub_handle_analysis_run), NULL},
+	{GET | PUT, "/v1/projects/{project}/policy", HUB_ROLE_ADMIN | HUB_AUTH_BADNAME_400 | HUB_AUTH_NOQUERY, H(hub_handle_policy), NULL},
+	{DELETE, "/v1/projects/{project}/profiles", HUB_ROLE_DELETE | HUB_AUTH_BADNAME_400, H(hub_handle_delete_profiles), NULL},
+	{GET, "/v1/projects/{project}/audit", HUB_ROLE_ADMIN | HUB_ROLE_DELETE | HUB_AUTH_BADNAME_400, H(hub_handle_audit), NULL},
 	{GET, "/v1/projects/{project}/deletions/{id}", HUB_AUTH_OPEN, H(h_deletion), NULL},
 	{GET, "/v1/projects/{project}/profiles/diff", HUB_ROLE_READ, H(hub_handle_diff), NULL},
 	{GET, "/v1/projects/{project}/profiles/timeline", HUB_ROLE_READ, H(hub_handle_timeline), NULL},
 	{GET, "/v1/projects/{project}/profiles/insights", HUB_ROLE_READ, H(hub_handle_insights), NULL},
 	{GET, "/v1/projects/{project}/profiles/leaks", HUB_ROLE_READ, H(hub_handle_leaks), NULL},
-	{GET, "/v1/projects/{project}/issues", HUB_AUTH_OPEN, H(h_issues), NULL},
-	{PATCH, "/v1/projects/{project}/issues/{id}", HUB_AUTH_OPEN, H(h_issue_patch), NULL},
+	{GET, "/v1/projects/{project}/issues", HUB_ROLE_READ, H(hub_handle_issues), NULL},
+	{PATCH, "/v1/projects/{project}/issues/{id}", HUB_ROLE_ADMIN, H(hub_handle_issue_patch), NULL},
+	{GET, "/v1/projects/{project}/debuginfo", HUB_ROLE_READ | DEBUGINFO, H(hub_handle_debuginfo_list), NULL},
+	{GET, "/v1/projects/{project}/debuginfo/{id}", HUB_ROLE_READ | HUB_ROLE_UPLOAD | DEBUGINFO,
+	 H(hub_handle_debuginfo), NULL},
+	{PUT | DELETE, "/v1/projects/{project}/debuginfo/{id}", HUB_ROLE_UPLOAD | DEBUGINFO, H(hub_handle_debuginfo), NULL},
+	{GET | PUT, "/v1/projects/{project}/recording-rules", HUB_AUTH_OPEN, H(hub_handle_rules), NULL},
+	{GET, "/v1/projects/{project}/recording-rules/{id}/series", HUB_AUTH_OPEN, H(hub_handle_rule_series), NULL},
 	{GET | HEAD, "/", HUB_AUTH_OPEN, H(h_ui), NULL},
 	{GET | HEAD, "/ui", HUB_AUTH_OPEN, H(h_ui), NULL},
 	{GET | HEAD, "/ui/*", HUB_AUTH_OPEN, H(h_ui), NULL},
-	{GET, "/v1/projects/{project}/services", HUB_AUTH_OPEN, H(h_services), NULL},
-	{GET, "/v1/projects/{project}/labels", HUB_AUTH_OPEN, H(h_labels), NULL},
-	{GET, "/v1/projects/{project}/profiles/series", HUB_AUTH_OPEN, H(h_series), NULL},
+	{GET, "/v1/projects/{project}/services", HUB_ROLE_READ, H(hub_handle_services), NULL},
+	{GET, "/v1/projects/{project}/labels", HUB_ROLE_READ, H(hub_handle_labels), NULL},
+	{GET, "/v1/projects/{project}/profiles/series", HUB_ROLE_READ, H(hub_handle_series), NULL},
 	{GET, "/v1/projects/{project}/profiles/flamegraph", HUB_ROLE_READ, H(hub_handle_flamegraph), NULL},
 	{GET, "/v1/projects/{project}/profiles/table", HUB_ROLE_READ, H(hub_handle_table), NULL},
 	{GET, "/v1/projects/{project}/profiles/callgraph", HUB_ROLE_READ, H(hub_handle_callgraph), NULL},
@@ -291,6 +290,22 @@ static void routes_metrics_render(wt_buf *b)
 	}
 }
 
+/* 0 when the token has one of the roles in auth on r->project; else the
+ * last refusal (roles tried in HUB_ROLE_* order). */
+static int allowed(hub_req *r, int auth, wt_err *err)
+{
+	int rc = WT_EFORBIDDEN;
+
+	for (int role = HUB_ROLE_UPLOAD; role <= HUB_ROLE_DELETE; role <<= 1) {
+		if (!(auth & role))
+			continue;
+		if (!hub_auth_allows(&r->who, r->project, role, err))
+			return 0;
+		rc = err->code ? err->code : WT_EFORBIDDEN;
+	}
+	return rc;
+}
+
 /* Request memory a handler may take from r->arena. */
 #define HUB_REQ_ARENA_MAX ((size_t)256 << 20)
 
@@ -307,6 +322,7 @@ static void dispatch(hub_req *r, const wt_route_match *m)
 
 	r->project = wt_route_param(m, "project");
 	r->id = wt_route_param(m, "id");
+	r->rest = m->rest;
 	if (!r->id && m->rest)
 		r->id = m->rest;
 	TAILQ_INIT(&r->q);
@@ -315,11 +331,13 @@ static void dispatch(hub_req *r, const wt_route_match *m)
 		if (hub_req_auth(r, &r->who))
 			goto done; /* replied */
 		if (r->project && !hub_project_name_valid(r->project))
-			rc = wt_err_set(&err, WT_ENOTFOUND, "project: \"%.64s\" is not a valid project name",
-					r->project);
-		else if (r->project && hub_auth_allows(&r->who, r->project, rt->auth, &err))
-			rc = err.code ? err.code : WT_EFORBIDDEN;
-		else if (wt_http_query(r->req, &r->q))
+			rc = (rt->auth & HUB_AUTH_BADNAME_400)
+				     ? wt_err_set(&err, WT_EINVAL, "project: not a valid project name")
+				     : wt_err_set(&err, WT_ENOTFOUND, "project: \"%.64s\" is not a valid project name",
+						  r->project);
+		else if (r->project && (rt->auth & HUB_AUTH_ROLES) && (rc = allowed(r, rt->auth, &err)))
+			;
+		else if (!(rt->auth & HUB_AUTH_NOQUERY) && wt_http_query(r->req, &r->q))
 			rc = wt_err_set(&err, WT_EINVAL, "query string is malformed");
 	}
 	if (!rc)
@@ -357,13 +375,7 @@ static void route_request(struct evhttp_request *req, void *arg)
 		dispatch(&r, &m);
 		return;
 	}
-	if (hub_edges_route(&r)) /* edge → project registrations (http_edges.c) */
-		return;
-	if (hub_debuginfo_route(&r)) /* debug files (http_debuginfo.c) */
-		return;
 	if (hub_pyroscope_route(&r)) /* Pyroscope's QuerierService (pyroscope_api.c) */
-		return;
-	if (hub_rules_route(&r)) /* recording rules and their series (recording_rules.c) */
 		return;
 	if (found == WT_ROUTE_NO_METHOD) {
 		char allow[64];
