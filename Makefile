@@ -183,14 +183,14 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_EDGE) $(LIB_HUB) $(LIB_CLI) $(LIB_CO
 		$(LDLIBS) $(shell $(PKG_CONFIG) --libs cmocka)
 
 # ---- test tools: tests/tools/X.c -> $(BUILD)/tests/tools/X ---------------------
-# Helper programs the integration tests start; they link the CLI and edge
-# libraries and common.
+# Helper programs the integration tests start; they link the CLI, edge and
+# hub libraries (tls_echo: edge/tls_client.c, hub/tls_server.c) and common.
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BINS := $(patsubst tests/tools/%.c,$(BUILD)/tests/tools/%,$(TOOL_SRC))
-$(BUILD)/tests/tools/%: tests/tools/%.c $(LIB_CLI) $(LIB_EDGE) $(LIB_COMMON) | $(PROTO_H)
+$(BUILD)/tests/tools/%: tests/tools/%.c $(LIB_CLI) $(LIB_EDGE) $(LIB_HUB) $(LIB_COMMON) | $(PROTO_H)
 	@mkdir -p $(dir $@)
 	@echo "  CCLD    $@"
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_CLI) $(LIB_EDGE) $(LIB_COMMON) $(LDLIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_CLI) $(LIB_EDGE) $(LIB_HUB) $(LIB_COMMON) $(LDLIBS)
 
 # ---- benchmarks ----------------------------------------------------------------
 $(BUILD)/bench/%: bench/%.c $(LIB_COMMON)

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "listen_addr.h"
+
 #define MB ((size_t)1024 * 1024)
 
 void edge_config_defaults(edge_config *c)
@@ -328,17 +330,14 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 		goto out;
 	c->stream_timeout_s = (int)v;
 	if (listen) {
-		char *colon = strrchr(listen, ':');
-		char *end;
-		long port = colon ? strtol(colon + 1, &end, 10) : -1;
-		if (!colon || colon == listen || *end || port <= 0 || port > 65535) {
-			rc = wt_err_set(err, WT_EINVAL, "%s: edge.listen = \"%s\" is not host:port", path, listen);
+		wt_listen_addr la;
+		if ((rc = wt_listen_parse(listen, "edge.listen", 0, &la, err))) {
+			wt_err_prefix(err, "%s", path);
 			goto out;
 		}
-		*colon = '\0';
 		free(c->listen_host);
-		c->listen_host = strdup(listen);
-		c->listen_port = (int)port;
+		c->listen_host = strdup(la.host);
+		c->listen_port = la.port;
 	}
 	if (mode) {
 		if (!strcmp(mode, "merge"))

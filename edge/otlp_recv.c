@@ -46,6 +46,7 @@
 #include "config.h"
 #include "http_guard.h"
 #include "http_server.h"
+#include "listen_addr.h"
 #include "log.h"
 #include "otlp.h"
 #include "pbwalk.h"
@@ -1040,29 +1041,11 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- lifecycle ------------------------------------------------------------------ */
-static int split_addr(const char *a, char *host, size_t hcap, int *port)
-{
-	const char *colon = strrchr(a, ':');
-	char *end;
-	long p;
-
-	if (!colon || colon == a || (size_t)(colon - a) >= hcap)
-		return -1;
-	p = strtol(colon + 1, &end, 10);
-	if (*end || p <= 0 || p > 65535)
-		return -1;
-	memcpy(host, a, (size_t)(colon - a));
-	host[colon - a] = 0;
-	*port = (int)p;
-	return 0;
-}
-
 int edge_otlp_init(edge_server *srv, wt_err *err)
 {
 	const edge_config *cfg = srv->cfg;
 	edge_otlp *o;
-	char host[256];
-	int port;
+	wt_listen_addr la;
 
 	srv->otlp = NULL;
 	if (!*cfg->otlp_http_listen && !*cfg->otlp_grpc_listen)
@@ -1073,9 +1056,8 @@ int edge_otlp_init(edge_server *srv, wt_err *err)
 	o->srv = srv;
 	srv->otlp = o;
 	if (*cfg->otlp_http_listen) {
-		if (split_addr(cfg->otlp_http_listen, host, sizeof(host), &port))
-			return wt_err_set(err, WT_EINVAL, "edge.otlp_http_listen = \"%s\" is not host:port",
-					  cfg->otlp_http_listen);
+		if (wt_listen_parse(cfg->otlp_http_listen, "edge.otlp_http_listen", 0, &la, err))
+			return err->code;
 		o->http = evhttp_new(srv->base);
 		if (!o->http)
 			return wt_err_set(err, WT_EIO, "libevent: cannot create the OTLP/HTTP server");
@@ -1084,7 +1066,7 @@ int edge_otlp_init(edge_server *srv, wt_err *err)
 		evhttp_set_allowed_methods(o->http, EVHTTP_REQ_POST | EVHTTP_REQ_GET);
 		evhttp_set_gencb(o->http, http_cb, o);
 		wt_http_guard_attach(srv->guard, o->http); /* server.c: token on the head, budget */
-		o->http_sock = evhttp_bind_socket_with_handle(o->http, host, (ev_uint16_t)port);
+		o->http_sock = evhttp_bind_socket_with_handle(o->http, la.host, la.port);
 		if (!o->http_sock) {
 			if (cfg->otlp_http_set)
 				return wt_err_set(err, WT_EIO, "cannot listen on %s (edge.otlp_http_listen)",
@@ -1097,15 +1079,10 @@ int edge_otlp_init(edge_server *srv, wt_err *err)
 	}
 	if (*cfg->otlp_grpc_listen) {
 		struct sockaddr_storage ss;
-		int sl = sizeof(ss);
-		char spec[300];
-		if (split_addr(cfg->otlp_grpc_listen, host, sizeof(host), &port))
-			return wt_err_set(err, WT_EINVAL, "edge.otlp_grpc_listen = \"%s\" is not host:port",
-					  cfg->otlp_grpc_listen);
-		snprintf(spec, sizeof(spec), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
-		if (evutil_parse_sockaddr_port(spec, (struct sockaddr *)&ss, &sl) != 0)
-			return wt_err_set(err, WT_EINVAL, "edge.otlp_grpc_listen = \"%s\": not a numeric "
-					  "address", cfg->otlp_grpc_listen);
+		socklen_t sl;
+		if (wt_listen_parse(cfg->otlp_grpc_listen, "edge.otlp_grpc_listen", 0, &la, err) ||
+		    wt_listen_sockaddr(&la, &ss, &sl, err))
+			return err->code;
 		o->lis = evconnlistener_new_bind(srv->base, accept_cb, o,
 						 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 128,
 						 (struct sockaddr *)&ss, sl);

@@ -18,6 +18,7 @@
 #include "config_client.h"
 #include "ebpf.h"
 #include "http_guard.h"
+#include "http_route.h"
 #include "http_server.h"
 #include "log.h"
 #include "prom.h"
@@ -264,13 +265,76 @@ static int guard_decide(void *arg, const wt_http_head *h, wt_err *err)
 
 /* ---- routing ---------------------------------------------------------------- */
 
+/* A route handler of the edge; m holds the path's captures. */
+typedef void (*edge_handler)(edge_server *srv, struct evhttp_request *req, const char *project);
+
+static void r_healthz(edge_server *srv, struct evhttp_request *req, const char *project)
+{
+	(void)project;
+	handle_healthz(srv, req);
+}
+
+static void r_metrics(edge_server *srv, struct evhttp_request *req, const char *project)
+{
+	(void)project;
+	handle_metrics(srv, req);
+}
+
+static void r_upload(edge_server *srv, struct evhttp_request *req, const char *project)
+{
+	(void)project;
+	edge_ingest_handle(srv, req, 0);
+}
+
+static void r_upload_pyroscope(edge_server *srv, struct evhttp_request *req, const char *project)
+{
+	(void)project;
+	edge_ingest_handle(srv, req, 1);
+}
+
+static void r_services(edge_server *srv, struct evhttp_request *req, const char *project)
+{
+	edge_query_handle(srv, req, project, "services");
+}
+
+static void r_table(edge_server *srv, struct evhttp_request *req, const char *project)
+{
+	edge_query_handle(srv, req, project, "table");
+}
+
+static void r_flamegraph(edge_server *srv, struct evhttp_request *req, const char *project)
+{
+	edge_query_handle(srv, req, project, "flamegraph");
+}
+
+#define H(fn) ((void (*)(void))(fn))
+#define GET (EVHTTP_REQ_GET | EVHTTP_REQ_HEAD)
+
+/* The edge's endpoints (docs/api.md "Edge"). Tokens are checked by the
+ * handlers (upload and read tokens of edge.projects) and, for large
+ * bodies, by guard_decide on the request head. */
+static const wt_route edge_routes[] = {
+	{GET, "/healthz", 0, H(r_healthz), NULL},
+	{GET, "/metrics", 0, H(r_metrics), NULL},
+	{EVHTTP_REQ_POST, "/v1/profiles", 0, H(r_upload), NULL},
+	{EVHTTP_REQ_POST, "/ingest", 0, H(r_upload_pyroscope), NULL},
+	{GET, "/v1/projects/{project}/services", 0, H(r_services), NULL},
+	{GET, "/v1/projects/{project}/profiles/table", 0, H(r_table), NULL},
+	{GET, "/v1/projects/{project}/profiles/flamegraph", 0, H(r_flamegraph), NULL},
+};
+
+/* The one entry of every request: shutdown, route lookup, errors in
+ * docs/api.md's shape, {project} percent-decoded for the handler. */
 static void router(struct evhttp_request *req, void *arg)
 {
 	edge_server *srv = arg;
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
-	enum evhttp_cmd_type m = evhttp_request_get_command(req);
-	int get = m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD;
+	unsigned cmd = (unsigned)evhttp_request_get_command(req);
+	wt_route_match m;
+	const char *proj;
+	char *dec = NULL;
+	int found;
 
 	wt_http_guard_request(srv->guard, req);
 	if (!path) {
@@ -282,48 +346,22 @@ static void router(struct evhttp_request *req, void *arg)
 		wt_http_send_error(req, WT_EUNAVAIL, "the edge is shutting down");
 		return;
 	}
-	if (!strcmp(path, "/healthz") && get) {
-		handle_healthz(srv, req);
+	found = wt_route_find(edge_routes, sizeof(edge_routes) / sizeof(edge_routes[0]), cmd, path, &m);
+	if (found == WT_ROUTE_NO_METHOD && (m.allowed & EVHTTP_REQ_POST)) {
+		wt_http_send_error(req, WT_EINVAL, "use POST to upload profiles");
 		return;
 	}
-	if (!strcmp(path, "/metrics") && get) {
-		handle_metrics(srv, req);
+	if (found != WT_ROUTE_FOUND) {
+		wt_http_send_error(req, WT_ENOTFOUND, "no such endpoint on the edge");
 		return;
 	}
-	if (!strcmp(path, "/v1/profiles") || !strcmp(path, "/ingest")) {
-		if (m != EVHTTP_REQ_POST) {
-			wt_http_send_error(req, WT_EINVAL, "use POST to upload profiles");
-			return;
-		}
-		edge_ingest_handle(srv, req, path[1] == 'i');
+	proj = wt_route_param(&m, "project");
+	if (proj && !(dec = evhttp_uridecode(proj, 0, NULL))) {
+		wt_http_send_error(req, WT_ENOTFOUND, "no such endpoint on the edge");
 		return;
 	}
-	static const char pfx[] = "/v1/projects/";
-	if (!strncmp(path, pfx, sizeof(pfx) - 1) && get) {
-		char proj[256];
-		const char *p = path + sizeof(pfx) - 1;
-		const char *slash = strchr(p, '/');
-		size_t n = slash ? (size_t)(slash - p) : 0;
-		if (n > 0 && n < sizeof(proj)) {
-			memcpy(proj, p, n);
-			proj[n] = '\0';
-			char *dec = evhttp_uridecode(proj, 0, NULL);
-			if (dec) {
-				const char *rest = slash + 1;
-				if (!strcmp(rest, "services"))
-					edge_query_handle(srv, req, dec, "services");
-				else if (!strcmp(rest, "profiles/table"))
-					edge_query_handle(srv, req, dec, "table");
-				else if (!strcmp(rest, "profiles/flamegraph"))
-					edge_query_handle(srv, req, dec, "flamegraph");
-				else
-					wt_http_send_error(req, WT_ENOTFOUND, "no such endpoint on the edge");
-				free(dec);
-				return;
-			}
-		}
-	}
-	wt_http_send_error(req, WT_ENOTFOUND, "no such endpoint on the edge");
+	((edge_handler)m.route->fn)(srv, req, dec);
+	free(dec);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------ */

@@ -1,5 +1,5 @@
 /*
- * analysis.c — shared prologue and parameter helpers of the analysis
+ * analysis.c — parameter and JSON helpers of the analysis
  * endpoints (see analysis.h).
  */
 #include "analysis.h"
@@ -11,26 +11,6 @@
 #include <string.h>
 
 #include "http_server.h"
-
-int hub_analysis_begin(hub_req *r, const char *project, int need, struct evkeyvalq *q,
-		       hub_principal *who, wt_err *err)
-{
-	hub_principal local;
-
-	q->tqh_first = NULL;
-	q->tqh_last = &q->tqh_first;
-	if (!who)
-		who = &local;
-	if (hub_req_auth(r, who))
-		return 1;
-	if (!hub_project_name_valid(project))
-		return wt_err_set(err, WT_ENOTFOUND, "project: \"%.64s\" is not a valid project name", project);
-	if (hub_auth_allows(who, project, need, err))
-		return err->code ? err->code : WT_EFORBIDDEN;
-	if (wt_http_query(r->req, q))
-		return wt_err_set(err, WT_EINVAL, "query string is malformed");
-	return 0;
-}
 
 int hub_param_bool(const struct evkeyvalq *q, const char *name, int def, int *out, wt_err *err)
 {

@@ -1,7 +1,7 @@
 /*
  * analysis.h — what the analysis endpoints (http_diff.c, http_timeline.c,
- * http_insights.c, http_leaks.c, http_issues.c) share: the request
- * prologue (token, project, role, query string) and small helpers.
+ * http_insights.c, http_leaks.c, http_issues.c) share: small parameter
+ * and JSON helpers (the request prologue is the route wrapper's, server.c).
  */
 #ifndef HUB_ANALYSIS_H
 #define HUB_ANALYSIS_H
@@ -9,15 +9,6 @@
 #include <event2/keyvalq_struct.h>
 
 #include "hub.h"
-
-/* Authenticate r, check project and that the token has role `need` on it,
- * parse the query string into *q (the caller clears it with
- * evhttp_clear_headers, also on failure). Returns 0 when the request may
- * go on; 1 when a reply was already sent (bad token); a negative code with
- * *err set otherwise (the caller replies with hub_req_fail). *who may be
- * NULL. */
-int hub_analysis_begin(hub_req *r, const char *project, int need, struct evkeyvalq *q,
-		       hub_principal *who, wt_err *err);
 
 /* Parse boolean parameter name ("true"/"false"/"1"/"0"); absent → def. */
 int hub_param_bool(const struct evkeyvalq *q, const char *name, int def, int *out, wt_err *err);

@@ -36,7 +36,7 @@ void hub_edge_config_shutdown(void)
 	hub_policy_bump();
 }
 
-static int reply_error(wt_tls_response *resp, int code, const char *msg)
+static int reply_error(hub_tls_response *resp, int code, const char *msg)
 {
 	json_t *j = json_pack("{s:s,s:s}", "error", wt_err_name(code), "detail", msg);
 	char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -236,8 +236,8 @@ static void strip_etag(const char *in, char *out, size_t cap)
 		out[n - 1] = '\0';
 }
 
-int hub_edge_config_handle(struct hub_ctx *ctx, hub_ch *ch, const wt_tls_request *req,
-			   wt_tls_response *resp)
+int hub_edge_config_handle(struct hub_ctx *ctx, hub_ch *ch, const hub_tls_request *req,
+			   hub_tls_response *resp)
 {
 	const char *p = req->path + strlen("/v1/edges/");
 	const char *slash = strchr(p, '/');
@@ -291,7 +291,7 @@ int hub_edge_config_handle(struct hub_ctx *ctx, hub_ch *ch, const wt_tls_request
 			}
 		}
 	}
-	if ((h = wt_tls_request_header(req, "if-none-match")))
+	if ((h = hub_tls_request_header(req, "if-none-match")))
 		strip_etag(h, inm, sizeof(inm));
 	if (hub_ch_health_check(&ctx->store, &err) || build(ch, edge_id, &want, &cfg, &err))
 		goto fail;

@@ -36,8 +36,8 @@ struct hub_ctx;
 #define HUB_EDGE_CONFIG_MAX_WAITERS 4
 
 /* path is "/v1/edges/{id}/config". Fills resp; returns 0. */
-int hub_edge_config_handle(struct hub_ctx *ctx, hub_ch *ch, const wt_tls_request *req,
-			   wt_tls_response *resp);
+int hub_edge_config_handle(struct hub_ctx *ctx, hub_ch *ch, const hub_tls_request *req,
+			   hub_tls_response *resp);
 
 /* Release held long-polls at once (hub shutdown). */
 void hub_edge_config_shutdown(void);

@@ -149,30 +149,24 @@ fail:
 	hub_req_fail(r, &err);
 }
 
-void hub_handle_admin_projects(hub_req *r)
+int hub_handle_admin_projects(hub_req *r, wt_err *err)
 {
-	hub_principal who;
-	wt_err err = {0, ""};
 	proj_row pr = {0, 0, NULL};
+	int rc;
 
-	if (hub_req_auth(r, &who))
-		return;
-	if (!who.super) {
-		wt_err_set(&err, WT_EFORBIDDEN, "projects are managed with the hub admin token");
-		hub_req_fail(r, &err);
-		return;
-	}
+	if (!r->who.super)
+		return wt_err_set(err, WT_EFORBIDDEN, "projects are managed with the hub admin token");
 	if (evhttp_request_get_command(r->req) == EVHTTP_REQ_POST) {
-		projects_post(r, &who);
-		return;
+		projects_post(r, &r->who);
+		return 0;
 	}
-	pr.list = json_array();
-	if (hub_ch_health_check(&r->ctx->store, &err) || project_get(r->ch, NULL, &pr, &err)) {
-		json_decref(pr.list);
-		hub_req_fail(r, &err);
-		return;
-	}
-	hub_req_json(r, 200, json_pack("{s:o}", "projects", pr.list));
+	pr.list = hub_req_own_json(r, json_array());
+	if (!pr.list)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if ((rc = hub_ch_health_check(&r->ctx->store, err)) || (rc = project_get(r->ch, NULL, &pr, err)))
+		return rc;
+	hub_req_json(r, 200, json_pack("{s:O}", "projects", pr.list));
+	return 0;
 }
 
 static int token_list_row(void *ctx, char **f, size_t n)
@@ -374,86 +368,66 @@ static int token_id_valid(const char *id)
 }
 
 /* DELETE /v1/admin/tokens/{id}: the audit event, then the revoked row. */
-void hub_handle_admin_token_revoke(hub_req *r, const char *id)
+int hub_handle_admin_token_revoke(hub_req *r, wt_err *err)
 {
-	hub_principal who;
-	struct evkeyvalq q;
-	const char *project;
-	wt_err err = {0, ""};
-	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
+	const hub_principal *who = &r->who;
+	const char *id = r->id ? r->id : "", *project = wt_http_param(&r->q, "project");
+	wt_buf *sql = wt_arena_buf(&r->arena), *out = wt_arena_buf(&r->arena);
 	tok_rec t;
 	char detail[128];
+	int rc;
 
 	memset(&t, 0, sizeof(t));
-	q.tqh_first = NULL;
-	q.tqh_last = &q.tqh_first;
-	if (hub_req_auth(r, &who))
-		goto done;
-	if (wt_http_query(r->req, &q)) {
-		wt_err_set(&err, WT_EINVAL, "query string is malformed");
-		goto fail;
-	}
-	project = wt_http_param(&q, "project");
-	if (!token_id_valid(id)) {
-		wt_err_set(&err, WT_EINVAL, "id: a token id is 1-32 lowercase hex digits");
-		goto fail;
-	}
-	if (hub_ch_health_check(&r->ctx->store, &err))
-		goto fail;
-	tokens_newest_sql(&sql, NULL, id);
-	wt_buf_puts(&sql, " ORDER BY rv LIMIT 1 FORMAT TabSeparated");
-	if (hub_ch_query_buf(r->ch, &sql, &out, &err))
-		goto fail;
-	hub_tsv_each((char *)out.data, out.len, 7, token_rec_row, &t);
-	if (!t.found || (project && strcmp(project, t.project))) {
-		wt_err_set(&err, WT_ENOTFOUND, "token %s does not exist%s%s", id, project ? " in project " : "",
-			   project ? project : "");
-		goto fail;
-	}
-	if (hub_auth_allows(&who, t.project, HUB_ROLE_ADMIN, &err))
-		goto fail;
+	if (!sql || !out)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if (!token_id_valid(id))
+		return wt_err_set(err, WT_EINVAL, "id: a token id is 1-32 lowercase hex digits");
+	if ((rc = hub_ch_health_check(&r->ctx->store, err)))
+		return rc;
+	tokens_newest_sql(sql, NULL, id);
+	wt_buf_puts(sql, " ORDER BY rv LIMIT 1 FORMAT TabSeparated");
+	if ((rc = hub_ch_query_buf(r->ch, sql, out, err)))
+		return rc;
+	hub_tsv_each((char *)out->data, out->len, 7, token_rec_row, &t);
+	if (!t.found || (project && strcmp(project, t.project)))
+		return wt_err_set(err, WT_ENOTFOUND, "token %s does not exist%s%s", id, project ? " in project " : "",
+				  project ? project : "");
+	if ((rc = hub_auth_allows(who, t.project, HUB_ROLE_ADMIN, err)))
+		return rc;
 	if (!t.revoked) {
 		snprintf(detail, sizeof(detail), "id=%s role=%s", t.id, t.role);
-		if (hub_audit_record(r->ch, t.project, who.token_id, "token.revoke", detail, NULL, &err))
-			goto fail; /* nothing revoked without its audit event */
-		wt_buf_reset(&sql);
-		wt_buf_puts(&sql, "INSERT INTO tokens_v1 (token_sha256, id, project, role, created_at, revoked,"
-				  " updated_ns) VALUES (");
-		hub_sql_quote(&sql, t.hash);
-		wt_buf_puts(&sql, ", ");
-		hub_sql_quote(&sql, t.id);
-		wt_buf_puts(&sql, ", ");
-		hub_sql_quote(&sql, t.project);
-		wt_buf_puts(&sql, ", ");
-		hub_sql_quote(&sql, t.role);
-		wt_buf_puts(&sql, ", ");
-		hub_sql_quote(&sql, t.created);
+		if ((rc = hub_audit_record(r->ch, t.project, who->token_id, "token.revoke", detail, NULL, err)))
+			return rc; /* nothing revoked without its audit event */
+		wt_buf_reset(sql);
+		wt_buf_puts(sql, "INSERT INTO tokens_v1 (token_sha256, id, project, role, created_at, revoked,"
+				 " updated_ns) VALUES (");
+		hub_sql_quote(sql, t.hash);
+		wt_buf_puts(sql, ", ");
+		hub_sql_quote(sql, t.id);
+		wt_buf_puts(sql, ", ");
+		hub_sql_quote(sql, t.project);
+		wt_buf_puts(sql, ", ");
+		hub_sql_quote(sql, t.role);
+		wt_buf_puts(sql, ", ");
+		hub_sql_quote(sql, t.created);
 		/* newer than the row it replaces even if that hub's clock ran ahead */
-		wt_buf_printf(&sql, ", 1, %lld)", hub_now_ns() > t.updated_ns ? (long long)hub_now_ns() : t.updated_ns + 1);
-		if (hub_ch_query_buf(r->ch, &sql, NULL, &err))
-			goto fail;
+		wt_buf_printf(sql, ", 1, %lld)", hub_now_ns() > t.updated_ns ? (long long)hub_now_ns() : t.updated_ns + 1);
+		if ((rc = hub_ch_query_buf(r->ch, sql, NULL, err)))
+			return rc;
 		hub_auth_flush(r->ctx->auth);
-		wt_info("msg=\"token revoked\" project=%s id=%s role=%s by=%s", t.project, t.id, t.role, who.token_id);
+		wt_info("msg=\"token revoked\" project=%s id=%s role=%s by=%s", t.project, t.id, t.role, who->token_id);
 	}
 	hub_req_json(r, 200, json_pack("{s:s, s:s, s:s, s:b, s:b}", "id", t.id, "project", t.project, "role",
 				       t.role, "revoked", 1, "changed", !t.revoked));
-	goto done;
-fail:
-	hub_req_fail(r, &err);
-done:
-	evhttp_clear_headers(&q);
-	wt_buf_free(&sql);
-	wt_buf_free(&out);
+	return 0;
 }
 
-void hub_handle_admin_tokens(hub_req *r)
+int hub_handle_admin_tokens(hub_req *r, wt_err *err)
 {
-	hub_principal who;
-
-	if (hub_req_auth(r, &who))
-		return;
+	(void)err;
 	if (evhttp_request_get_command(r->req) == EVHTTP_REQ_POST)
-		tokens_post(r, &who);
+		tokens_post(r, &r->who);
 	else
-		tokens_get(r, &who);
+		tokens_get(r, &r->who);
+	return 0;
 }

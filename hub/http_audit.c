@@ -40,53 +40,32 @@ static int event_row(void *ctx, char **f, size_t n)
 	return 0;
 }
 
-void hub_handle_audit(hub_req *r, const char *project)
+int hub_handle_audit(hub_req *r, wt_err *err)
 {
-	hub_principal who;
-	wt_err err = {0, ""};
-	struct evkeyvalq q;
-	const char *action;
+	const char *action = wt_http_param(&r->q, "action");
+	wt_buf *sql = wt_arena_buf(&r->arena), *out = wt_arena_buf(&r->arena);
+	json_t *list;
 	long limit;
-	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
-	json_t *list = NULL;
+	int rc;
 
-	q.tqh_first = NULL;
-	q.tqh_last = &q.tqh_first;
-	if (hub_req_auth(r, &who))
-		return;
-	if (!hub_project_name_valid(project)) {
-		wt_err_set(&err, WT_EINVAL, "project: not a valid project name");
-		goto fail;
-	}
-	if (hub_auth_allows(&who, project, HUB_ROLE_ADMIN, &err) &&
-	    hub_auth_allows(&who, project, HUB_ROLE_DELETE, &err))
-		goto fail;
-	if (wt_http_query(r->req, &q)) {
-		wt_err_set(&err, WT_EINVAL, "query string is malformed");
-		goto fail;
-	}
-	if (hub_param_uint(&q, "limit", AUDIT_DEFAULT_LIMIT, 1, AUDIT_MAX_LIMIT, &limit, &err))
-		goto fail;
-	action = wt_http_param(&q, "action");
-	if (hub_ch_health_check(&r->ctx->store, &err))
-		goto fail;
-	wt_buf_puts(&sql, "SELECT time_ns, actor, action, detail, deletion_id FROM audit_events_v1 WHERE project = ");
-	hub_sql_quote(&sql, project);
+	if (!sql || !out)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if ((rc = hub_param_uint(&r->q, "limit", AUDIT_DEFAULT_LIMIT, 1, AUDIT_MAX_LIMIT, &limit, err)) ||
+	    (rc = hub_ch_health_check(&r->ctx->store, err)))
+		return rc;
+	wt_buf_puts(sql, "SELECT time_ns, actor, action, detail, deletion_id FROM audit_events_v1 WHERE project = ");
+	hub_sql_quote(sql, r->project);
 	if (action && *action) {
-		wt_buf_puts(&sql, " AND action = ");
-		hub_sql_quote(&sql, action);
+		wt_buf_puts(sql, " AND action = ");
+		hub_sql_quote(sql, action);
 	}
-	wt_buf_printf(&sql, " ORDER BY time_ns DESC LIMIT %ld FORMAT TabSeparated", limit);
-	if (hub_ch_query_buf(r->ch, &sql, &out, &err))
-		goto fail;
-	list = json_array();
-	hub_tsv_each((char *)out.data, out.len, 5, event_row, list);
-	hub_req_json(r, 200, json_pack("{s:s, s:o}", "project", project, "events", list));
-	goto done;
-fail:
-	hub_req_fail(r, &err);
-done:
-	evhttp_clear_headers(&q);
-	wt_buf_free(&sql);
-	wt_buf_free(&out);
+	wt_buf_printf(sql, " ORDER BY time_ns DESC LIMIT %ld FORMAT TabSeparated", limit);
+	if ((rc = hub_ch_query_buf(r->ch, sql, out, err)))
+		return rc;
+	list = hub_req_own_json(r, json_array());
+	if (!list)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	hub_tsv_each((char *)out->data, out->len, 5, event_row, list);
+	hub_req_json(r, 200, json_pack("{s:s, s:O}", "project", r->project, "events", list));
+	return 0;
 }

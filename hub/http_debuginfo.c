@@ -135,54 +135,26 @@ fail:
 	hub_req_fail(r, &err);
 }
 
-int hub_debuginfo_route(hub_req *r)
+/* Route handlers (server.c's table checks token, project and role). */
+int hub_handle_debuginfo_list(hub_req *r, wt_err *err)
+{
+	(void)err;
+	list(r, r->project, NULL);
+	return 0;
+}
+
+int hub_handle_debuginfo(hub_req *r, wt_err *err)
 {
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(r->req);
-	char project[128];
-	const char *rest, *bid = NULL;
-	hub_principal who;
-	wt_err err = {0, ""};
 
-	if (!(rest = hub_path_project(r->path, project, sizeof(project))) || strncmp(rest, "/debuginfo", 10))
-		return 0;
-	if (!strcmp(rest, "/debuginfo")) {
-		if (cmd != EVHTTP_REQ_GET) {
-			hub_req_method_not_allowed(r, "GET");
-			return 1;
-		}
-	} else if (rest[10] == '/' && !strchr(rest + 11, '/')) {
-		bid = rest + 11;
-		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_PUT && cmd != EVHTTP_REQ_DELETE) {
-			hub_req_method_not_allowed(r, "GET, PUT, DELETE");
-			return 1;
-		}
-	} else {
-		return 0;
-	}
-	if (hub_req_auth(r, &who))
-		return 1;
-	if (!hub_project_name_valid(project)) {
-		wt_err_set(&err, WT_EINVAL, "project: not a valid project name");
-		goto fail;
-	}
-	if (bid && !hub_build_id_valid(bid)) {
-		wt_err_set(&err, WT_EINVAL, "build id \"%.*s\": want 2..%d lower-case hex digits", 100, bid,
-			   WT_BUILD_ID_MAX);
-		goto fail;
-	}
-	/* the uploader asks "have you got it?" first: GET of one build id is
-	 * open to upload tokens too */
-	if (hub_auth_allows(&who, project, cmd == EVHTTP_REQ_GET ? HUB_ROLE_READ : HUB_ROLE_UPLOAD, &err) &&
-	    !(cmd == EVHTTP_REQ_GET && bid && !hub_auth_allows(&who, project, HUB_ROLE_UPLOAD, &err)))
-		goto fail;
+	if (!hub_build_id_valid(r->id))
+		return wt_err_set(err, WT_EINVAL, "build id \"%.*s\": want 2..%d lower-case hex digits", 100, r->id,
+				  WT_BUILD_ID_MAX);
 	if (cmd == EVHTTP_REQ_GET)
-		list(r, project, bid);
+		list(r, r->project, r->id);
 	else if (cmd == EVHTTP_REQ_PUT)
-		put(r, project, bid, &who);
+		put(r, r->project, r->id, &r->who);
 	else
-		del(r, project, bid, &who);
-	return 1;
-fail:
-	hub_req_fail(r, &err);
-	return 1;
+		del(r, r->project, r->id, &r->who);
+	return 0;
 }

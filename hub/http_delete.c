@@ -146,23 +146,11 @@ done:
 	evhttp_clear_headers(&q);
 }
 
-void hub_handle_delete_profiles(hub_req *r, const char *project)
+int hub_handle_delete_profiles(hub_req *r, wt_err *err)
 {
-	hub_principal who;
-	wt_err err = {0, ""};
-
-	if (hub_req_auth(r, &who))
-		return;
-	if (!hub_project_name_valid(project)) {
-		wt_err_set(&err, WT_EINVAL, "project: not a valid project name");
-		hub_req_fail(r, &err);
-		return;
-	}
-	if (hub_auth_allows(&who, project, HUB_ROLE_DELETE, &err)) {
-		hub_req_fail(r, &err);
-		return;
-	}
-	delete_profiles(r, project, &who);
+	(void)err; /* delete_profiles answers its own errors */
+	delete_profiles(r, r->project, &r->who);
+	return 0;
 }
 
 /* ---- progress --------------------------------------------------------------------- */

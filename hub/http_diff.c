@@ -25,6 +25,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include "analysis.h"
 #include "http_server.h"
@@ -249,109 +250,115 @@ static json_t *sel_json(const side *s)
 	return o;
 }
 
-void hub_handle_diff(hub_req *r, const char *project)
+/* arena destructors */
+static void side_free(void *p)
+{
+	side *s = p;
+
+	free(s->unit);
+	wt_flame_free(s->f);
+}
+
+static void query_free(void *p)
+{
+	evhttp_clear_headers(p);
+}
+
+int hub_handle_diff(hub_req *r, wt_err *err)
 {
 	hub_ctx *ctx = r->ctx;
-	struct evkeyvalq q, bq;
-	wt_err err = {0, ""};
+	wt_arena *a = &r->arena;
+	struct evkeyvalq *q = &r->q, *bq = wt_arena_calloc(a, 1, sizeof(*bq));
 	int64_t t0 = hub_now_ns();
 	long max_nodes, limit, period_ns;
 	int normalize, rc;
-	side base, target;
-	json_t *btree = NULL, *ttree = NULL, *btab = NULL, *ttab = NULL, *out = NULL, *rows_j, *flame;
+	side *base = wt_arena_calloc(a, 1, sizeof(*base)), *target = wt_arena_calloc(a, 1, sizeof(*target));
+	json_t *btree, *ttree, *btab, *ttab, *out, *rows_j, *flame;
 	row *rows = NULL;
 	size_t nrows = 0, i;
 
-	memset(&base, 0, sizeof(base));
-	memset(&target, 0, sizeof(target));
-	bq.tqh_first = NULL;
-	bq.tqh_last = &bq.tqh_first;
-	rc = hub_analysis_begin(r, project, HUB_ROLE_READ, &q, NULL, &err);
-	if (rc > 0)
-		goto done;
-	if (rc)
-		goto fail;
-	base.sel.project = target.sel.project = project;
-	base.sel.syms = target.sel.syms = r->ctx->syms;
-	if (hub_params_parse(&q, &target.sel.hp, &err) || hub_sel_path_param(&q, ctx, &target.sel, &err) ||
-	    hub_sel_path_param(&q, ctx, &base.sel, &err) ||
-	    hub_sel_params_prefixed(&q, "base_", &bq, &base.sel.hp, &err) ||
-	    hub_param_uint(&q, "max_nodes", (long)ctx->cfg.max_nodes, 1, 1000000, &max_nodes, &err) ||
-	    hub_param_uint(&q, "limit", DEFAULT_DIFF_LIMIT, 1, 1000000, &limit, &err) ||
-	    hub_param_uint(&q, "period_ns", DEFAULT_PERIOD_NS, 1, 3600000000000L, &period_ns, &err) ||
-	    hub_param_bool(&q, "normalize", 1, &normalize, &err))
-		goto fail;
-	if (hub_ch_health_check(&ctx->store, &err))
-		goto fail;
-	if (hub_sel_resolve(r->ch, &target.sel, t0, ctx->cfg.default_range_s, &err))
-		goto fail;
+	if (!bq || !base || !target)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	TAILQ_INIT(bq);
+	if (wt_arena_defer(a, query_free, bq) || wt_arena_defer(a, side_free, base) ||
+	    wt_arena_defer(a, side_free, target))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	base->sel.project = target->sel.project = r->project;
+	base->sel.syms = target->sel.syms = r->ctx->syms;
+	if ((rc = hub_params_parse(q, &target->sel.hp, err)) ||
+	    (rc = hub_sel_path_param(q, ctx, &target->sel, err)) ||
+	    (rc = hub_sel_path_param(q, ctx, &base->sel, err)) ||
+	    (rc = hub_sel_params_prefixed(q, "base_", bq, &base->sel.hp, err)) ||
+	    (rc = hub_param_uint(q, "max_nodes", (long)ctx->cfg.max_nodes, 1, 1000000, &max_nodes, err)) ||
+	    (rc = hub_param_uint(q, "limit", DEFAULT_DIFF_LIMIT, 1, 1000000, &limit, err)) ||
+	    (rc = hub_param_uint(q, "period_ns", DEFAULT_PERIOD_NS, 1, 3600000000000L, &period_ns, err)) ||
+	    (rc = hub_param_bool(q, "normalize", 1, &normalize, err)))
+		return rc;
+	if ((rc = hub_ch_health_check(&ctx->store, err)) ||
+	    (rc = hub_sel_resolve(r->ch, &target->sel, t0, ctx->cfg.default_range_s, err)))
+		return rc;
 	/* base_from/base_until default to the target's resolved range, and
 	 * base_type to the target's resolved type */
-	if (!evhttp_find_header(&q, "base_from") && !target.sel.hp.has_from) {
-		base.sel.hp.has_from = 1;
-		base.sel.hp.from_ns = target.sel.from;
+	if (!evhttp_find_header(q, "base_from") && !target->sel.hp.has_from) {
+		base->sel.hp.has_from = 1;
+		base->sel.hp.from_ns = target->sel.from;
 	}
-	if (!evhttp_find_header(&q, "base_until") && !target.sel.hp.has_until) {
-		base.sel.hp.has_until = 1;
-		base.sel.hp.until_ns = target.sel.until;
+	if (!evhttp_find_header(q, "base_until") && !target->sel.hp.has_until) {
+		base->sel.hp.has_until = 1;
+		base->sel.hp.until_ns = target->sel.until;
 	}
-	if (!base.sel.hp.type && target.sel.type[0])
-		base.sel.hp.type = target.sel.type;
-	if (base.sel.hp.has_from && base.sel.hp.has_until && base.sel.hp.until_ns < base.sel.hp.from_ns) {
-		wt_err_set(&err, WT_EINVAL, "base_until: earlier than base_from");
-		goto fail;
-	}
-	if (hub_sel_resolve(r->ch, &base.sel, t0, ctx->cfg.default_range_s, &err))
-		goto fail;
-	base.f = wt_flame_new();
-	target.f = wt_flame_new();
-	if (!base.f || !target.f) {
-		wt_err_set(&err, WT_ENOMEM, "out of memory");
-		goto fail;
-	}
-	wt_flame_skip_edges(base.f); /* tree and table only */
-	wt_flame_skip_edges(target.f);
-	if (hub_sel_load_flame(r->ch, &base.sel, base.f, &base.unit, &err) ||
-	    hub_sel_load_flame(r->ch, &target.sel, target.f, &target.unit, &err))
-		goto fail;
-	base.total = wt_flame_total(base.f);
-	target.total = wt_flame_total(target.f);
-	if (!normalize && base.unit && target.unit && strcmp(base.unit, target.unit)) {
-		wt_err_set(&err, WT_EINVAL, "base_type: unit \"%s\" differs from the target's \"%s\"; "
-			   "use normalize=true to compare shares", base.unit, target.unit);
-		goto fail;
-	}
-	if (find_scale(r->ch, &base, period_ns, &err) || find_scale(r->ch, &target, period_ns, &err))
-		goto fail;
+	if (!base->sel.hp.type && target->sel.type[0])
+		base->sel.hp.type = target->sel.type;
+	if (base->sel.hp.has_from && base->sel.hp.has_until && base->sel.hp.until_ns < base->sel.hp.from_ns)
+		return wt_err_set(err, WT_EINVAL, "base_until: earlier than base_from");
+	if ((rc = hub_sel_resolve(r->ch, &base->sel, t0, ctx->cfg.default_range_s, err)))
+		return rc;
+	base->f = wt_flame_new();
+	target->f = wt_flame_new();
+	if (!base->f || !target->f)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	wt_flame_skip_edges(base->f); /* tree and table only */
+	wt_flame_skip_edges(target->f);
+	if ((rc = hub_sel_load_flame(r->ch, &base->sel, base->f, &base->unit, err)) ||
+	    (rc = hub_sel_load_flame(r->ch, &target->sel, target->f, &target->unit, err)))
+		return rc;
+	base->total = wt_flame_total(base->f);
+	target->total = wt_flame_total(target->f);
+	if (!normalize && base->unit && target->unit && strcmp(base->unit, target->unit))
+		return wt_err_set(err, WT_EINVAL, "base_type: unit \"%s\" differs from the target's \"%s\"; "
+				  "use normalize=true to compare shares", base->unit, target->unit);
+	if ((rc = find_scale(r->ch, base, period_ns, err)) || (rc = find_scale(r->ch, target, period_ns, err)))
+		return rc;
 
-	btree = wt_flame_tree_json(base.f, base.unit ? base.unit : "", (size_t)max_nodes);
-	ttree = wt_flame_tree_json(target.f, target.unit ? target.unit : "", (size_t)max_nodes);
-	btab = wt_flame_table_json(base.f, "", 0);
-	ttab = wt_flame_table_json(target.f, "", 0);
-	if (!btree || !ttree || !btab || !ttab || merge_rows(btab, ttab, &rows, &nrows)) {
-		wt_err_set(&err, WT_ENOMEM, "out of memory rendering the diff");
-		goto fail;
-	}
+	btree = hub_req_own_json(r, wt_flame_tree_json(base->f, base->unit ? base->unit : "", (size_t)max_nodes));
+	ttree = hub_req_own_json(r, wt_flame_tree_json(target->f, target->unit ? target->unit : "",
+						       (size_t)max_nodes));
+	btab = hub_req_own_json(r, wt_flame_table_json(base->f, "", 0));
+	ttab = hub_req_own_json(r, wt_flame_table_json(target->f, "", 0));
+	if (!btree || !ttree || !btab || !ttab)
+		return wt_err_set(err, WT_ENOMEM, "out of memory rendering the diff");
+	rc = merge_rows(btab, ttab, &rows, &nrows);
+	if (rows && wt_arena_defer(a, free, rows))
+		rc = WT_ENOMEM;
+	if (rc)
+		return wt_err_set(err, WT_ENOMEM, "out of memory rendering the diff");
 	for (i = 0; i < nrows; i++) {
 		row *w = &rows[i];
-		double bsh = base.total ? (double)w->bs / (double)base.total : 0;
-		double tsh = target.total ? (double)w->ts / (double)target.total : 0;
+		double bsh = base->total ? (double)w->bs / (double)base->total : 0;
+		double tsh = target->total ? (double)w->ts / (double)target->total : 0;
 		w->change = normalize ? tsh - bsh : (double)(w->ts - w->bs);
-		w->z = hub_z_two_prop((double)w->bs / base.scale, (double)base.total / base.scale,
-				      (double)w->ts / target.scale, (double)target.total / target.scale);
+		w->z = hub_z_two_prop((double)w->bs / base->scale, (double)base->total / base->scale,
+				      (double)w->ts / target->scale, (double)target->total / target->scale);
 	}
 	if (nrows)
 		qsort(rows, nrows, sizeof(*rows), cmp_row);
 
-	out = json_object();
-	rows_j = json_array();
-	flame = merge_node(json_object_get(btree, "root"), json_object_get(ttree, "root"), "total");
-	if (!out || !rows_j || !flame) {
-		json_decref(rows_j);
-		json_decref(flame);
-		wt_err_set(&err, WT_ENOMEM, "out of memory rendering the diff");
-		goto fail;
-	}
+	out = hub_req_own_json(r, json_object());
+	rows_j = hub_req_own_json(r, json_array());
+	flame = hub_req_own_json(r, merge_node(json_object_get(btree, "root"), json_object_get(ttree, "root"),
+					       "total"));
+	if (!out || !rows_j || !flame)
+		return wt_err_set(err, WT_ENOMEM, "out of memory rendering the diff");
 	for (i = 0; i < nrows && i < (size_t)limit; i++) {
 		const row *w = &rows[i];
 		json_array_append_new(rows_j, json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
@@ -360,43 +367,25 @@ void hub_handle_diff(hub_req *r, const char *project)
 			"change", hub_json_num(w->change), "significance", hub_json_num(w->z),
 			"p_value", hub_json_num(hub_p_two_sided(w->z))));
 	}
-	json_object_set_new(out, "unit", json_string(target.unit ? target.unit : base.unit ? base.unit : ""));
-	json_object_set_new(out, "type", json_string(target.sel.type[0] ? target.sel.type : base.sel.type));
+	json_object_set_new(out, "unit", json_string(target->unit ? target->unit : base->unit ? base->unit : ""));
+	json_object_set_new(out, "type", json_string(target->sel.type[0] ? target->sel.type : base->sel.type));
 	json_object_set_new(out, "normalize", json_boolean(normalize));
-	json_object_set_new(out, "path", json_string(base.sel.agg_used && target.sel.agg_used ? "aggregates"
-						      : base.sel.agg_used || target.sel.agg_used ? "mixed" : "raw"));
-	json_object_set_new(out, "base_total", json_integer(base.total));
-	json_object_set_new(out, "target_total", json_integer(target.total));
-	json_object_set_new(out, "base", sel_json(&base));
-	json_object_set_new(out, "target", sel_json(&target));
-	json_object_set_new(out, "rows", rows_j);
+	json_object_set_new(out, "path", json_string(base->sel.agg_used && target->sel.agg_used ? "aggregates"
+						      : base->sel.agg_used || target->sel.agg_used ? "mixed" : "raw"));
+	json_object_set_new(out, "base_total", json_integer(base->total));
+	json_object_set_new(out, "target_total", json_integer(target->total));
+	json_object_set_new(out, "base", sel_json(base));
+	json_object_set_new(out, "target", sel_json(target));
+	json_object_set(out, "rows", rows_j);
 	json_object_set_new(out, "truncated_rows", json_boolean(nrows > (size_t)limit));
-	json_object_set_new(flame, "base_total", json_integer(base.total));
-	json_object_set_new(flame, "target_total", json_integer(target.total));
-	json_object_set_new(out, "flamegraph", json_pack("{s:s, s:I, s:I, s:b, s:o}",
-		"unit", target.unit ? target.unit : base.unit ? base.unit : "",
-		"base_total", (json_int_t)base.total, "target_total", (json_int_t)target.total,
+	json_object_set_new(flame, "base_total", json_integer(base->total));
+	json_object_set_new(flame, "target_total", json_integer(target->total));
+	json_object_set_new(out, "flamegraph", json_pack("{s:s, s:I, s:I, s:b, s:O}",
+		"unit", target->unit ? target->unit : base->unit ? base->unit : "",
+		"base_total", (json_int_t)base->total, "target_total", (json_int_t)target->total,
 		"truncated", json_is_true(json_object_get(btree, "truncated")) ||
 			     json_is_true(json_object_get(ttree, "truncated")),
 		"root", flame));
-	atomic_fetch_add(&ctx->metrics.queries_total, 1);
-	atomic_fetch_add(&ctx->metrics.query_ns_total, (long)(hub_now_ns() - t0));
-	hub_req_json(r, 200, out);
-	out = NULL;
-	goto done;
-fail:
-	hub_req_fail(r, &err);
-done:
-	json_decref(out);
-	free(rows);
-	json_decref(btree);
-	json_decref(ttree);
-	json_decref(btab);
-	json_decref(ttab);
-	free(base.unit);
-	free(target.unit);
-	wt_flame_free(base.f);
-	wt_flame_free(target.f);
-	evhttp_clear_headers(&q);
-	evhttp_clear_headers(&bq);
+	/* the reply takes its own reference; the arena drops the one it holds */
+	return hub_req_query_json(r, t0, json_incref(out), err);
 }

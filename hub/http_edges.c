@@ -145,50 +145,26 @@ done:
 	json_decref(in);
 }
 
-int hub_edges_route(hub_req *r)
+int hub_handle_edges_get(hub_req *r, wt_err *err)
 {
-	const char *p = r->path, *rest, *slash;
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(r->req);
-	char edge[HUB_EDGE_ID_MAX + 2], project[HUB_PROJECT_MAX + 2];
-	hub_principal who;
+	(void)err; /* edges_get answers its own errors */
+	edges_get(r, &r->who);
+	return 0;
+}
 
-	if (strncmp(p, "/v1/admin/edges", 15) || (p[15] && p[15] != '/'))
-		return 0;
-	if (!p[15] || !strcmp(p + 15, "/")) {
-		if (cmd != EVHTTP_REQ_GET) {
-			hub_req_method_not_allowed(r, "GET");
-			return 1;
-		}
-		if (!hub_req_auth(r, &who))
-			edges_get(r, &who);
-		return 1;
-	}
-	rest = p + 16; /* {id}/projects[/{P}] */
-	slash = strchr(rest, '/');
-	if (!slash || (size_t)(slash - rest) >= sizeof(edge) || strncmp(slash, "/projects", 9) ||
-	    (slash[9] && slash[9] != '/')) {
-		wt_err err;
-		wt_err_set(&err, WT_ENOTFOUND, "no such endpoint: %.64s", p);
-		hub_req_fail(r, &err);
-		return 1;
-	}
-	memcpy(edge, rest, (size_t)(slash - rest));
-	edge[slash - rest] = '\0';
-	if (!slash[9] || !slash[10]) {
-		if (cmd != EVHTTP_REQ_POST) {
-			hub_req_method_not_allowed(r, "POST");
-			return 1;
-		}
-		if (!hub_req_auth(r, &who))
-			edges_set(r, &who, edge, NULL, 1);
-		return 1;
-	}
-	if (cmd != EVHTTP_REQ_DELETE) {
-		hub_req_method_not_allowed(r, "DELETE");
-		return 1;
-	}
-	snprintf(project, sizeof(project), "%s", slash + 10);
-	if (!hub_req_auth(r, &who))
-		edges_set(r, &who, edge, project, 0);
-	return 1;
+int hub_handle_edge_allow(hub_req *r, wt_err *err)
+{
+	(void)err;
+	edges_set(r, &r->who, r->id, NULL, 1);
+	return 0;
+}
+
+int hub_handle_edge_disallow(hub_req *r, wt_err *err)
+{
+	(void)err;
+	if (!r->rest || !*r->rest) /* .../projects/ is the POST endpoint */
+		hub_req_method_not_allowed(r, "POST");
+	else
+		edges_set(r, &r->who, r->id, r->rest, 0);
+	return 0;
 }

@@ -130,94 +130,69 @@ static int ins_row(void *ctx, char **f, size_t n)
 	return 0;
 }
 
-void hub_handle_insights(hub_req *r, const char *project)
+/* arena destructor: the growable group arrays and an unsent card list */
+static void ins_free(void *p)
+{
+	ins_ctx *x = p;
+
+	json_decref(x->cards);
+	free(x->g.b);
+	free(x->g.v);
+}
+
+int hub_handle_insights(hub_req *r, wt_err *err)
 {
 	hub_ctx *ctx = r->ctx;
-	struct evkeyvalq q;
-	wt_err err = {0, ""};
 	int64_t t0 = hub_now_ns();
-	hub_sel sel;
-	hub_insight_opts o;
-	ins_ctx x;
-	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	hub_sel *sel = wt_arena_calloc(&r->arena, 1, sizeof(*sel));
+	hub_insight_opts *o = wt_arena_calloc(&r->arena, 1, sizeof(*o));
+	ins_ctx *x = wt_arena_calloc(&r->arena, 1, sizeof(*x));
+	wt_buf *sql = wt_arena_buf(&r->arena), *res = wt_arena_buf(&r->arena);
 	const char *host;
-	json_t *out = NULL;
+	json_t *out;
 	int rc;
 
-	memset(&sel, 0, sizeof(sel));
-	memset(&x, 0, sizeof(x));
-	hub_insight_opts_default(&o);
-	x.o = &o;
-	rc = hub_analysis_begin(r, project, HUB_ROLE_READ, &q, NULL, &err);
-	if (rc > 0)
-		goto done;
-	if (rc)
-		goto fail;
-	sel.project = project;
-	if (hub_params_parse(&q, &sel.hp, &err) ||
-	    hub_param_uint(&q, "period_ns", DEFAULT_PERIOD_NS, 1000, 60000000000L, &x.period_ns, &err))
-		goto fail;
-	host = evhttp_find_header(&q, "host");
+	if (!sel || !o || !x || !sql || !res || wt_arena_defer(&r->arena, ins_free, x))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	hub_insight_opts_default(o);
+	x->o = o;
+	sel->project = r->project;
+	if ((rc = hub_params_parse(&r->q, &sel->hp, err)) ||
+	    (rc = hub_param_uint(&r->q, "period_ns", DEFAULT_PERIOD_NS, 1000, 60000000000L, &x->period_ns, err)))
+		return rc;
+	host = evhttp_find_header(&r->q, "host");
 	if (host) {
-		if (sel.hp.nlabels == HUB_MAX_LABEL_PARAMS || strlen(host) > HUB_LABEL_VALUE_MAX) {
-			wt_err_set(&err, WT_EINVAL, "host: too long or too many filters");
-			goto fail;
-		}
-		sel.hp.labels[sel.hp.nlabels].key = "host";
-		sel.hp.labels[sel.hp.nlabels].value = host;
-		sel.hp.nlabels++;
+		if (sel->hp.nlabels == HUB_MAX_LABEL_PARAMS || strlen(host) > HUB_LABEL_VALUE_MAX)
+			return wt_err_set(err, WT_EINVAL, "host: too long or too many filters");
+		sel->hp.labels[sel->hp.nlabels].key = "host";
+		sel->hp.labels[sel->hp.nlabels].value = host;
+		sel->hp.nlabels++;
 	}
-	if (sel.hp.type && strcmp(sel.hp.type, "cpu")) {
-		wt_err_set(&err, WT_EINVAL, "type: insights are computed from cpu samples only");
-		goto fail;
-	}
-	sel.hp.type = "cpu";
-	if (hub_ch_health_check(&ctx->store, &err) ||
-	    hub_sel_resolve(r->ch, &sel, t0, ctx->cfg.default_range_s, &err))
-		goto fail;
-	if (sel.until - sel.from > MAX_RANGE_S * 1000000000LL) {
-		wt_err_set(&err, WT_EINVAL, "from: insights cover at most %ld s; narrow from/until", MAX_RANGE_S);
-		goto fail;
-	}
-	x.cards = json_array();
-	if (!x.cards) {
-		wt_err_set(&err, WT_ENOMEM, "out of memory");
-		goto fail;
-	}
-	wt_buf_printf(&sql, "SELECT service, host, intDiv(time_ns, %lld) AS b, sum(value), any(unit)"
-		      " FROM profile_samples_v1", (long long)o.bucket_ns);
-	hub_sel_where(&sql, &sel, "cpu");
-	wt_buf_puts(&sql, " GROUP BY service, host, b ORDER BY service, host, b FORMAT TabSeparated");
-	if (hub_ch_query_buf(r->ch, &sql, &res, &err))
-		goto fail;
-	hub_tsv_each((char *)res.data, res.len, 5, ins_row, &x);
-	if (!x.rc)
-		x.rc = flush_group(&x);
-	if (x.rc) {
-		wt_err_set(&err, x.rc, "out of memory computing insights");
-		goto fail;
-	}
-	out = json_pack("{s:s, s:I, s:I, s:I, s:I, s:o}", "type", "cpu", "from", (json_int_t)sel.from,
-			"until", (json_int_t)sel.until, "bucket_ns", (json_int_t)o.bucket_ns,
-			"series", (json_int_t)x.ngroups, "cards", x.cards);
-	x.cards = NULL;
-	if (!out) {
-		wt_err_set(&err, WT_ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (sel.hp.service)
-		json_object_set_new(out, "service", json_string(sel.hp.service));
-	atomic_fetch_add(&ctx->metrics.queries_total, 1);
-	atomic_fetch_add(&ctx->metrics.query_ns_total, (long)(hub_now_ns() - t0));
-	hub_req_json(r, 200, out);
-	goto done;
-fail:
-	hub_req_fail(r, &err);
-done:
-	json_decref(x.cards);
-	free(x.g.b);
-	free(x.g.v);
-	wt_buf_free(&sql);
-	wt_buf_free(&res);
-	evhttp_clear_headers(&q);
+	if (sel->hp.type && strcmp(sel->hp.type, "cpu"))
+		return wt_err_set(err, WT_EINVAL, "type: insights are computed from cpu samples only");
+	sel->hp.type = "cpu";
+	if ((rc = hub_ch_health_check(&ctx->store, err)) ||
+	    (rc = hub_sel_resolve(r->ch, sel, t0, ctx->cfg.default_range_s, err)))
+		return rc;
+	if (sel->until - sel->from > MAX_RANGE_S * 1000000000LL)
+		return wt_err_set(err, WT_EINVAL, "from: insights cover at most %ld s; narrow from/until", MAX_RANGE_S);
+	if (!(x->cards = json_array()))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	wt_buf_printf(sql, "SELECT service, host, intDiv(time_ns, %lld) AS b, sum(value), any(unit)"
+		      " FROM profile_samples_v1", (long long)o->bucket_ns);
+	hub_sel_where(sql, sel, "cpu");
+	wt_buf_puts(sql, " GROUP BY service, host, b ORDER BY service, host, b FORMAT TabSeparated");
+	if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
+		return rc;
+	hub_tsv_each((char *)res->data, res->len, 5, ins_row, x);
+	if (!x->rc)
+		x->rc = flush_group(x);
+	if (x->rc)
+		return wt_err_set(err, x->rc, "out of memory computing insights");
+	out = json_pack("{s:s, s:I, s:I, s:I, s:I, s:O}", "type", "cpu", "from", (json_int_t)sel->from,
+			"until", (json_int_t)sel->until, "bucket_ns", (json_int_t)o->bucket_ns,
+			"series", (json_int_t)x->ngroups, "cards", x->cards);
+	if (out && sel->hp.service)
+		json_object_set_new(out, "service", json_string(sel->hp.service));
+	return hub_req_query_json(r, t0, out, err);
 }

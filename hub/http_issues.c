@@ -117,54 +117,33 @@ static int list_issues(hub_ch *ch, const char *project, const char *id, const ch
 	return rc;
 }
 
-void hub_handle_issues(hub_req *r, const char *project)
+int hub_handle_issues(hub_req *r, wt_err *err)
 {
-	struct evkeyvalq q;
-	wt_err err = {0, ""};
 	list_ctx x = {NULL, "active", DEFAULT_LIMIT, 0};
-	const char *state, *service;
+	const char *state = evhttp_find_header(&r->q, "state"), *service = evhttp_find_header(&r->q, "service");
 	int rc;
 
-	rc = hub_analysis_begin(r, project, HUB_ROLE_READ, &q, NULL, &err);
-	if (rc > 0)
-		goto done;
-	if (rc)
-		goto fail;
-	state = evhttp_find_header(&q, "state");
-	service = evhttp_find_header(&q, "service");
 	if (state) {
 		static const char *const ok[] = {"open", "acknowledged", "muted", "resolved", "active", "all"};
 		size_t i;
 		for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
 			if (!strcmp(state, ok[i]))
 				break;
-		if (i == sizeof(ok) / sizeof(ok[0])) {
-			wt_err_set(&err, WT_EINVAL, "state: expected open, acknowledged, muted, resolved, active or all");
-			goto fail;
-		}
+		if (i == sizeof(ok) / sizeof(ok[0]))
+			return wt_err_set(err, WT_EINVAL, "state: expected open, acknowledged, muted, resolved, active or all");
 		x.want = state;
 	}
-	if (service && !hub_service_valid(service)) {
-		wt_err_set(&err, WT_EINVAL, "service: must be 1-%d printable bytes", HUB_SERVICE_MAX);
-		goto fail;
-	}
-	if (hub_param_uint(&q, "limit", DEFAULT_LIMIT, 1, 100000, &x.limit, &err) ||
-	    hub_ch_health_check(&r->ctx->store, &err))
-		goto fail;
-	if (!(x.arr = json_array())) {
-		wt_err_set(&err, WT_ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (list_issues(r->ch, project, NULL, service, &x, &err))
-		goto fail;
-	hub_req_json(r, 200, json_pack("{s:s, s:s, s:o}", "project", project, "state", x.want, "issues", x.arr));
-	x.arr = NULL;
-	goto done;
-fail:
-	hub_req_fail(r, &err);
-done:
-	json_decref(x.arr);
-	evhttp_clear_headers(&q);
+	if (service && !hub_service_valid(service))
+		return wt_err_set(err, WT_EINVAL, "service: must be 1-%d printable bytes", HUB_SERVICE_MAX);
+	if ((rc = hub_param_uint(&r->q, "limit", DEFAULT_LIMIT, 1, 100000, &x.limit, err)) ||
+	    (rc = hub_ch_health_check(&r->ctx->store, err)))
+		return rc;
+	if (!(x.arr = hub_req_own_json(r, json_array())))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if ((rc = list_issues(r->ch, r->project, NULL, service, &x, err)))
+		return rc;
+	hub_req_json(r, 200, json_pack("{s:s, s:s, s:O}", "project", r->project, "state", x.want, "issues", x.arr));
+	return 0;
 }
 
 static int id_valid(const char *id)
@@ -177,184 +156,88 @@ static int id_valid(const char *id)
 	return i == 32;
 }
 
-void hub_handle_issue_patch(hub_req *r, const char *project, const char *id)
+int hub_handle_issue_patch(hub_req *r, wt_err *err)
 {
-	struct evkeyvalq q;
-	hub_principal who;
-	wt_err err = {0, ""};
+	const char *project = r->project, *id = r->id, *state;
 	list_ctx x = {NULL, "all", 1, 0};
 	uint8_t *body = NULL;
 	size_t len = 0;
-	json_t *js = NULL;
-	const char *state;
-	wt_buf sql = WT_BUF_INIT;
+	json_t *js;
+	wt_buf *sql = wt_arena_buf(&r->arena);
 	char action[64];
 	int rc;
 
-	rc = hub_analysis_begin(r, project, HUB_ROLE_ADMIN, &q, &who, &err);
-	if (rc > 0)
-		goto done;
+	if (!sql)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if (!id_valid(id))
+		return wt_err_set(err, WT_ENOTFOUND, "issue: \"%.40s\" is not an issue id (32 hex characters)", id);
+	rc = wt_http_body(r->req, MAX_PATCH_BODY, &body, &len, err);
+	if (body && wt_arena_defer(&r->arena, free, body) && !rc)
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 	if (rc)
-		goto fail;
-	if (!id_valid(id)) {
-		wt_err_set(&err, WT_ENOTFOUND, "issue: \"%.40s\" is not an issue id (32 hex characters)", id);
-		goto fail;
-	}
-	if (wt_http_body(r->req, MAX_PATCH_BODY, &body, &len, &err))
-		goto fail;
-	js = json_loadb((const char *)body, len, 0, NULL);
+		return rc;
+	js = hub_req_own_json(r, json_loadb((const char *)body, len, 0, NULL));
 	state = js ? json_string_value(json_object_get(js, "state")) : NULL;
-	if (!state || (strcmp(state, "acknowledged") && strcmp(state, "muted") && strcmp(state, "open"))) {
-		wt_err_set(&err, WT_EINVAL, "state: body must be JSON {\"state\": \"acknowledged\"|\"muted\"|\"open\"}");
-		goto fail;
-	}
-	if (hub_ch_health_check(&r->ctx->store, &err))
-		goto fail;
-	if (!(x.arr = json_array())) {
-		wt_err_set(&err, WT_ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (list_issues(r->ch, project, id, NULL, &x, &err))
-		goto fail;
-	if (!json_array_size(x.arr)) {
-		wt_err_set(&err, WT_ENOTFOUND, "issue: no issue %s in project %s", id, project);
-		goto fail;
-	}
+	if (!state || (strcmp(state, "acknowledged") && strcmp(state, "muted") && strcmp(state, "open")))
+		return wt_err_set(err, WT_EINVAL, "state: body must be JSON {\"state\": \"acknowledged\"|\"muted\"|\"open\"}");
+	if ((rc = hub_ch_health_check(&r->ctx->store, err)))
+		return rc;
+	if (!(x.arr = hub_req_own_json(r, json_array())))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if ((rc = list_issues(r->ch, project, id, NULL, &x, err)))
+		return rc;
+	if (!json_array_size(x.arr))
+		return wt_err_set(err, WT_ENOTFOUND, "issue: no issue %s in project %s", id, project);
 	/* audit first: the record says who changed what even if the write fails */
 	snprintf(action, sizeof(action), "issue.%s", !strcmp(state, "open") ? "reopen" : state);
-	if (hub_audit_record(r->ch, project, who.token_id, action, id, NULL, &err))
-		goto fail;
-	wt_buf_printf(&sql, "INSERT INTO issue_states_v1 (project, issue_id, user_state, actor, updated_ns)"
+	if ((rc = hub_audit_record(r->ch, project, r->who.token_id, action, id, NULL, err)))
+		return rc;
+	wt_buf_printf(sql, "INSERT INTO issue_states_v1 (project, issue_id, user_state, actor, updated_ns)"
 		      " VALUES (");
-	hub_sql_quote(&sql, project);
-	wt_buf_putc(&sql, ',');
-	hub_sql_quote(&sql, id);
-	wt_buf_putc(&sql, ',');
-	hub_sql_quote(&sql, state);
-	wt_buf_putc(&sql, ',');
-	hub_sql_quote(&sql, who.token_id);
-	wt_buf_printf(&sql, ",%lld)", (long long)hub_now_ns());
-	if (hub_ch_query_buf(r->ch, &sql, NULL, &err))
-		goto fail;
+	hub_sql_quote(sql, project);
+	wt_buf_putc(sql, ',');
+	hub_sql_quote(sql, id);
+	wt_buf_putc(sql, ',');
+	hub_sql_quote(sql, state);
+	wt_buf_putc(sql, ',');
+	hub_sql_quote(sql, r->who.token_id);
+	wt_buf_printf(sql, ",%lld)", (long long)hub_now_ns());
+	if ((rc = hub_ch_query_buf(r->ch, sql, NULL, err)))
+		return rc;
 	json_array_clear(x.arr);
-	if (list_issues(r->ch, project, id, NULL, &x, &err))
-		goto fail;
+	if ((rc = list_issues(r->ch, project, id, NULL, &x, err)))
+		return rc;
 	hub_req_json(r, 200, json_incref(json_array_get(x.arr, 0)));
-	goto done;
-fail:
-	hub_req_fail(r, &err);
-done:
-	json_decref(x.arr);
-	json_decref(js);
-	free(body);
-	wt_buf_free(&sql);
-	evhttp_clear_headers(&q);
+	return 0;
 }
 
-void hub_handle_analysis_run(hub_req *r)
+int hub_handle_analysis_run(hub_req *r, wt_err *err)
 {
-	struct evkeyvalq q;
-	hub_principal who;
-	wt_err err = {0, ""};
+	const hub_principal *who = &r->who;
 	hub_regress_result res;
-	const char *project, *at_s;
+	const char *project = evhttp_find_header(&r->q, "project"), *at_s = evhttp_find_header(&r->q, "at");
 	int64_t at = hub_now_ns();
+	int rc;
 
-	q.tqh_first = NULL;
-	q.tqh_last = &q.tqh_first;
-	if (hub_req_auth(r, &who))
-		goto done;
-	if (wt_http_query(r->req, &q)) {
-		wt_err_set(&err, WT_EINVAL, "query string is malformed");
-		goto fail;
-	}
-	project = evhttp_find_header(&q, "project");
-	if (project && !hub_project_name_valid(project)) {
-		wt_err_set(&err, WT_EINVAL, "project: \"%.64s\" is not a valid project name", project);
-		goto fail;
-	}
-	if (!who.super && !project) {
-		wt_err_set(&err, WT_EFORBIDDEN, "only the hub admin token may run the detector for every project;"
-			   " a project admin token must name project=");
-		goto fail;
-	}
-	if (!who.super && hub_auth_allows(&who, project, HUB_ROLE_ADMIN, &err))
-		goto fail;
-	at_s = evhttp_find_header(&q, "at");
-	if (at_s && (wt_http_parse_time(at_s, &at) || at <= 0)) {
-		wt_err_set(&err, WT_EINVAL, "at: \"%.64s\" is neither unix seconds nor RFC 3339", at_s);
-		goto fail;
-	}
-	if (!r->ctx->regress) {
-		wt_err_set(&err, WT_EUNAVAIL, "the regression detector is not running");
-		goto fail;
-	}
-	if (hub_ch_health_check(&r->ctx->store, &err) ||
-	    hub_regress_run(r->ctx->regress, r->ch, at, project, &res, &err))
-		goto fail;
+	if (project && !hub_project_name_valid(project))
+		return wt_err_set(err, WT_EINVAL, "project: \"%.64s\" is not a valid project name", project);
+	if (!who->super && !project)
+		return wt_err_set(err, WT_EFORBIDDEN, "only the hub admin token may run the detector for every project;"
+				  " a project admin token must name project=");
+	if (!who->super && (rc = hub_auth_allows(who, project, HUB_ROLE_ADMIN, err)))
+		return rc;
+	if (at_s && (wt_http_parse_time(at_s, &at) || at <= 0))
+		return wt_err_set(err, WT_EINVAL, "at: \"%.64s\" is neither unix seconds nor RFC 3339", at_s);
+	if (!r->ctx->regress)
+		return wt_err_set(err, WT_EUNAVAIL, "the regression detector is not running");
+	if ((rc = hub_ch_health_check(&r->ctx->store, err)) ||
+	    (rc = hub_regress_run(r->ctx->regress, r->ch, at, project, &res, err)))
+		return rc;
 	hub_req_json(r, 200, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"window_end", (json_int_t)res.window_end_ns, "recent_from", (json_int_t)res.recent_from_ns,
 		"baseline_from", (json_int_t)res.baseline_from_ns, "groups", (json_int_t)res.groups,
 		"functions", (json_int_t)res.functions, "opened", (json_int_t)res.opened,
 		"updated", (json_int_t)res.updated, "resolved", (json_int_t)res.resolved,
 		"symbolized", (json_int_t)res.symbolized));
-	goto done;
-fail:
-	hub_req_fail(r, &err);
-done:
-	evhttp_clear_headers(&q);
-}
-
-/* ---- routing --------------------------------------------------------------- */
-
-int hub_analysis_route(hub_req *r)
-{
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(r->req);
-	char project[256];
-	const char *rest;
-
-	if (!strcmp(r->path, "/v1/admin/analysis/run")) {
-		if (cmd != EVHTTP_REQ_POST)
-			hub_req_method_not_allowed(r, "POST");
-		else
-			hub_handle_analysis_run(r);
-		return 1;
-	}
-	if (!(rest = hub_path_project(r->path, project, sizeof(project))))
-		return 0;
-	rest++; /* past the '/' */
-	if (!strncmp(rest, "profiles/", 9)) {
-		const char *view = rest + 9;
-		void (*fn)(hub_req *, const char *) = NULL;
-		if (!strcmp(view, "diff"))
-			fn = hub_handle_diff;
-		else if (!strcmp(view, "timeline"))
-			fn = hub_handle_timeline;
-		else if (!strcmp(view, "insights"))
-			fn = hub_handle_insights;
-		else if (!strcmp(view, "leaks"))
-			fn = hub_handle_leaks;
-		if (!fn)
-			return 0;
-		if (cmd != EVHTTP_REQ_GET)
-			hub_req_method_not_allowed(r, "GET");
-		else
-			fn(r, project);
-		return 1;
-	}
-	if (!strcmp(rest, "issues")) {
-		if (cmd != EVHTTP_REQ_GET)
-			hub_req_method_not_allowed(r, "GET");
-		else
-			hub_handle_issues(r, project);
-		return 1;
-	}
-	if (!strncmp(rest, "issues/", 7) && rest[7] && !strchr(rest + 7, '/')) {
-		if (cmd != EVHTTP_REQ_PATCH)
-			hub_req_method_not_allowed(r, "PATCH");
-		else
-			hub_handle_issue_patch(r, project, rest + 7);
-		return 1;
-	}
 	return 0;
 }

@@ -160,135 +160,114 @@ static int cmp_cand(const void *a, const void *b)
 	return strcmp(x->function, y->function);
 }
 
-void hub_handle_leaks(hub_req *r, const char *project)
+/* arena destructor: what the row callbacks grew with malloc/realloc */
+static void lk_free(void *p)
+{
+	lk_ctx *x = p;
+
+	for (size_t i = 0; i < x->nc; i++) {
+		free(x->c[i].function);
+		free(x->c[i].v);
+	}
+	free(x->c);
+	free(x->fn);
+	free(x->cur);
+}
+
+int hub_handle_leaks(hub_req *r, wt_err *err)
 {
 	hub_ctx *ctx = r->ctx;
-	struct evkeyvalq q;
-	wt_err err = {0, ""};
+	wt_arena *a = &r->arena;
 	int64_t t0 = hub_now_ns(), width;
 	long nbuckets, limit;
-	hub_sel sel;
-	lk_ctx x;
-	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
-	json_t *out = NULL, *cands = NULL;
+	hub_sel *sel = wt_arena_calloc(a, 1, sizeof(*sel));
+	lk_ctx *x = wt_arena_calloc(a, 1, sizeof(*x));
+	wt_buf *sql = wt_arena_buf(a), *res = wt_arena_buf(a);
+	json_t *out, *cands;
 	size_t i, k;
 	double nsnap_total = 0;
 	int rc;
 
-	memset(&sel, 0, sizeof(sel));
-	memset(&x, 0, sizeof(x));
-	rc = hub_analysis_begin(r, project, HUB_ROLE_READ, &q, NULL, &err);
-	if (rc > 0)
-		goto done;
-	if (rc)
-		goto fail;
-	sel.project = project;
-	if (hub_params_parse(&q, &sel.hp, &err) ||
-	    hub_param_uint(&q, "buckets", DEFAULT_BUCKETS, 3, MAX_BUCKETS, &nbuckets, &err) ||
-	    hub_param_uint(&q, "limit", DEFAULT_LIMIT, 1, 1000, &limit, &err) ||
-	    hub_param_uint(&q, "min_points", 4, 3, MAX_BUCKETS, &x.min_points, &err) ||
-	    hub_param_double(&q, "min_growth", 0, 0, 1e18, &x.min_growth, &err) ||
-	    hub_param_double(&q, "min_rel_growth", 0.01, 0, 1e6, &x.min_rel_growth, &err))
-		goto fail;
-	if (!sel.hp.type)
-		sel.hp.type = "inuse_space";
-	if (hub_ch_health_check(&ctx->store, &err) ||
-	    hub_sel_resolve(r->ch, &sel, t0, ctx->cfg.default_range_s, &err))
-		goto fail;
-	width = hub_nice_width(sel.from, sel.until, nbuckets);
-	x.b0 = sel.from / width;
-	x.nb_all = (long)((sel.until > sel.from ? sel.until - 1 : sel.from) / width - x.b0 + 1);
-	x.pos = malloc((size_t)x.nb_all * sizeof(int));
-	x.nsnap = calloc((size_t)x.nb_all + 1, sizeof(double));
-	x.t = calloc((size_t)x.nb_all + 1, sizeof(double));
-	cands = json_array();
-	if (!x.pos || !x.nsnap || !x.t || !cands) {
-		wt_err_set(&err, WT_ENOMEM, "out of memory");
-		goto fail;
-	}
-	for (k = 0; k < (size_t)x.nb_all; k++)
-		x.pos[k] = -1;
+	if (!sel || !x || !sql || !res || wt_arena_defer(a, lk_free, x))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	sel->project = r->project;
+	if ((rc = hub_params_parse(&r->q, &sel->hp, err)) ||
+	    (rc = hub_param_uint(&r->q, "buckets", DEFAULT_BUCKETS, 3, MAX_BUCKETS, &nbuckets, err)) ||
+	    (rc = hub_param_uint(&r->q, "limit", DEFAULT_LIMIT, 1, 1000, &limit, err)) ||
+	    (rc = hub_param_uint(&r->q, "min_points", 4, 3, MAX_BUCKETS, &x->min_points, err)) ||
+	    (rc = hub_param_double(&r->q, "min_growth", 0, 0, 1e18, &x->min_growth, err)) ||
+	    (rc = hub_param_double(&r->q, "min_rel_growth", 0.01, 0, 1e6, &x->min_rel_growth, err)))
+		return rc;
+	if (!sel->hp.type)
+		sel->hp.type = "inuse_space";
+	if ((rc = hub_ch_health_check(&ctx->store, err)) ||
+	    (rc = hub_sel_resolve(r->ch, sel, t0, ctx->cfg.default_range_s, err)))
+		return rc;
+	width = hub_nice_width(sel->from, sel->until, nbuckets);
+	x->b0 = sel->from / width;
+	x->nb_all = (long)((sel->until > sel->from ? sel->until - 1 : sel->from) / width - x->b0 + 1);
+	x->pos = wt_arena_alloc(a, (size_t)x->nb_all * sizeof(int));
+	x->nsnap = wt_arena_calloc(a, (size_t)x->nb_all + 1, sizeof(double));
+	x->t = wt_arena_calloc(a, (size_t)x->nb_all + 1, sizeof(double));
+	cands = hub_req_own_json(r, json_array());
+	if (!cands || !x->pos || !x->nsnap || !x->t)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	for (k = 0; k < (size_t)x->nb_all; k++)
+		x->pos[k] = -1;
 	/* snapshots per bucket */
-	wt_buf_printf(&sql, "SELECT intDiv(time_ns, %lld) AS b, uniqExact(upload_id) FROM profile_samples_v1",
+	wt_buf_printf(sql, "SELECT intDiv(time_ns, %lld) AS b, uniqExact(upload_id) FROM profile_samples_v1",
 		      (long long)width);
-	hub_sel_where(&sql, &sel, sel.type);
-	wt_buf_puts(&sql, " GROUP BY b ORDER BY b FORMAT TabSeparated");
-	if (hub_ch_query_buf(r->ch, &sql, &res, &err))
-		goto fail;
-	hub_tsv_each((char *)res.data, res.len, 2, snap_row, &x);
-	for (k = 0; k < (size_t)x.nb_all; k++)
-		if (x.pos[k] >= 0) {
-			x.t[x.pos[k]] = (double)((x.b0 + (int64_t)k) * width - sel.from) / 1e9;
-			nsnap_total += x.nsnap[x.pos[k]];
+	hub_sel_where(sql, sel, sel->type);
+	wt_buf_puts(sql, " GROUP BY b ORDER BY b FORMAT TabSeparated");
+	if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
+		return rc;
+	hub_tsv_each((char *)res->data, res->len, 2, snap_row, x);
+	for (k = 0; k < (size_t)x->nb_all; k++)
+		if (x->pos[k] >= 0) {
+			x->t[x->pos[k]] = (double)((x->b0 + (int64_t)k) * width - sel->from) / 1e9;
+			nsnap_total += x->nsnap[x->pos[k]];
 		}
 	/* self value per leaf function and bucket */
-	if (x.npos) {
-		wt_buf_reset(&sql);
-		wt_buf_reset(&res);
-		wt_buf_printf(&sql, "SELECT fn, b, sum(v), any(u) FROM (SELECT arrayElement(st.frames, -1) AS fn,"
+	if (x->npos) {
+		wt_buf_reset(sql);
+		wt_buf_reset(res);
+		wt_buf_printf(sql, "SELECT fn, b, sum(v), any(u) FROM (SELECT arrayElement(st.frames, -1) AS fn,"
 			      " s.b AS b, s.v AS v, s.u AS u FROM (SELECT stack_id, intDiv(time_ns, %lld) AS b,"
 			      " sum(value) AS v, any(unit) AS u FROM profile_samples_v1", (long long)width);
-		hub_sel_where(&sql, &sel, sel.type);
-		wt_buf_puts(&sql, " GROUP BY stack_id, b) AS s ANY LEFT JOIN (SELECT stack_id, frames"
+		hub_sel_where(sql, sel, sel->type);
+		wt_buf_puts(sql, " GROUP BY stack_id, b) AS s ANY LEFT JOIN (SELECT stack_id, frames"
 			    " FROM profile_stacks_v1 WHERE project = ");
-		hub_sql_quote(&sql, project);
-		wt_buf_puts(&sql, ") AS st USING stack_id) GROUP BY fn, b ORDER BY fn, b FORMAT TabSeparated");
-		if (hub_ch_query_buf(r->ch, &sql, &res, &err))
-			goto fail;
-		hub_tsv_each((char *)res.data, res.len, 4, fn_row, &x);
-		if (!x.rc)
-			x.rc = finish_fn(&x);
-		if (x.rc) {
-			wt_err_set(&err, x.rc, "out of memory computing leak candidates");
-			goto fail;
-		}
+		hub_sql_quote(sql, r->project);
+		wt_buf_puts(sql, ") AS st USING stack_id) GROUP BY fn, b ORDER BY fn, b FORMAT TabSeparated");
+		if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
+			return rc;
+		hub_tsv_each((char *)res->data, res->len, 4, fn_row, x);
+		if (!x->rc)
+			x->rc = finish_fn(x);
+		if (x->rc)
+			return wt_err_set(err, x->rc, "out of memory computing leak candidates");
 	}
-	if (x.nc)
-		qsort(x.c, x.nc, sizeof(*x.c), cmp_cand);
-	for (i = 0; i < x.nc && i < (size_t)limit; i++) {
-		const cand *c = &x.c[i];
+	if (x->nc)
+		qsort(x->c, x->nc, sizeof(*x->c), cmp_cand);
+	for (i = 0; i < x->nc && i < (size_t)limit; i++) {
+		const cand *c = &x->c[i];
 		json_t *ser = json_array();
-		for (k = 0; ser && k < (size_t)x.nb_all; k++)
-			if (x.pos[k] >= 0)
+		for (k = 0; ser && k < (size_t)x->nb_all; k++)
+			if (x->pos[k] >= 0)
 				json_array_append_new(ser, json_pack("{s:I, s:o}",
-					"t", (json_int_t)((x.b0 + (int64_t)k) * width),
-					"v", hub_json_num(c->v[x.pos[k]])));
+					"t", (json_int_t)((x->b0 + (int64_t)k) * width),
+					"v", hub_json_num(c->v[x->pos[k]])));
 		json_array_append_new(cands, json_pack("{s:s, s:o, s:o, s:o, s:o, s:I, s:o, s:o}",
 			"function", c->function, "slope_per_s", hub_json_num(c->fit.slope),
 			"slope_lower95_per_s", hub_json_num(c->fit.lower95), "t", hub_json_num(c->fit.t),
 			"r2", hub_json_num(c->fit.r2), "points", (json_int_t)c->fit.n,
 			"growth", hub_json_num(c->growth), "series", ser ? ser : json_array()));
 	}
-	out = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "type", sel.type, "unit", x.unit,
-			"from", (json_int_t)sel.from, "until", (json_int_t)sel.until,
+	out = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:O}", "type", sel->type, "unit", x->unit,
+			"from", (json_int_t)sel->from, "until", (json_int_t)sel->until,
 			"bucket_ns", (json_int_t)width, "snapshots", (json_int_t)nsnap_total,
-			"points", (json_int_t)x.npos, "candidates", cands);
-	cands = NULL;
-	if (!out) {
-		wt_err_set(&err, WT_ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (sel.hp.service)
-		json_object_set_new(out, "service", json_string(sel.hp.service));
-	atomic_fetch_add(&ctx->metrics.queries_total, 1);
-	atomic_fetch_add(&ctx->metrics.query_ns_total, (long)(hub_now_ns() - t0));
-	hub_req_json(r, 200, out);
-	goto done;
-fail:
-	hub_req_fail(r, &err);
-done:
-	json_decref(cands);
-	for (i = 0; i < x.nc; i++) {
-		free(x.c[i].function);
-		free(x.c[i].v);
-	}
-	free(x.c);
-	free(x.fn);
-	free(x.cur);
-	free(x.pos);
-	free(x.nsnap);
-	free(x.t);
-	wt_buf_free(&sql);
-	wt_buf_free(&res);
-	evhttp_clear_headers(&q);
+			"points", (json_int_t)x->npos, "candidates", cands);
+	if (out && sel->hp.service)
+		json_object_set_new(out, "service", json_string(sel->hp.service));
+	return hub_req_query_json(r, t0, out, err);
 }

@@ -83,32 +83,27 @@ done:
 	free(body);
 }
 
-void hub_handle_policy(hub_req *r, const char *project)
+static void rec_free(void *p)
 {
-	hub_principal who;
-	wt_err err = {0, ""};
-	hub_policy_rec rec = {0};
-	int days;
+	hub_policy_rec_free(p);
+}
 
-	if (hub_req_auth(r, &who))
-		return;
-	if (!hub_project_name_valid(project)) {
-		wt_err_set(&err, WT_EINVAL, "project: not a valid project name");
-		goto fail;
-	}
-	if (hub_auth_allows(&who, project, HUB_ROLE_ADMIN, &err))
-		goto fail;
+int hub_handle_policy(hub_req *r, wt_err *err)
+{
+	hub_policy_rec *rec;
+	int days, rc;
+
 	if (evhttp_request_get_command(r->req) == EVHTTP_REQ_PUT) {
-		policy_put(r, project, &who);
-		return;
+		policy_put(r, r->project, &r->who);
+		return 0;
 	}
-	if (hub_ch_health_check(&r->ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err) ||
-	    hub_policy_load(r->ch, project, &rec, &err))
-		goto fail;
-	hub_req_json(r, 200, rec_json(project, &rec));
-	hub_policy_rec_free(&rec);
-	return;
-fail:
-	hub_policy_rec_free(&rec);
-	hub_req_fail(r, &err);
+	rec = wt_arena_calloc(&r->arena, 1, sizeof(*rec));
+	if (!rec || wt_arena_defer(&r->arena, rec_free, rec))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if ((rc = hub_ch_health_check(&r->ctx->store, err)) ||
+	    (rc = hub_project_retention(r->ch, r->project, &days, err)) ||
+	    (rc = hub_policy_load(r->ch, r->project, rec, err)))
+		return rc;
+	hub_req_json(r, 200, rec_json(r->project, rec));
+	return 0;
 }

@@ -19,81 +19,79 @@
 
 #define DEFAULT_TABLE_LIMIT 10000
 
-void hub_handle_query(hub_req *r, const char *project, const char *view)
+/* arena destructor */
+static void flame_free(void *p)
+{
+	wt_flame_free(p);
+}
+
+/* The three views share everything but the rendering. */
+static int query_view(hub_req *r, const char *view, wt_err *err)
 {
 	hub_ctx *ctx = r->ctx;
-	hub_principal who;
-	struct evkeyvalq q;
-	hub_sel sel;
-	wt_err err = {0, ""};
+	hub_sel *sel = wt_arena_calloc(&r->arena, 1, sizeof(*sel));
 	int64_t t0 = hub_now_ns();
 	long max_nodes, limit;
-	const char *type;
-	char *unit = NULL;
-	wt_flame *f = NULL;
-	json_t *out = NULL;
+	const char *type, *unit;
+	char *unit_m = NULL;
+	wt_flame *f;
+	json_t *out;
+	int rc;
 
-	q.tqh_first = NULL;
-	q.tqh_last = &q.tqh_first;
-	if (hub_req_auth(r, &who))
-		goto done;
-	if (!hub_project_name_valid(project)) {
-		wt_err_set(&err, WT_ENOTFOUND, "project: \"%.64s\" is not a valid project name", project);
-		goto fail;
-	}
-	if (hub_auth_allows(&who, project, HUB_ROLE_READ, &err))
-		goto fail;
-	if (wt_http_query(r->req, &q)) {
-		wt_err_set(&err, WT_EINVAL, "query string is malformed");
-		goto fail;
-	}
-	memset(&sel, 0, sizeof(sel));
-	sel.project = project;
+	if (!sel)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	sel->project = r->project;
 	/* symbolize=0: frames as stored (for measuring the symbolizer's cost) */
-	sel.syms = (wt_http_param(&q, "symbolize") && !strcmp(wt_http_param(&q, "symbolize"), "0"))
-			   ? NULL : ctx->syms;
-	if (hub_params_parse(&q, &sel.hp, &err) || hub_sel_path_param(&q, ctx, &sel, &err) ||
-	    hub_param_uint(&q, "max_nodes", (long)ctx->cfg.max_nodes, 1, 1000000, &max_nodes, &err) ||
+	sel->syms = (wt_http_param(&r->q, "symbolize") && !strcmp(wt_http_param(&r->q, "symbolize"), "0"))
+			    ? NULL : ctx->syms;
+	if ((rc = hub_params_parse(&r->q, &sel->hp, err)) || (rc = hub_sel_path_param(&r->q, ctx, sel, err)) ||
+	    (rc = hub_param_uint(&r->q, "max_nodes", (long)ctx->cfg.max_nodes, 1, 1000000, &max_nodes, err)) ||
 	    /* limit 0 = all rows (docs/api.md), as on the edge */
-	    hub_param_uint(&q, "limit", DEFAULT_TABLE_LIMIT, 0, 1000000, &limit, &err))
-		goto fail;
-	if (hub_ch_health_check(&ctx->store, &err) ||
-	    hub_sel_resolve(r->ch, &sel, t0, ctx->cfg.default_range_s, &err))
-		goto fail;
-	type = sel.type;
+	    (rc = hub_param_uint(&r->q, "limit", DEFAULT_TABLE_LIMIT, 0, 1000000, &limit, err)))
+		return rc;
+	if ((rc = hub_ch_health_check(&ctx->store, err)) ||
+	    (rc = hub_sel_resolve(r->ch, sel, t0, ctx->cfg.default_range_s, err)))
+		return rc;
+	type = sel->type;
 	f = wt_flame_new();
-	if (!f) {
-		wt_err_set(&err, WT_ENOMEM, "out of memory");
-		goto fail;
-	}
+	if (!f || wt_arena_defer(&r->arena, flame_free, f))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	if (strcmp(view, "callgraph"))
 		wt_flame_skip_edges(f);
-	if (hub_sel_load_flame(r->ch, &sel, f, &unit, &err))
-		goto fail;
+	rc = hub_sel_load_flame(r->ch, sel, f, &unit_m, err);
+	if (unit_m && wt_arena_defer(&r->arena, free, unit_m) && !rc)
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+	if (rc)
+		return rc;
+	unit = unit_m ? unit_m : "";
 	if (!strcmp(view, "flamegraph"))
-		out = wt_flame_tree_json(f, unit ? unit : "", (size_t)max_nodes);
+		out = wt_flame_tree_json(f, unit, (size_t)max_nodes);
 	else if (!strcmp(view, "table"))
-		out = wt_flame_table_json(f, unit ? unit : "", (size_t)limit);
+		out = wt_flame_table_json(f, unit, (size_t)limit);
 	else
-		out = wt_flame_callgraph_json(f, unit ? unit : "", (size_t)max_nodes);
-	if (!out) {
-		wt_err_set(&err, WT_ENOMEM, "out of memory rendering the view");
-		goto fail;
-	}
-	json_object_set_new(out, "type", json_string(type[0] ? type : (sel.hp.type ? sel.hp.type : "cpu")));
-	if (sel.hp.service)
-		json_object_set_new(out, "service", json_string(sel.hp.service));
-	json_object_set_new(out, "from", json_integer(sel.from));
-	json_object_set_new(out, "until", json_integer(sel.until));
-	json_object_set_new(out, "path", json_string(sel.agg_used ? "aggregates" : "raw"));
-	atomic_fetch_add(&ctx->metrics.queries_total, 1);
-	atomic_fetch_add(&ctx->metrics.query_ns_total, (long)(hub_now_ns() - t0));
-	hub_req_json(r, 200, out);
-	goto done;
-fail:
-	hub_req_fail(r, &err);
-done:
-	free(unit);
-	wt_flame_free(f);
-	evhttp_clear_headers(&q);
+		out = wt_flame_callgraph_json(f, unit, (size_t)max_nodes);
+	if (!out)
+		return wt_err_set(err, WT_ENOMEM, "out of memory rendering the view");
+	json_object_set_new(out, "type", json_string(type[0] ? type : (sel->hp.type ? sel->hp.type : "cpu")));
+	if (sel->hp.service)
+		json_object_set_new(out, "service", json_string(sel->hp.service));
+	json_object_set_new(out, "from", json_integer(sel->from));
+	json_object_set_new(out, "until", json_integer(sel->until));
+	json_object_set_new(out, "path", json_string(sel->agg_used ? "aggregates" : "raw"));
+	return hub_req_query_json(r, t0, out, err);
+}
+
+int hub_handle_flamegraph(hub_req *r, wt_err *err)
+{
+	return query_view(r, "flamegraph", err);
+}
+
+int hub_handle_table(hub_req *r, wt_err *err)
+{
+	return query_view(r, "table", err);
+}
+
+int hub_handle_callgraph(hub_req *r, wt_err *err)
+{
+	return query_view(r, "callgraph", err);
 }

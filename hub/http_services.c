@@ -26,13 +26,6 @@
 static const char *const column_labels[] = {"host", "thread", "container", "span_id", "trace_id"};
 #define NCOLS (sizeof(column_labels) / sizeof(column_labels[0]))
 
-int hub_match_project_suffix(const char *path, const char *suffix, char *project, size_t cap)
-{
-	const char *rest = hub_path_project(path, project, cap);
-
-	return rest && !strcmp(rest, suffix);
-}
-
 static void date_str(int64_t ns, char out[11])
 {
 	time_t sec = (time_t)(ns / 1000000000LL);
@@ -83,23 +76,15 @@ static void where(wt_buf *w, const char *project, const hub_params *hp, const ch
 	}
 }
 
-/* Common start: auth, project, parameters. 0 = go on (q must be cleared). */
-static int begin(hub_req *r, const char *project, struct evkeyvalq *q, hub_params *hp, wt_err *err)
+/* Common start after the route wrapper's token, project and role checks:
+ * the selection parameters, and ClickHouse up. */
+static int begin(hub_req *r, hub_params *hp, wt_err *err)
 {
-	hub_principal who;
+	int rc;
 
-	q->tqh_first = NULL;
-	q->tqh_last = &q->tqh_first;
-	if (hub_req_auth(r, &who))
-		return -1;
-	if (!hub_project_name_valid(project))
-		return wt_err_set(err, WT_ENOTFOUND, "project: \"%.64s\" is not a valid project name", project);
-	if (hub_auth_allows(&who, project, HUB_ROLE_READ, err))
-		return err->code ? err->code : WT_EAUTH;
-	if (wt_http_query(r->req, q))
-		return wt_err_set(err, WT_EINVAL, "query string is malformed");
-	if (hub_params_parse(q, hp, err))
-		return err->code;
+	memset(hp, 0, sizeof(*hp));
+	if ((rc = hub_params_parse(&r->q, hp, err)))
+		return rc;
 	return hub_ch_health_check(&r->ctx->store, err);
 }
 
@@ -129,40 +114,28 @@ static int svc_row(void *vctx, char **f, size_t n)
 	return 0;
 }
 
-void hub_handle_services(hub_req *r, const char *project)
+int hub_handle_services(hub_req *r, wt_err *err)
 {
-	struct evkeyvalq q;
 	hub_params hp;
-	wt_err err = {0, ""};
-	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	wt_buf *sql = wt_arena_buf(&r->arena), *res = wt_arena_buf(&r->arena);
 	struct svc_ctx c = {NULL, NULL, ""};
 	int rc;
 
-	if ((rc = begin(r, project, &q, &hp, &err))) {
-		if (rc != -1)
-			hub_req_fail(r, &err);
-		goto out;
-	}
-	wt_buf_puts(&sql, "SELECT service, sample_type, any(unit) FROM profile_samples_v1");
-	where(&sql, project, &hp, NULL, hp.has_from ? hp.from_ns : -1, hp.has_until ? hp.until_ns : -1);
-	wt_buf_printf(&sql, " GROUP BY service, sample_type ORDER BY service, sample_type LIMIT %d"
+	if (!sql || !res)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if ((rc = begin(r, &hp, err)))
+		return rc;
+	wt_buf_puts(sql, "SELECT service, sample_type, any(unit) FROM profile_samples_v1");
+	where(sql, r->project, &hp, NULL, hp.has_from ? hp.from_ns : -1, hp.has_until ? hp.until_ns : -1);
+	wt_buf_printf(sql, " GROUP BY service, sample_type ORDER BY service, sample_type LIMIT %d"
 		      " FORMAT TabSeparated", MAX_SERVICES_ROWS);
-	if (hub_ch_query_buf(r->ch, &sql, &res, &err)) {
-		hub_req_fail(r, &err);
-		goto out;
-	}
-	c.services = json_array();
-	if (!c.services || hub_tsv_each((char *)res.data, res.len, 3, svc_row, &c)) {
-		json_decref(c.services);
-		wt_err_set(&err, WT_ENOMEM, "out of memory listing services");
-		hub_req_fail(r, &err);
-		goto out;
-	}
-	hub_req_json(r, 200, json_pack("{s:s, s:o}", "project", project, "services", c.services));
-out:
-	wt_buf_free(&sql);
-	wt_buf_free(&res);
-	evhttp_clear_headers(&q);
+	if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
+		return rc;
+	c.services = hub_req_own_json(r, json_array());
+	if (!c.services || hub_tsv_each((char *)res->data, res->len, 3, svc_row, &c))
+		return wt_err_set(err, WT_ENOMEM, "out of memory listing services");
+	hub_req_json(r, 200, json_pack("{s:s, s:O}", "project", r->project, "services", c.services));
+	return 0;
 }
 
 /* ---- labels ----------------------------------------------------------------- */
@@ -198,53 +171,41 @@ static int label_row(void *vctx, char **f, size_t n)
 	return 0;
 }
 
-void hub_handle_labels(hub_req *r, const char *project)
+int hub_handle_labels(hub_req *r, wt_err *err)
 {
-	struct evkeyvalq q;
 	hub_params hp;
-	wt_err err = {0, ""};
-	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	wt_buf *sql = wt_arena_buf(&r->arena), *res = wt_arena_buf(&r->arena);
 	int64_t from, until;
-	json_t *arr = NULL;
+	json_t *arr;
 	size_t j;
 	int rc;
 
-	if ((rc = begin(r, project, &q, &hp, &err))) {
-		if (rc != -1)
-			hub_req_fail(r, &err);
-		goto out;
-	}
+	if (!sql || !res)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if ((rc = begin(r, &hp, err)))
+		return rc;
 	from = hp.has_from ? hp.from_ns : -1;
 	until = hp.has_until ? hp.until_ns : -1;
 	/* Column labels first (host, thread, container; not span/trace ids:
 	 * those are looked up, not picked), then the Nested label keys. */
 	/* 18.16: groupUniqArray takes no size parameter. */
-	wt_buf_printf(&sql, "SELECT k, arraySlice(arraySort(groupUniqArray(v)), 1, %d) FROM (", MAX_LABEL_VALUES);
+	wt_buf_printf(sql, "SELECT k, arraySlice(arraySort(groupUniqArray(v)), 1, %d) FROM (", MAX_LABEL_VALUES);
 	for (j = 0; j < 3; j++) {
-		wt_buf_printf(&sql, "SELECT '%s' AS k, %s AS v FROM profile_samples_v1", column_labels[j],
+		wt_buf_printf(sql, "SELECT '%s' AS k, %s AS v FROM profile_samples_v1", column_labels[j],
 			      column_labels[j]);
-		where(&sql, project, &hp, hp.type, from, until);
-		wt_buf_printf(&sql, " AND %s != '' UNION ALL ", column_labels[j]);
+		where(sql, r->project, &hp, hp.type, from, until);
+		wt_buf_printf(sql, " AND %s != '' UNION ALL ", column_labels[j]);
 	}
-	wt_buf_puts(&sql, "SELECT labels.key AS k, labels.value AS v FROM profile_samples_v1 ARRAY JOIN labels");
-	where(&sql, project, &hp, hp.type, from, until);
-	wt_buf_printf(&sql, ") GROUP BY k ORDER BY k LIMIT %d FORMAT TabSeparated", MAX_LABEL_KEYS);
-	if (hub_ch_query_buf(r->ch, &sql, &res, &err)) {
-		hub_req_fail(r, &err);
-		goto out;
-	}
-	arr = json_array();
-	if (!arr || hub_tsv_each((char *)res.data, res.len, 2, label_row, arr)) {
-		json_decref(arr);
-		wt_err_set(&err, WT_ENOMEM, "out of memory listing labels");
-		hub_req_fail(r, &err);
-		goto out;
-	}
-	hub_req_json(r, 200, json_pack("{s:s, s:o}", "project", project, "labels", arr));
-out:
-	wt_buf_free(&sql);
-	wt_buf_free(&res);
-	evhttp_clear_headers(&q);
+	wt_buf_puts(sql, "SELECT labels.key AS k, labels.value AS v FROM profile_samples_v1 ARRAY JOIN labels");
+	where(sql, r->project, &hp, hp.type, from, until);
+	wt_buf_printf(sql, ") GROUP BY k ORDER BY k LIMIT %d FORMAT TabSeparated", MAX_LABEL_KEYS);
+	if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
+		return rc;
+	arr = hub_req_own_json(r, json_array());
+	if (!arr || hub_tsv_each((char *)res->data, res->len, 2, label_row, arr))
+		return wt_err_set(err, WT_ENOMEM, "out of memory listing labels");
+	hub_req_json(r, 200, json_pack("{s:s, s:O}", "project", r->project, "labels", arr));
+	return 0;
 }
 
 /* ---- series ----------------------------------------------------------------- */
@@ -276,79 +237,59 @@ static int type_row(void *vctx, char **f, size_t n)
 	return 0;
 }
 
-void hub_handle_series(hub_req *r, const char *project)
+int hub_handle_series(hub_req *r, wt_err *err)
 {
-	struct evkeyvalq q;
 	hub_params hp;
-	wt_err err = {0, ""};
-	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	wt_buf *sql = wt_arena_buf(&r->arena), *res = wt_arena_buf(&r->arena);
 	struct series_ctx c;
 	int64_t from, until, step;
 	long points;
 	int rc;
 
 	memset(&c, 0, sizeof(c));
-	if ((rc = begin(r, project, &q, &hp, &err))) {
-		if (rc != -1)
-			hub_req_fail(r, &err);
-		goto out;
-	}
-	if (hub_param_uint(&q, "points", SERIES_DEFAULT_POINTS, 1, SERIES_MAX_POINTS, &points, &err)) {
-		hub_req_fail(r, &err);
-		goto out;
-	}
+	if (!sql || !res)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if ((rc = begin(r, &hp, err)) ||
+	    (rc = hub_param_uint(&r->q, "points", SERIES_DEFAULT_POINTS, 1, SERIES_MAX_POINTS, &points, err)))
+		return rc;
 	until = hp.has_until ? hp.until_ns : hub_now_ns();
 	from = hp.has_from ? hp.from_ns : until - (int64_t)r->ctx->cfg.default_range_s * 1000000000LL;
 	if (from < 0)
 		from = 0;
-	if (until <= from) {
-		wt_err_set(&err, WT_EINVAL, "until: must be after from");
-		hub_req_fail(r, &err);
-		goto out;
-	}
+	if (until <= from)
+		return wt_err_set(err, WT_EINVAL, "until: must be after from");
 	/* Whole seconds per step, at least one. */
 	step = (until - from) / points;
 	step = step < 1000000000LL ? 1000000000LL : step / 1000000000LL * 1000000000LL;
 	if (hp.type) {
 		snprintf(c.type, sizeof(c.type), "%s", hp.type);
 	} else {
-		wt_buf_puts(&sql, "SELECT sample_type FROM profile_samples_v1");
-		where(&sql, project, &hp, NULL, from, until);
-		wt_buf_puts(&sql, " GROUP BY sample_type ORDER BY sample_type = 'cpu' DESC, min(time_ns),"
+		wt_buf_puts(sql, "SELECT sample_type FROM profile_samples_v1");
+		where(sql, r->project, &hp, NULL, from, until);
+		wt_buf_puts(sql, " GROUP BY sample_type ORDER BY sample_type = 'cpu' DESC, min(time_ns),"
 			    " sample_type LIMIT 1 FORMAT TabSeparated");
-		if (hub_ch_query_buf(r->ch, &sql, &res, &err)) {
-			hub_req_fail(r, &err);
-			goto out;
-		}
-		hub_tsv_each((char *)res.data, res.len, 1, type_row, &c);
-		wt_buf_reset(&sql);
-		wt_buf_reset(&res);
+		if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
+			return rc;
+		hub_tsv_each((char *)res->data, res->len, 1, type_row, &c);
+		wt_buf_reset(sql);
+		wt_buf_reset(res);
 	}
-	c.points = json_array();
-	if (!c.points) {
-		wt_err_set(&err, WT_ENOMEM, "out of memory");
-		hub_req_fail(r, &err);
-		goto out;
-	}
+	c.points = hub_req_own_json(r, json_array());
+	if (!c.points)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	if (c.type[0]) {
-		wt_buf_printf(&sql, "SELECT %lld + intDiv(time_ns - %lld, %lld) * %lld AS t, sum(value), any(unit)"
+		wt_buf_printf(sql, "SELECT %lld + intDiv(time_ns - %lld, %lld) * %lld AS t, sum(value), any(unit)"
 			      " FROM profile_samples_v1", (long long)from, (long long)from, (long long)step,
 			      (long long)step);
-		where(&sql, project, &hp, c.type, from, until);
-		wt_buf_printf(&sql, " GROUP BY t ORDER BY t LIMIT %d FORMAT TabSeparated", SERIES_MAX_POINTS + 1);
-		if (hub_ch_query_buf(r->ch, &sql, &res, &err)) {
-			json_decref(c.points);
-			hub_req_fail(r, &err);
-			goto out;
-		}
-		hub_tsv_each((char *)res.data, res.len, 3, series_row, &c);
+		where(sql, r->project, &hp, c.type, from, until);
+		wt_buf_printf(sql, " GROUP BY t ORDER BY t LIMIT %d FORMAT TabSeparated", SERIES_MAX_POINTS + 1);
+		if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
+			return rc;
+		hub_tsv_each((char *)res->data, res->len, 3, series_row, &c);
 	}
-	hub_req_json(r, 200, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "project", project,
+	hub_req_json(r, 200, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:O}", "project", r->project,
 				       "type", c.type[0] ? c.type : (hp.type ? hp.type : "cpu"), "unit", c.unit,
 				       "from", (json_int_t)from, "until", (json_int_t)until,
 				       "step", (json_int_t)step, "points", c.points));
-out:
-	wt_buf_free(&sql);
-	wt_buf_free(&res);
-	evhttp_clear_headers(&q);
+	return 0;
 }

@@ -38,22 +38,18 @@ typedef struct tl_acc {
 	long nb;
 	char unit[64];
 	int oom;
+	wt_arena *arena;  /* the request's: row values and series */
 } tl_acc;
 
 static int add_row(tl_acc *a, const char *v)
 {
 	tl_row *r = &a->rows[a->n];
 
-	r->value = strdup(v);
+	r->value = wt_arena_strdup(a->arena, v);
 	r->total = 0;
-	r->series = calloc((size_t)a->nb, sizeof(int64_t));
-	if (!r->value || !r->series) {
-		free(r->value);
-		free(r->series);
-		r->value = NULL;
-		r->series = NULL;
+	r->series = wt_arena_calloc(a->arena, (size_t)a->nb, sizeof(int64_t));
+	if (!r->value || !r->series)
 		return WT_ENOMEM;
-	}
 	a->n++;
 	return 0;
 }
@@ -120,133 +116,105 @@ static const char *by_column(const char *by)
 	return NULL;
 }
 
-void hub_handle_timeline(hub_req *r, const char *project)
+int hub_handle_timeline(hub_req *r, wt_err *err)
 {
 	hub_ctx *ctx = r->ctx;
-	struct evkeyvalq q;
-	wt_err err = {0, ""};
+	wt_arena *a = &r->arena;
 	int64_t t0 = hub_now_ns(), width;
 	long nbuckets, limit;
-	const char *by_s, *col;
-	hub_sel sel;
-	tl_acc acc;
-	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
-	json_t *out = NULL, *rows_j;
+	const char *by_s = evhttp_find_header(&r->q, "by"), *col;
+	hub_sel *sel = wt_arena_calloc(a, 1, sizeof(*sel));
+	tl_acc *acc = wt_arena_calloc(a, 1, sizeof(*acc));
+	wt_buf *sql = wt_arena_buf(a), *res = wt_arena_buf(a);
+	json_t *out, *rows_j;
 	size_t i;
 	long b;
 	int rc;
 
-	memset(&sel, 0, sizeof(sel));
-	memset(&acc, 0, sizeof(acc));
-	rc = hub_analysis_begin(r, project, HUB_ROLE_READ, &q, NULL, &err);
-	if (rc > 0)
-		goto done;
-	if (rc)
-		goto fail;
-	sel.project = project;
-	by_s = evhttp_find_header(&q, "by");
-	if (hub_params_parse(&q, &sel.hp, &err) ||
-	    hub_param_uint(&q, "buckets", DEFAULT_BUCKETS, 1, MAX_BUCKETS, &nbuckets, &err) ||
-	    hub_param_uint(&q, "limit", MAX_ROWS, 1, MAX_ROWS, &limit, &err))
-		goto fail;
+	if (!sel || !acc || !sql || !res)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	acc->arena = a;
+	sel->project = r->project;
+	if ((rc = hub_params_parse(&r->q, &sel->hp, err)) ||
+	    (rc = hub_param_uint(&r->q, "buckets", DEFAULT_BUCKETS, 1, MAX_BUCKETS, &nbuckets, err)) ||
+	    (rc = hub_param_uint(&r->q, "limit", MAX_ROWS, 1, MAX_ROWS, &limit, err)))
+		return rc;
 	col = by_column(by_s ? by_s : "thread");
-	if (!col) {
-		wt_err_set(&err, WT_EINVAL, "by: \"%.32s\" is not one of thread, host, container, service,"
-			   " span_id, trace_id", by_s);
-		goto fail;
-	}
-	if (hub_ch_health_check(&ctx->store, &err) ||
-	    hub_sel_resolve(r->ch, &sel, t0, ctx->cfg.default_range_s, &err))
-		goto fail;
-	if (sel.until <= sel.from)
-		sel.until = sel.from + 1;
-	width = hub_nice_width(sel.from, sel.until, nbuckets);
-	acc.b0 = sel.from / width;
-	acc.nb = (long)((sel.until - 1) / width - acc.b0 + 1);
-	if (sel.type[0]) {
-		top_ctx tc = {&acc, (size_t)limit, 0};
+	if (!col)
+		return wt_err_set(err, WT_EINVAL, "by: \"%.32s\" is not one of thread, host, container, service,"
+				  " span_id, trace_id", by_s);
+	if ((rc = hub_ch_health_check(&ctx->store, err)) ||
+	    (rc = hub_sel_resolve(r->ch, sel, t0, ctx->cfg.default_range_s, err)))
+		return rc;
+	if (sel->until <= sel->from)
+		sel->until = sel->from + 1;
+	width = hub_nice_width(sel->from, sel->until, nbuckets);
+	acc->b0 = sel->from / width;
+	acc->nb = (long)((sel->until - 1) / width - acc->b0 + 1);
+	if (sel->type[0]) {
+		top_ctx tc = {acc, (size_t)limit, 0};
 		/* Q1: the top label values; one more than fits tells whether
 		 * an "other" row is needed */
-		wt_buf_printf(&sql, "SELECT %s, sum(value) AS s FROM profile_samples_v1", col);
-		hub_sel_where(&sql, &sel, sel.type);
-		wt_buf_printf(&sql, " GROUP BY %s ORDER BY s DESC, %s LIMIT %ld FORMAT TabSeparated",
+		wt_buf_printf(sql, "SELECT %s, sum(value) AS s FROM profile_samples_v1", col);
+		hub_sel_where(sql, sel, sel->type);
+		wt_buf_printf(sql, " GROUP BY %s ORDER BY s DESC, %s LIMIT %ld FORMAT TabSeparated",
 			      col, col, limit + 1);
-		if (hub_ch_query_buf(r->ch, &sql, &res, &err))
-			goto fail;
-		hub_tsv_each((char *)res.data, res.len, 2, top_row, &tc);
-		if (!acc.oom && tc.seen > (size_t)limit) {
-			/* limit − 1 own rows + "other" */
-			acc.n--;
-			free(acc.rows[acc.n].value);
-			free(acc.rows[acc.n].series);
-			if (add_row(&acc, "other"))
-				acc.oom = 1;
-			acc.has_other = 1;
+		if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
+			return rc;
+		hub_tsv_each((char *)res->data, res->len, 2, top_row, &tc);
+		if (!acc->oom && tc.seen > (size_t)limit) {
+			/* limit − 1 own rows + "other" (the dropped row's memory
+			 * stays in the arena until the request ends) */
+			acc->n--;
+			if (add_row(acc, "other"))
+				acc->oom = 1;
+			acc->has_other = 1;
 		}
-		if (acc.oom) {
-			wt_err_set(&err, WT_ENOMEM, "out of memory building the timeline");
-			goto fail;
-		}
+		if (acc->oom)
+			return wt_err_set(err, WT_ENOMEM, "out of memory building the timeline");
 		/* Q2: series of the top values, the rest summed as own = 0 */
-		wt_buf_reset(&sql);
-		wt_buf_reset(&res);
-		wt_buf_printf(&sql, "SELECT %s IN (", col);
-		for (i = 0; i < acc.n - (size_t)acc.has_other; i++) {
+		wt_buf_reset(sql);
+		wt_buf_reset(res);
+		wt_buf_printf(sql, "SELECT %s IN (", col);
+		for (i = 0; i < acc->n - (size_t)acc->has_other; i++) {
 			if (i)
-				wt_buf_putc(&sql, ',');
-			hub_sql_quote(&sql, acc.rows[i].value);
+				wt_buf_putc(sql, ',');
+			hub_sql_quote(sql, acc->rows[i].value);
 		}
-		if (acc.n - (size_t)acc.has_other == 0)
-			wt_buf_puts(&sql, "''");
-		wt_buf_printf(&sql, ") AS own, if(own, %s, '') AS lv, intDiv(time_ns, %lld) AS b, sum(value),"
+		if (acc->n - (size_t)acc->has_other == 0)
+			wt_buf_puts(sql, "''");
+		wt_buf_printf(sql, ") AS own, if(own, %s, '') AS lv, intDiv(time_ns, %lld) AS b, sum(value),"
 			      " any(unit) FROM profile_samples_v1", col, (long long)width);
-		hub_sel_where(&sql, &sel, sel.type);
-		wt_buf_puts(&sql, " GROUP BY own, lv, b FORMAT TabSeparated");
-		if (hub_ch_query_buf(r->ch, &sql, &res, &err))
-			goto fail;
-		hub_tsv_each((char *)res.data, res.len, 5, series_row, &acc);
+		hub_sel_where(sql, sel, sel->type);
+		wt_buf_puts(sql, " GROUP BY own, lv, b FORMAT TabSeparated");
+		if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
+			return rc;
+		hub_tsv_each((char *)res->data, res->len, 5, series_row, acc);
 	}
-	out = json_object();
-	rows_j = json_array();
-	if (!out || !rows_j) {
-		json_decref(rows_j);
-		wt_err_set(&err, WT_ENOMEM, "out of memory");
-		goto fail;
-	}
-	for (i = 0; i < acc.n; i++) {
+	out = hub_req_own_json(r, json_object());
+	rows_j = hub_req_own_json(r, json_array());
+	if (!out || !rows_j)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	for (i = 0; i < acc->n; i++) {
 		json_t *ser = json_array();
-		int other = acc.has_other && i + 1 == acc.n;
-		for (b = 0; ser && b < acc.nb; b++)
-			json_array_append_new(ser, json_integer(acc.rows[i].series[b]));
+		int other = acc->has_other && i + 1 == acc->n;
+		for (b = 0; ser && b < acc->nb; b++)
+			json_array_append_new(ser, json_integer(acc->rows[i].series[b]));
 		json_array_append_new(rows_j, json_pack("{s:s, s:I, s:o, s:b}",
-			"value", acc.rows[i].value, "total", (json_int_t)acc.rows[i].total,
+			"value", acc->rows[i].value, "total", (json_int_t)acc->rows[i].total,
 			"series", ser ? ser : json_array(), "other", other));
 	}
-	json_object_set_new(out, "unit", json_string(acc.unit));
-	json_object_set_new(out, "type", json_string(sel.type));
+	json_object_set_new(out, "unit", json_string(acc->unit));
+	json_object_set_new(out, "type", json_string(sel->type));
 	json_object_set_new(out, "by", json_string(col));
-	if (sel.hp.service)
-		json_object_set_new(out, "service", json_string(sel.hp.service));
-	json_object_set_new(out, "from", json_integer(sel.from));
-	json_object_set_new(out, "until", json_integer(sel.until));
+	if (sel->hp.service)
+		json_object_set_new(out, "service", json_string(sel->hp.service));
+	json_object_set_new(out, "from", json_integer(sel->from));
+	json_object_set_new(out, "until", json_integer(sel->until));
 	json_object_set_new(out, "bucket_ns", json_integer(width));
-	json_object_set_new(out, "start_ns", json_integer(acc.b0 * width));
-	json_object_set_new(out, "buckets", json_integer(acc.nb));
-	json_object_set_new(out, "rows", rows_j);
-	atomic_fetch_add(&ctx->metrics.queries_total, 1);
-	atomic_fetch_add(&ctx->metrics.query_ns_total, (long)(hub_now_ns() - t0));
-	hub_req_json(r, 200, out);
-	out = NULL;
-	goto done;
-fail:
-	hub_req_fail(r, &err);
-done:
-	json_decref(out);
-	for (i = 0; i < acc.n; i++) {
-		free(acc.rows[i].value);
-		free(acc.rows[i].series);
-	}
-	wt_buf_free(&sql);
-	wt_buf_free(&res);
-	evhttp_clear_headers(&q);
+	json_object_set_new(out, "start_ns", json_integer(acc->b0 * width));
+	json_object_set_new(out, "buckets", json_integer(acc->nb));
+	json_object_set(out, "rows", rows_j);
+	/* the reply takes its own reference; the arena drops the one it holds */
+	return hub_req_query_json(r, t0, json_incref(out), err);
 }

@@ -25,15 +25,12 @@ extern const hub_ui_asset hub_ui_assets[];
  * files are read from that directory instead (UI development). */
 void hub_handle_ui(hub_req *r);
 
-/* If path is /v1/projects/{p}<suffix> exactly, copy {p} into project and
- * return 1; else 0. */
-int hub_match_project_suffix(const char *path, const char *suffix, char *project, size_t cap);
-
-/* GET /v1/projects/{p}/services → {"project","services":[{"name","types":[{"type","unit"}]}]} */
-void hub_handle_services(hub_req *r, const char *project);
+/* Route handlers (server.c's table; role read on {project}).
+ * GET /v1/projects/{p}/services → {"project","services":[{"name","types":[{"type","unit"}]}]} */
+int hub_handle_services(hub_req *r, wt_err *err);
 /* GET /v1/projects/{p}/labels?service= → {"project","labels":[{"key","values":[…]}]} */
-void hub_handle_labels(hub_req *r, const char *project);
+int hub_handle_labels(hub_req *r, wt_err *err);
 /* GET /v1/projects/{p}/profiles/series → {"unit","type","from","until","step","points":[[t_ns,v],…]} */
-void hub_handle_series(hub_req *r, const char *project);
+int hub_handle_series(hub_req *r, wt_err *err);
 
 #endif

@@ -31,9 +31,11 @@
 #include "params.h"
 #include "profile.h"
 
-/* GET|PUT /v1/projects/{p}/recording-rules and
- * GET /v1/projects/{p}/recording-rules/{name}/series; 1 when handled. */
-int hub_rules_route(hub_req *r);
+/* Route handlers (rows of server.c's table): GET|PUT
+ * /v1/projects/{p}/recording-rules and
+ * GET /v1/projects/{p}/recording-rules/{id: the rule name}/series. */
+int hub_handle_rules(hub_req *r, wt_err *err);
+int hub_handle_rule_series(hub_req *r, wt_err *err);
 
 /* Evaluate project's rules for service over p (upload upload_id, just
  * stored; upload labels ul override the samples' labels; samples without

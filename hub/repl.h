@@ -1,7 +1,7 @@
 /*
  * repl.h — the hub side of edge → hub replication.
  *
- * repl_server.c runs the mutual-TLS listener (common/tls_server.c) on the
+ * repl_server.c runs the mutual-TLS listener (hub/tls_server.c) on the
  * replication port and hands each `POST /v1/replicate` batch to
  * hub_repl_apply() (repl_apply.c), which stores it exactly once, also when
  * several hubs share the ClickHouse database.

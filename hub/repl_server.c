@@ -1,6 +1,6 @@
 /*
  * repl_server.c — the hub's replication listener: mutual TLS on
- * replication.listen (common/tls_server.c, worker threads), one endpoint
+ * replication.listen (hub/tls_server.c, worker threads), one endpoint
  * `POST /v1/replicate` taking a zstd-compressed protobuf Batch from an edge
  * whose certificate names it, applied by hub_repl_apply() (repl_apply.c).
  *
@@ -20,6 +20,7 @@
 #include "compress.h"
 #include "edge_config.h"
 #include "hub.h"
+#include "listen_addr.h"
 #include "log.h"
 #include "prom.h"
 #include "tls_server.h"
@@ -39,7 +40,7 @@ typedef struct edge_prog {
 
 typedef struct hub_repl_server {
 	hub_ctx *ctx;
-	wt_tls_server *tls;
+	hub_tls_server *tls;
 } hub_repl_server;
 
 static pthread_mutex_t prog_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -84,21 +85,26 @@ static edge_prog *prog_of(const char *id)
 	return &progs[nprogs++];
 }
 
-static int reply_error(wt_tls_response *resp, int code, const char *msg)
+/* Send o (owned; NULL = out of memory) as the JSON body with status. */
+static int reply_json(hub_tls_response *resp, int status, json_t *o)
 {
-	json_t *j = json_pack("{s:s,s:s}", "error", wt_err_name(code), "detail", msg);
-	char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
-	resp->status = wt_err_http_status(code);
+	resp->status = txt ? status : 500;
 	snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
-	if (txt)
-		wt_buf_puts(&resp->body, txt);
+	wt_buf_puts(&resp->body, txt ? txt : "{\"error\":\"out_of_memory\",\"detail\":\"encoding the reply failed\"}");
 	free(txt);
-	json_decref(j);
+	json_decref(o);
 	return 0;
 }
 
-static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
+static int reply_error(hub_tls_response *resp, int code, const char *msg)
+{
+	return reply_json(resp, wt_err_http_status(code),
+			  json_pack("{s:s,s:s}", "error", wt_err_name(code), "detail", msg));
+}
+
+static int handle(void *vctx, const hub_tls_request *req, hub_tls_response *resp)
 {
 	hub_repl_server *srv = vctx;
 	hub_ctx *ctx = srv->ctx;
@@ -115,9 +121,7 @@ static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
 	memset(&res, 0, sizeof(res));
 
 	if (!strcmp(req->path, "/healthz")) {
-		snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
-		wt_buf_printf(&resp->body, "{\"status\":\"ok\",\"peer\":\"%s\"}", req->peer_id);
-		return 0;
+		return reply_json(resp, 200, json_pack("{s:s,s:s}", "status", "ok", "peer", req->peer_id));
 	}
 	if (!strncmp(req->path, "/v1/edges/", 10)) { /* remote config (edge_config.c) */
 		if (!(ch = thread_ch(ctx)))
@@ -128,14 +132,14 @@ static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
 		return reply_error(resp, WT_ENOTFOUND, "no such endpoint on the replication port");
 	if (strcmp(req->method, "POST"))
 		return reply_error(resp, WT_EINVAL, "method: use POST");
-	hdr_edge = wt_tls_request_header(req, "x-wt-edge-id");
+	hdr_edge = hub_tls_request_header(req, "x-wt-edge-id");
 	if (hdr_edge && strcmp(hdr_edge, req->peer_id)) {
 		wt_err_set(&err, WT_EFORBIDDEN, "X-WT-Edge-Id \"%.64s\" does not match the client certificate \"%.64s\"",
 			   hdr_edge, req->peer_id);
 		rc = err.code;
 		goto fail;
 	}
-	enc = wt_tls_request_header(req, "content-encoding");
+	enc = hub_tls_request_header(req, "content-encoding");
 	if (enc && !strcmp(enc, "zstd")) {
 		if ((rc = wt_zstd_decompress(req->body, req->body_len, MAX_BATCH_DECOMPRESSED, &plain, &plen, &err)))
 			goto fail;
@@ -176,13 +180,16 @@ static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
 			res.rejected, res.recovered, res.sample_rows, res.rollup_rows, plain ? plen : req->body_len,
 			(double)(hub_now_ns() - t_start) / 1e6, (double)res.ledger_ns / 1e6, (double)res.prepare_ns / 1e6,
 			(double)res.objstore_ns / 1e6, (double)res.objstore_wait_ns / 1e6, (double)res.insert_ns / 1e6);
-	snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
-	wt_buf_printf(&resp->body, "{\"last_seq\":%" PRIu64 ",\"applied\":%u,\"duplicates\":%u,\"rejected\":%u,"
-		      "\"incarnation\":\"%s\"", res.last_seq, res.applied, res.duplicates, res.rejected, res.incarnation);
-	if (res.other_known)
-		wt_buf_printf(&resp->body, ",\"other_incarnation\":\"%s\",\"other_last_seq\":%" PRIu64,
-			      res.other_incarnation, res.other_last_seq); /* both hex/digits: no escaping */
-	wt_buf_putc(&resp->body, '}');
+	{
+		json_t *o = json_pack("{s:I,s:i,s:i,s:i,s:s}", "last_seq", (json_int_t)res.last_seq,
+				      "applied", (int)res.applied, "duplicates", (int)res.duplicates,
+				      "rejected", (int)res.rejected, "incarnation", res.incarnation);
+		if (o && res.other_known) {
+			json_object_set_new(o, "other_incarnation", json_string(res.other_incarnation));
+			json_object_set_new(o, "other_last_seq", json_integer((json_int_t)res.other_last_seq));
+		}
+		reply_json(resp, 200, o);
+	}
 	free(plain);
 	return 0;
 fail:
@@ -198,19 +205,11 @@ fail:
 	if (rc == WT_EUNAVAIL && res.retry_after_s > 0) {
 		/* being applied (here or by another hub): not an error, the
 		 * edge asks again after Retry-After */
-		json_t *j = json_pack("{s:s,s:s,s:i}", "error", "busy", "detail", err.msg, "retry_after_s",
-				      res.retry_after_s);
-		char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
 		wt_info("msg=\"batch deferred: being applied\" edge=%s retry_after_s=%d detail=\"%s\"", req->peer_id,
 			res.retry_after_s, err.msg);
-		resp->status = 503;
-		snprintf(resp->content_type, sizeof(resp->content_type), "application/json");
 		wt_buf_printf(&resp->headers, "Retry-After: %d\r\n", res.retry_after_s);
-		if (txt)
-			wt_buf_puts(&resp->body, txt);
-		free(txt);
-		json_decref(j);
-		return 0;
+		return reply_json(resp, 503, json_pack("{s:s,s:s,s:i}", "error", "busy", "detail", err.msg,
+						       "retry_after_s", res.retry_after_s));
 	}
 	wt_warn("msg=\"batch refused\" edge=%s status=%d error=\"%s\"", req->peer_id, wt_err_http_status(rc),
 		err.msg);
@@ -220,9 +219,8 @@ fail:
 int hub_repl_server_start(hub_ctx *ctx, hub_repl_server **out, wt_err *err)
 {
 	hub_repl_server *s;
-	wt_tls_server_config c;
-	char host[256];
-	const char *colon;
+	hub_tls_server_config c;
+	wt_listen_addr la;
 	int rc;
 
 	*out = NULL;
@@ -231,28 +229,22 @@ int hub_repl_server_start(hub_ctx *ctx, hub_repl_server **out, wt_err *err)
 	if (!ctx->cfg.repl_ca || !*ctx->cfg.repl_ca || !ctx->cfg.repl_cert || !*ctx->cfg.repl_cert ||
 	    !ctx->cfg.repl_key || !*ctx->cfg.repl_key)
 		return wt_err_set(err, WT_EINVAL, "replication.listen is set but replication.ca/cert/key are not");
-	colon = strrchr(ctx->cfg.repl_listen, ':');
-	if (!colon || (size_t)(colon - ctx->cfg.repl_listen) >= sizeof(host))
-		return wt_err_set(err, WT_EINVAL, "replication.listen \"%s\" is not host:port", ctx->cfg.repl_listen);
-	snprintf(host, sizeof(host), "%.*s", (int)(colon - ctx->cfg.repl_listen), ctx->cfg.repl_listen);
-	if (host[0] == '[') { /* [::1]:8443 */
-		memmove(host, host + 1, strlen(host));
-		host[strcspn(host, "]")] = 0;
-	}
+	if ((rc = wt_listen_parse(ctx->cfg.repl_listen, "replication.listen", 1, &la, err)))
+		return rc;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	s->ctx = ctx;
 	memset(&c, 0, sizeof(c));
-	c.host = host;
-	c.port = (uint16_t)atoi(colon + 1);
+	c.host = la.host;
+	c.port = la.port;
 	c.ca_file = ctx->cfg.repl_ca;
 	c.cert_file = ctx->cfg.repl_cert;
 	c.key_file = ctx->cfg.repl_key;
 	c.max_body = 256u << 20;
 	c.handler = handle;
 	c.ctx = s;
-	if ((rc = wt_tls_server_start(&c, &s->tls, err))) {
+	if ((rc = hub_tls_server_start(&c, &s->tls, err))) {
 		free(s);
 		return rc;
 	}
@@ -264,13 +256,13 @@ void hub_repl_server_stop(hub_repl_server *s)
 {
 	if (!s)
 		return;
-	wt_tls_server_stop(s->tls);
+	hub_tls_server_stop(s->tls);
 	free(s);
 }
 
 int hub_repl_server_reload(hub_repl_server *s, wt_err *err)
 {
-	return s ? wt_tls_server_reload(s->tls, err) : 0;
+	return s ? hub_tls_server_reload(s->tls, err) : 0;
 }
 
 /* Prometheus text of replication progress (server.c's /metrics calls it). */

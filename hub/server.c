@@ -4,7 +4,6 @@
  */
 #include "server.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -13,19 +12,21 @@
 #include <event2/thread.h>
 #include <fcntl.h>
 #include <malloc.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "http_guard.h"
+#include "http_route.h"
 #include "http_server.h"
 #include "log.h"
 #include "http_ui.h"
+#include "listen_addr.h"
 #include "params.h"
 #include "recording_rules.h"
 #include "repl.h"
@@ -48,8 +49,13 @@ struct hub_server {
 	worker *w;
 };
 
-static void count_status(hub_ctx *ctx, int status)
+static void routes_metrics_render(wt_buf *b);
+
+static void count_status(hub_req *r, int status)
 {
+	hub_ctx *ctx = r->ctx;
+
+	r->status = status;
 	if (status < 300)
 		atomic_fetch_add(&ctx->metrics.responses_2xx, 1);
 	else if (status < 500)
@@ -60,24 +66,44 @@ static void count_status(hub_ctx *ctx, int status)
 
 void hub_req_count(hub_req *r, int status)
 {
-	count_status(r->ctx, status);
+	count_status(r, status);
 }
 
 void hub_req_json(hub_req *r, int status, json_t *body)
 {
-	count_status(r->ctx, status);
+	count_status(r, status);
 	wt_http_send_json(r->req, status, body);
+}
+
+int hub_req_query_json(hub_req *r, int64_t t0, json_t *out, wt_err *err)
+{
+	if (!out)
+		return wt_err_set(err, WT_ENOMEM, "out of memory rendering the reply");
+	atomic_fetch_add(&r->ctx->metrics.queries_total, 1);
+	atomic_fetch_add(&r->ctx->metrics.query_ns_total, (long)(hub_now_ns() - t0));
+	hub_req_json(r, 200, out);
+	return 0;
+}
+
+static void json_dtor(void *p)
+{
+	json_decref(p);
+}
+
+json_t *hub_req_own_json(hub_req *r, json_t *j)
+{
+	if (!j || wt_arena_defer(&r->arena, json_dtor, j))
+		return NULL;
+	return j;
 }
 
 void hub_req_fail(hub_req *r, const wt_err *err)
 {
 	int code = err->code ? err->code : WT_EIO;
 
-	count_status(r->ctx, wt_err_http_status(code));
+	count_status(r, wt_err_http_status(code));
 	if (code == WT_EUNAVAIL || code == WT_EIO)
 		atomic_fetch_add(&r->ctx->metrics.ch_errors_total, 1);
-	if (code == WT_EAUTH)
-		evhttp_add_header(evhttp_request_get_output_headers(r->req), "WWW-Authenticate", "Bearer");
 	wt_http_send_error(r->req, code, err->msg);
 }
 
@@ -125,37 +151,20 @@ void hub_handle_metrics(hub_req *r)
 			   atomic_load(&r->ctx->store.transitions), &b);
 	hub_repl_metrics_render(&b);
 	hub_rules_metrics_render(&b);
-	count_status(r->ctx, 200);
+	routes_metrics_render(&b);
+	count_status(r, 200);
 	wt_http_send_bytes(r->req, 200, "text/plain; version=0.0.4", b.data, b.len);
 	wt_buf_free(&b);
-}
-
-static void not_found(hub_req *r)
-{
-	wt_err err;
-	wt_err_set(&err, WT_ENOTFOUND, "no endpoint %s %s", "at", r->path);
-	hub_req_fail(r, &err);
 }
 
 void hub_req_method_not_allowed(hub_req *r, const char *allowed)
 {
 	wt_err err;
-	count_status(r->ctx, 405);
+	count_status(r, 405);
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow", allowed);
 	wt_err_set(&err, WT_EINVAL, "method not allowed on %s (allowed: %s)", r->path, allowed);
 	wt_http_send_json(r->req, 405, json_pack("{s:s, s:s}", "error", "method_not_allowed",
 						  "detail", err.msg));
-}
-
-/* /v1/projects/{p}/profiles/{view} */
-static int match_query(const char *path, char *project, size_t pcap, char *view, size_t vcap)
-{
-	const char *rest = hub_path_project(path, project, pcap);
-
-	if (!rest || strncmp(rest, "/profiles/", 10))
-		return 0;
-	snprintf(view, vcap, "%s", rest + 10);
-	return strlen(rest + 10) < vcap;
 }
 
 /* A body over WT_HTTP_GUARD_SMALL_BODY is read only for a valid token (any
@@ -184,88 +193,198 @@ static int guard_decide(void *arg, const wt_http_head *h, wt_err *err)
 	return hub_auth_lookup(w->ctx->auth, w->ch, tok, &p, err);
 }
 
+/* ---- the route table (docs/api.md lists the endpoints) ------------------ */
+
+/* Adapters for handlers that authenticate and parse on their own. */
+static int h_healthz(hub_req *r, wt_err *e) { (void)e; hub_handle_healthz(r); return 0; }
+static int h_metrics(hub_req *r, wt_err *e) { (void)e; hub_handle_metrics(r); return 0; }
+static int h_upload(hub_req *r, wt_err *e) { (void)e; hub_handle_upload(r); return 0; }
+static int h_ui(hub_req *r, wt_err *e) { (void)e; hub_handle_ui(r); return 0; }
+static int h_deletion(hub_req *r, wt_err *e) { (void)e; hub_handle_deletion(r, r->project, r->id); return 0; }
+
+#define GET EVHTTP_REQ_GET
+#define HEAD EVHTTP_REQ_HEAD
+#define POST EVHTTP_REQ_POST
+#define PUT EVHTTP_REQ_PUT
+#define DELETE EVHTTP_REQ_DELETE
+#define PATCH EVHTTP_REQ_PATCH
+#define H(fn) ((void (*)(void))(fn))
+#define DEBUGINFO (HUB_AUTH_BADNAME_400 | HUB_AUTH_NOQUERY)
+
+/* First match wins. Rows with a role: the wrapper checks the token, the
+ * role on {project} and parses the query string before the handler runs.
+ * Rows with HUB_AUTH_OPEN: open endpoints and handlers that still check
+ * tokens themselves. Paths not here go to the sub-routers in
+ * route_request (the Pyroscope API under its configurable prefix). */
+static const wt_route hub_routes[] = {
+	{GET | HEAD, "/healthz", HUB_AUTH_OPEN, H(h_healthz), NULL},
+	{GET, "/metrics", HUB_AUTH_OPEN, H(h_metrics), NULL},
+	{POST, "/v1/profiles", HUB_AUTH_OPEN, H(h_upload), NULL},
+	{GET | POST, "/v1/admin/projects", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_admin_projects), NULL},
+	{GET | POST, "/v1/admin/tokens", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_admin_tokens), NULL},
+	{DELETE, "/v1/admin/tokens/*", HUB_AUTH_TOKEN, H(hub_handle_admin_token_revoke), NULL},
+	{GET, "/v1/admin/edges", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edges_get), NULL},
+	{GET, "/v1/admin/edges/", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edges_get), NULL},
+	{POST, "/v1/admin/edges/{id}/projects", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_allow), NULL},
+	{POST, "/v1/admin/edges/{id}/projects/", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_allow), NULL},
+	{DELETE, "/v1/admin/edges/{id}/projects/*", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_disallow), NULL},
+	{POST, "/v1/admin/worker/run", HUB_AUTH_TOKEN, H(hub_handle_worker_run), NULL},
+	{POST, "/v1/admin/analysis/run", HUB_AUTH_TOKEN, H(hub_handle_analysis_run), NULL},
+	{GET | PUT, "/v1/projects/{project}/policy", HUB_ROLE_ADMIN | HUB_AUTH_BADNAME_400 | HUB_AUTH_NOQUERY, H(hub_handle_policy), NULL},
+	{DELETE, "/v1/projects/{project}/profiles", HUB_ROLE_DELETE | HUB_AUTH_BADNAME_400, H(hub_handle_delete_profiles), NULL},
+	{GET, "/v1/projects/{project}/audit", HUB_ROLE_ADMIN | HUB_ROLE_DELETE | HUB_AUTH_BADNAME_400, H(hub_handle_audit), NULL},
+	{GET, "/v1/projects/{project}/deletions/{id}", HUB_AUTH_OPEN, H(h_deletion), NULL},
+	{GET, "/v1/projects/{project}/profiles/diff", HUB_ROLE_READ, H(hub_handle_diff), NULL},
+	{GET, "/v1/projects/{project}/profiles/timeline", HUB_ROLE_READ, H(hub_handle_timeline), NULL},
+	{GET, "/v1/projects/{project}/profiles/insights", HUB_ROLE_READ, H(hub_handle_insights), NULL},
+	{GET, "/v1/projects/{project}/profiles/leaks", HUB_ROLE_READ, H(hub_handle_leaks), NULL},
+	{GET, "/v1/projects/{project}/issues", HUB_ROLE_READ, H(hub_handle_issues), NULL},
+	{PATCH, "/v1/projects/{project}/issues/{id}", HUB_ROLE_ADMIN, H(hub_handle_issue_patch), NULL},
+	{GET, "/v1/projects/{project}/debuginfo", HUB_ROLE_READ | DEBUGINFO, H(hub_handle_debuginfo_list), NULL},
+	{GET, "/v1/projects/{project}/debuginfo/{id}", HUB_ROLE_READ | HUB_ROLE_UPLOAD | DEBUGINFO,
+	 H(hub_handle_debuginfo), NULL},
+	{PUT | DELETE, "/v1/projects/{project}/debuginfo/{id}", HUB_ROLE_UPLOAD | DEBUGINFO, H(hub_handle_debuginfo), NULL},
+	{GET | PUT, "/v1/projects/{project}/recording-rules", HUB_AUTH_OPEN, H(hub_handle_rules), NULL},
+	{GET, "/v1/projects/{project}/recording-rules/{id}/series", HUB_AUTH_OPEN, H(hub_handle_rule_series), NULL},
+	{GET | HEAD, "/", HUB_AUTH_OPEN, H(h_ui), NULL},
+	{GET | HEAD, "/ui", HUB_AUTH_OPEN, H(h_ui), NULL},
+	{GET | HEAD, "/ui/*", HUB_AUTH_OPEN, H(h_ui), NULL},
+	{GET, "/v1/projects/{project}/services", HUB_ROLE_READ, H(hub_handle_services), NULL},
+	{GET, "/v1/projects/{project}/labels", HUB_ROLE_READ, H(hub_handle_labels), NULL},
+	{GET, "/v1/projects/{project}/profiles/series", HUB_ROLE_READ, H(hub_handle_series), NULL},
+	{GET, "/v1/projects/{project}/profiles/flamegraph", HUB_ROLE_READ, H(hub_handle_flamegraph), NULL},
+	{GET, "/v1/projects/{project}/profiles/table", HUB_ROLE_READ, H(hub_handle_table), NULL},
+	{GET, "/v1/projects/{project}/profiles/callgraph", HUB_ROLE_READ, H(hub_handle_callgraph), NULL},
+};
+#define NROUTES (sizeof(hub_routes) / sizeof(hub_routes[0]))
+
+/* Per-route counters (all workers): replies by status class, handler time. */
+static _Atomic long route_replies[NROUTES][3];
+static _Atomic long route_ns[NROUTES];
+
+static void routes_metrics_render(wt_buf *b)
+{
+	static const char *cls[3] = {"2xx", "4xx", "5xx"};
+	char allow[64];
+
+	wt_buf_puts(b, "# HELP wt_hub_route_responses_total HTTP responses by route and status class.\n"
+		    "# TYPE wt_hub_route_responses_total counter\n");
+	for (size_t i = 0; i < NROUTES; i++) {
+		wt_route_allow_str(hub_routes[i].methods, allow, sizeof(allow));
+		for (int c = 0; c < 3; c++) {
+			long n = atomic_load(&route_replies[i][c]);
+			if (n)
+				wt_buf_printf(b, "wt_hub_route_responses_total{method=\"%s\",route=\"%s\",class=\"%s\"} %ld\n",
+					      allow, hub_routes[i].name ? hub_routes[i].name : hub_routes[i].pattern,
+					      cls[c], n);
+		}
+	}
+	wt_buf_puts(b, "# HELP wt_hub_route_seconds_total Time spent handling requests, by route.\n"
+		    "# TYPE wt_hub_route_seconds_total counter\n");
+	for (size_t i = 0; i < NROUTES; i++) {
+		long ns = atomic_load(&route_ns[i]);
+		wt_route_allow_str(hub_routes[i].methods, allow, sizeof(allow));
+		if (ns)
+			wt_buf_printf(b, "wt_hub_route_seconds_total{method=\"%s\",route=\"%s\"} %.6f\n", allow,
+				      hub_routes[i].name ? hub_routes[i].name : hub_routes[i].pattern, (double)ns / 1e9);
+	}
+}
+
+/* 0 when the token has one of the roles in auth on r->project; else the
+ * last refusal (roles tried in HUB_ROLE_* order). */
+static int allowed(hub_req *r, int auth, wt_err *err)
+{
+	int rc = WT_EFORBIDDEN;
+
+	for (int role = HUB_ROLE_UPLOAD; role <= HUB_ROLE_DELETE; role <<= 1) {
+		if (!(auth & role))
+			continue;
+		if (!hub_auth_allows(&r->who, r->project, role, err))
+			return 0;
+		rc = err->code ? err->code : WT_EFORBIDDEN;
+	}
+	return rc;
+}
+
+/* Request memory a handler may take from r->arena. */
+#define HUB_REQ_ARENA_MAX ((size_t)256 << 20)
+
+/* The one wrapper every table route goes through: token and role (on the
+ * head the guard has already admitted), query parameters, the handler,
+ * its error reply in docs/api.md's shape, per-route counters, and the
+ * request's memory released at the end. */
+static void dispatch(hub_req *r, const wt_route_match *m)
+{
+	const wt_route *rt = m->route;
+	wt_err err = {0, ""};
+	int64_t t0 = hub_now_ns();
+	int rc = 0;
+
+	r->project = wt_route_param(m, "project");
+	r->id = wt_route_param(m, "id");
+	r->rest = m->rest;
+	if (!r->id && m->rest)
+		r->id = m->rest;
+	TAILQ_INIT(&r->q);
+	wt_arena_init(&r->arena, HUB_REQ_ARENA_MAX);
+	if (rt->auth != HUB_AUTH_OPEN) {
+		if (hub_req_auth(r, &r->who))
+			goto done; /* replied */
+		if (r->project && !hub_project_name_valid(r->project))
+			rc = (rt->auth & HUB_AUTH_BADNAME_400)
+				     ? wt_err_set(&err, WT_EINVAL, "project: not a valid project name")
+				     : wt_err_set(&err, WT_ENOTFOUND, "project: \"%.64s\" is not a valid project name",
+						  r->project);
+		else if (r->project && (rt->auth & HUB_AUTH_ROLES) && (rc = allowed(r, rt->auth, &err)))
+			;
+		else if (!(rt->auth & HUB_AUTH_NOQUERY) && wt_http_query(r->req, &r->q))
+			rc = wt_err_set(&err, WT_EINVAL, "query string is malformed");
+	}
+	if (!rc)
+		rc = ((hub_handler)rt->fn)(r, &err);
+	if (rc && !r->status) {
+		if (!err.code)
+			err.code = rc;
+		hub_req_fail(r, &err);
+	} else if (rc) {
+		wt_warn("route %s: error after the reply was sent: %s", rt->pattern, err.msg);
+	}
+done:
+	if (r->status)
+		atomic_fetch_add(&route_replies[m->index][r->status < 300 ? 0 : r->status < 500 ? 1 : 2], 1);
+	atomic_fetch_add(&route_ns[m->index], (long)(hub_now_ns() - t0));
+	evhttp_clear_headers(&r->q);
+	wt_arena_clear(&r->arena);
+}
+
 static void route_request(struct evhttp_request *req, void *arg)
 {
 	worker *w = arg;
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-	hub_req r = {w->ctx, w->ch, req, path ? path : "/"};
-	char project[256], view[64];
+	unsigned cmd = (unsigned)evhttp_request_get_command(req);
+	hub_req r = {.ctx = w->ctx, .ch = w->ch, .req = req, .path = path ? path : "/"};
+	wt_route_match m;
+	int found;
+	wt_err err;
 
 	wt_http_guard_request(w->guard, req);
 	atomic_fetch_add(&w->ctx->metrics.requests_total, 1);
-	if (!strcmp(r.path, "/healthz")) {
-		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
-			{ hub_req_method_not_allowed(&r, "GET"); return; }
-		{ hub_handle_healthz(&r); return; }
-	}
-	if (!strcmp(r.path, "/metrics")) {
-		if (cmd != EVHTTP_REQ_GET)
-			{ hub_req_method_not_allowed(&r, "GET"); return; }
-		{ hub_handle_metrics(&r); return; }
-	}
-	if (!strcmp(r.path, "/v1/profiles")) {
-		if (cmd != EVHTTP_REQ_POST)
-			{ hub_req_method_not_allowed(&r, "POST"); return; }
-		{ hub_handle_upload(&r); return; }
-	}
-	if (!strcmp(r.path, "/v1/admin/projects")) {
-		if (cmd != EVHTTP_REQ_POST && cmd != EVHTTP_REQ_GET)
-			{ hub_req_method_not_allowed(&r, "GET, POST"); return; }
-		{ hub_handle_admin_projects(&r); return; }
-	}
-	if (!strcmp(r.path, "/v1/admin/tokens")) {
-		if (cmd != EVHTTP_REQ_POST && cmd != EVHTTP_REQ_GET)
-			{ hub_req_method_not_allowed(&r, "GET, POST"); return; }
-		{ hub_handle_admin_tokens(&r); return; }
-	}
-	if (!strncmp(r.path, "/v1/admin/tokens/", 17)) {
-		if (cmd != EVHTTP_REQ_DELETE)
-			{ hub_req_method_not_allowed(&r, "DELETE"); return; }
-		{ hub_handle_admin_token_revoke(&r, r.path + 17); return; }
-	}
-	if (hub_edges_route(&r)) /* edge → project registrations (http_edges.c) */
+	found = wt_route_find(hub_routes, NROUTES, cmd, r.path, &m);
+	if (found == WT_ROUTE_FOUND) {
+		dispatch(&r, &m);
 		return;
-	if (hub_control_route(&r)) /* policy, audit, deletion, worker (http_control.c) */
-		return;
-	if (hub_debuginfo_route(&r)) /* debug files (http_debuginfo.c) */
-		return;
-	if (hub_analysis_route(&r)) /* diff, timeline, insights, leaks, issues (http_issues.c) */
-		return;
+	}
 	if (hub_pyroscope_route(&r)) /* Pyroscope's QuerierService (pyroscope_api.c) */
 		return;
-	if (hub_rules_route(&r)) /* recording rules and their series (recording_rules.c) */
-		return;
-	/* Explorer UI (static, no token) and its picker endpoints (http_ui.h). */
-	if (!strcmp(r.path, "/") || !strcmp(r.path, "/ui") || !strncmp(r.path, "/ui/", 4)) {
-		if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD)
-			{ hub_req_method_not_allowed(&r, "GET"); return; }
-		{ hub_handle_ui(&r); return; }
-	}
-	if (hub_match_project_suffix(r.path, "/services", project, sizeof(project)) ||
-	    hub_match_project_suffix(r.path, "/labels", project, sizeof(project))) {
-		if (cmd != EVHTTP_REQ_GET)
-			{ hub_req_method_not_allowed(&r, "GET"); return; }
-		if (hub_match_project_suffix(r.path, "/services", project, sizeof(project)))
-			hub_handle_services(&r, project);
-		else
-			hub_handle_labels(&r, project);
+	if (found == WT_ROUTE_NO_METHOD) {
+		char allow[64];
+		wt_route_allow_str(m.allowed, allow, sizeof(allow));
+		hub_req_method_not_allowed(&r, allow);
 		return;
 	}
-	if (match_query(r.path, project, sizeof(project), view, sizeof(view)) && !strcmp(view, "series")) {
-		if (cmd != EVHTTP_REQ_GET)
-			{ hub_req_method_not_allowed(&r, "GET"); return; }
-		{ hub_handle_series(&r, project); return; }
-	}
-	if (match_query(r.path, project, sizeof(project), view, sizeof(view))) {
-		if (!strcmp(view, "flamegraph") || !strcmp(view, "table") || !strcmp(view, "callgraph")) {
-			if (cmd != EVHTTP_REQ_GET)
-				{ hub_req_method_not_allowed(&r, "GET"); return; }
-			{ hub_handle_query(&r, project, view); return; }
-		}
-	}
-	not_found(&r);
+	wt_err_set(&err, WT_ENOTFOUND, "no endpoint %s %s", "at", r.path);
+	hub_req_fail(&r, &err);
 }
 
 /* After a request with a large body (an upload, a debug file) the heap
@@ -291,49 +410,24 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static int parse_listen(const char *s, struct sockaddr_in *sa)
-{
-	char host[128];
-	const char *colon = strrchr(s, ':');
-	long port;
-	char *end;
-
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return WT_EINVAL;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	port = strtol(colon + 1, &end, 10);
-	if (*end || port < 0 || port > 65535)
-		return WT_EINVAL;
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_port = htons((uint16_t)port);
-	if (!host[0] || !strcmp(host, "*") || !strcmp(host, "0.0.0.0"))
-		sa->sin_addr.s_addr = htonl(INADDR_ANY);
-	else if (!strcmp(host, "localhost"))
-		sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-		return WT_EINVAL;
-	return 0;
-}
-
 int hub_server_start(hub_ctx *ctx, hub_server **out, wt_err *err)
 {
 	hub_server *s = calloc(1, sizeof(*s));
-	struct sockaddr_in sa;
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	wt_listen_addr la;
 	int one = 1, i, rc = 0;
 
 	if (!s)
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	s->ctx = ctx;
 	s->fd = -1;
-	if (parse_listen(ctx->cfg.listen, &sa)) {
-		rc = wt_err_set(err, WT_EINVAL, "hub.listen \"%s\" is not HOST:PORT (IPv4)", ctx->cfg.listen);
+	if ((rc = wt_listen_parse(ctx->cfg.listen, "hub.listen", 1, &la, err)) ||
+	    (rc = wt_listen_sockaddr(&la, &sa, &salen, err)))
 		goto fail;
-	}
-	s->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	s->fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->fd < 0 || setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(s->fd, 1024)) {
+	    bind(s->fd, (struct sockaddr *)&sa, salen) || listen(s->fd, 1024)) {
 		rc = wt_err_set(err, WT_EIO, "cannot listen on %s: %s", ctx->cfg.listen, strerror(errno));
 		goto fail;
 	}

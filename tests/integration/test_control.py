@@ -24,6 +24,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import shutil
 import ssl
 import subprocess
@@ -519,6 +520,17 @@ class ControlTest(unittest.TestCase):
                     self.assertEqual(st, 403, (method, path, role, js))
             st, _ = hub.request(method, path, data, token="bogus")
             self.assertEqual(st, 401, (method, path))
+        # the route wrapper counted each reply of the table view under its route:
+        # read, admin and the hub admin token 200; three other tokens 403, "bogus" 401
+        st, text = hub.request("GET", "/metrics")
+        self.assertEqual(st, 200)
+        counts = dict(re.findall(r'^wt_hub_route_responses_total\{method="GET",'
+                                 r'route="/v1/projects/\{project\}/profiles/table",class="(\dxx)"\} (\d+)$',
+                                 text.decode(), re.M))
+        self.assertEqual(counts, {"2xx": "3", "4xx": "4"}, text.decode()[-3000:])
+        self.assertNotIn('route="/v1/projects/{project}/profiles/leaks"', text.decode())
+        self.assertRegex(text.decode(), r'wt_hub_route_seconds_total\{method="GET",'
+                         r'route="/v1/projects/\{project\}/profiles/table"\} [0-9.]+')
 
 
 if __name__ == "__main__":

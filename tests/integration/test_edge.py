@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -324,6 +325,22 @@ class EdgeTest(unittest.TestCase):
         self.assertIn("clean shutdown", e.read_log())
         e.start()
         self.assertEqual(e.query("table", service="term")[1]["total"], folded_reference(FOLDED_C)[0])
+
+    def test_ipv6_listen_addresses(self):
+        """edge.listen and both OTLP listeners take "[::1]:port"; the edge
+        then serves on IPv6 loopback only."""
+        e = self.start_edge(host="::1")
+        st, body = e.request("GET", "/healthz")
+        self.assertEqual(st, 200, body)
+        st, body = e.upload(b"main;work 7\n", service="v6", format="folded")
+        self.assertEqual(st, 200, body)
+        st, js = e.query("table", service="v6")
+        self.assertEqual(st, 200, js)
+        self.assertEqual(js["total"], 7)
+        for port in (e.otlp_http_port, e.otlp_grpc_port):
+            socket.create_connection(("::1", port), timeout=2).close()
+        with self.assertRaises(OSError):
+            socket.create_connection(("127.0.0.1", e.port), timeout=2).close()
 
     def test_check_config(self):
         e = Edge(self)

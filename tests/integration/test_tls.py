@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""test_tls.py — the mutual-TLS replication listener (common/tls_server.c)
+"""test_tls.py — the mutual-TLS replication listener (hub/tls_server.c)
 and client (edge/tls_client.c) with certificates from `wtctl pki`
 (common/pki.c), checked with independent clients: `curl`, `openssl
 s_client`, `openssl verify` and Python's ssl module (all OpenSSL).
 
 The server under test is tests/tools/tls_echo, which answers every request
-with the verified peer id it got from wt_tls_server. The matrix: a valid
+with the verified peer id it got from hub_tls_server. The matrix: a valid
 edge certificate is served (200, peer id echoed); no client certificate, a
 self-signed one, one from another CA, an expired one and the hub's own
 (serverAuth-only) certificate are rejected in the handshake; clients that

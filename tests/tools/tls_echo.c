@@ -1,16 +1,16 @@
 /*
- * tls_echo.c — test tool for the mutual-TLS pieces (common/tls_server.c,
+ * tls_echo.c — test tool for the mutual-TLS pieces (hub/tls_server.c,
  * edge/tls_client.c, common/pki.c), driven by
  * tests/integration/test_tls.py:
  *
  *   tls_echo serve --ca F --cert F --key F [--host H] [--port P]
  *                  [--workers N] [--max-body N] [--idle-ms N]
- *       Run a wt_tls_server; print "PORT <n>" on stdout once listening.
+ *       Run a hub_tls_server; print "PORT <n>" on stdout once listening.
  *       Every request gets a JSON answer naming the verified peer:
  *       {"peer_id":..,"dns":[..],"method":..,"path":..,"query":..,
  *        "body_len":N,"content_type":..,"x_wt":{...}}; POST /echo returns
  *       the body itself. SIGHUP reloads the certificate files, SIGTERM /
- *       SIGINT stop the server (wt_tls_server_stop) and exit 0.
+ *       SIGINT stop the server (hub_tls_server_stop) and exit 0.
  *   tls_echo post --ca F --cert F --key F --url URL [--resolve H:P:A]
  *                 [--n N] [--size BYTES] [--header "K: V"]... [--fresh]
  *       POST N bodies of BYTES bytes with edge_tls_client over one
@@ -30,7 +30,7 @@
 #include "cli/cmd_pki.h"
 #include "log.h"
 #include "edge/tls_client.h"
-#include "tls_server.h"
+#include "hub/tls_server.h"
 
 static void json_str(wt_buf *b, const char *s)
 {
@@ -46,9 +46,9 @@ static void json_str(wt_buf *b, const char *s)
 	wt_buf_putc(b, '"');
 }
 
-static int handle(void *ctx, const wt_tls_request *req, wt_tls_response *resp)
+static int handle(void *ctx, const hub_tls_request *req, hub_tls_response *resp)
 {
-	const char *ct = wt_tls_request_header(req, "content-type");
+	const char *ct = hub_tls_request_header(req, "content-type");
 	int first = 1;
 
 	(void)ctx;
@@ -100,8 +100,8 @@ static const char *opt(int argc, char **argv, const char *name)
 
 static int serve(int argc, char **argv)
 {
-	wt_tls_server_config cfg = {0};
-	wt_tls_server *srv;
+	hub_tls_server_config cfg = {0};
+	hub_tls_server *srv;
 	wt_err err = {0};
 	sigset_t set;
 	int sig;
@@ -122,17 +122,17 @@ static int serve(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	if (wt_tls_server_start(&cfg, &srv, &err)) {
+	if (hub_tls_server_start(&cfg, &srv, &err)) {
 		fprintf(stderr, "tls_echo: %s\n", err.msg);
 		return 1;
 	}
-	printf("PORT %u\n", (unsigned)wt_tls_server_port(srv));
+	printf("PORT %u\n", (unsigned)hub_tls_server_port(srv));
 	fflush(stdout);
 	for (;;) {
 		if (sigwait(&set, &sig))
 			continue;
 		if (sig == SIGHUP) {
-			if (wt_tls_server_reload(srv, &err))
+			if (hub_tls_server_reload(srv, &err))
 				fprintf(stderr, "tls_echo: reload failed: %s\n", err.msg);
 			else
 				fprintf(stderr, "tls_echo: reloaded\n");
@@ -141,13 +141,13 @@ static int serve(int argc, char **argv)
 		break;
 	}
 	{
-		wt_tls_server_stats st;
-		wt_tls_server_get_stats(srv, &st);
+		hub_tls_server_stats st;
+		hub_tls_server_get_stats(srv, &st);
 		fprintf(stderr, "tls_echo: connections=%llu handshakes_ok=%llu handshakes_failed=%llu requests=%llu\n",
 			(unsigned long long)st.connections, (unsigned long long)st.handshakes_ok,
 			(unsigned long long)st.handshakes_failed, (unsigned long long)st.requests);
 	}
-	wt_tls_server_stop(srv);
+	hub_tls_server_stop(srv);
 	return 0;
 }
 

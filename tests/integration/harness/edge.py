@@ -40,8 +40,9 @@ def free_port():
 class Edge:
     def __init__(self, testcase=None, project="demo", sync=True, workers=4, max_body_mb=64,
                  rollup_mode="merge", extra_limits="", extra_edge="", edge_id="edge-test", hub=None,
-                 replication="", retention=None):
-        """hub: None (no replication) or {"url" (or "urls": a list),"ca","cert","key"};
+                 replication="", retention=None, host="127.0.0.1"):
+        """host: the address every listener binds ("::1" for IPv6 loopback);
+        hub: None (no replication) or {"url" (or "urls": a list),"ca","cert","key"};
         replication: text inside `replication = { ... }` (e.g.
         "backoff_initial_ms = 50;"); retention: {key: value} over the defaults
         below (e.g. {"disk_quota_mb": 1, "interval_s": 1})."""
@@ -54,6 +55,8 @@ class Edge:
         ret = {"raw_hours_after_replication": 24, "rollup_days": 7, "disk_quota_mb": 10240}
         ret.update(retention or {})
         ret_text = " ".join(f"{k} = {v};" for k, v in ret.items())
+        self.host = host
+        lh = f"[{host}]" if ":" in host else host
         self.port = free_port()
         self.otlp_http_port = free_port()  # edge.otlp_http_listen
         self.otlp_grpc_port = free_port()  # edge.otlp_grpc_listen
@@ -64,9 +67,9 @@ class Edge:
         with open(self.cfg, "w") as f:
             f.write(f"""edge = {{
   id = "{edge_id}";
-  listen = "127.0.0.1:{self.port}";
-  otlp_http_listen = "127.0.0.1:{self.otlp_http_port}";
-  otlp_grpc_listen = "127.0.0.1:{self.otlp_grpc_port}";
+  listen = "{lh}:{self.port}";
+  otlp_http_listen = "{lh}:{self.otlp_http_port}";
+  otlp_grpc_listen = "{lh}:{self.otlp_grpc_port}";
   data_dir = "{self.dir}/data";
   default_project = "{project}";
   sync = {"true" if sync else "false"};
@@ -85,7 +88,7 @@ replication = {{ {replication} }};
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{'[' + self.host + ']' if ':' in self.host else self.host}:{self.port}"
 
     def start(self, timeout=15, env=None):
         logf = open(self.log, "ab")
@@ -139,7 +142,7 @@ replication = {{ {replication} }};
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def request(self, method, path, body=None, headers=None, timeout=60):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             c.request(method, path, body=body, headers=headers or {})
             r = c.getresponse()

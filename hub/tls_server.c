@@ -7,7 +7,7 @@
  * memory. Private per-worker state matters: mbedtls caches ECP
  * precomputation inside the key's group on first use, which is not safe to
  * share between threads. Workers block in poll() on the shared
- * non-blocking listen socket and on an eventfd that wt_tls_server_stop
+ * non-blocking listen socket and on an eventfd that hub_tls_server_stop
  * makes readable; every socket wait also watches that eventfd, so stop
  * interrupts handshakes and idle keep-alive connections promptly.
  */
@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/entropy.h>
 #include <mbedtls/error.h>
@@ -60,7 +61,7 @@ typedef struct material {
 } material;
 
 typedef struct worker {
-	struct wt_tls_server *srv;
+	struct hub_tls_server *srv;
 	pthread_t thread;
 	int started, inited;
 	mbedtls_entropy_context entropy;
@@ -69,7 +70,7 @@ typedef struct worker {
 	unsigned gen;
 } worker;
 
-struct wt_tls_server {
+struct hub_tls_server {
 	char *ca_file, *cert_file, *key_file;
 	int listen_fd, stop_fd;
 	uint16_t port;
@@ -77,7 +78,7 @@ struct wt_tls_server {
 	worker *workers;
 	int handshake_ms, io_ms, idle_ms;
 	size_t max_body;
-	wt_tls_handler handler;
+	hub_tls_handler handler;
 	void *ctx;
 
 	pthread_mutex_t pem_lock; /* guards pem and gen */
@@ -185,7 +186,7 @@ out:
 }
 
 /* Read the three files into *p and check they parse and match. */
-static int pem_load(const wt_tls_server *s, material_pem *p, wt_err *err)
+static int pem_load(const hub_tls_server *s, material_pem *p, wt_err *err)
 {
 	material *m = NULL;
 	int rc;
@@ -206,7 +207,7 @@ out:
 /* Before a connection: switch to new material if a reload happened. */
 static void worker_refresh(worker *w)
 {
-	wt_tls_server *s = w->srv;
+	hub_tls_server *s = w->srv;
 	material *m = NULL;
 	wt_err err = {0};
 	unsigned gen;
@@ -339,19 +340,19 @@ static const char *reason(int status)
 /* {"error":"<name>","detail":"<detail>"} — the error shape of docs/api.md. */
 static void json_error(wt_buf *b, int code, const char *detail)
 {
-	wt_buf_printf(b, "{\"error\":\"%s\",\"detail\":\"", wt_err_name(code));
-	for (const char *c = detail; *c; c++) {
-		if (*c == '"' || *c == '\\')
-			wt_buf_printf(b, "\\%c", *c);
-		else if ((unsigned char)*c < 0x20)
-			wt_buf_printf(b, "\\u%04x", (unsigned char)*c);
-		else
-			wt_buf_putc(b, *c);
-	}
-	wt_buf_puts(b, "\"}\n");
+	json_t *o = json_pack("{s:s, s:s}", "error", wt_err_name(code), "detail", detail);
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	if (s)
+		wt_buf_puts(b, s);
+	else
+		wt_buf_puts(b, "{\"error\":\"out_of_memory\",\"detail\":\"encoding the reply failed\"}");
+	wt_buf_putc(b, '\n');
+	free(s);
+	json_decref(o);
 }
 
-static int send_response(mbedtls_ssl_context *ssl, wt_tls_response *r, int keep_alive)
+static int send_response(mbedtls_ssl_context *ssl, hub_tls_response *r, int keep_alive)
 {
 	wt_buf h = WT_BUF_INIT;
 	int ret;
@@ -380,135 +381,19 @@ static int send_response(mbedtls_ssl_context *ssl, wt_tls_response *r, int keep_
  * connection is closed afterwards. */
 static void send_error(mbedtls_ssl_context *ssl, int status, int code, const char *detail)
 {
-	wt_tls_response r = {status, "application/json", WT_BUF_INIT, WT_BUF_INIT, 1};
+	hub_tls_response r = {status, "application/json", WT_BUF_INIT, WT_BUF_INIT, 1};
 
 	json_error(&r.body, code, detail);
 	send_response(ssl, &r, 0);
 	wt_buf_free(&r.body);
 }
 
-static int is_tchar(char c)
+const char *hub_tls_request_header(const hub_tls_request *req, const char *name)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	return hub_http1_find_header(req->headers, req->nheaders, name);
 }
 
-const char *wt_tls_request_header(const wt_tls_request *req, const char *name)
-{
-	for (size_t i = 0; i < req->nheaders; i++)
-		if (!strcasecmp(req->headers[i].name, name))
-			return req->headers[i].value;
-	return NULL;
-}
-
-typedef wt_tls_head head;
-
-/* Parse "METHOD SP target SP HTTP/1.x CRLF (name: value CRLF)* CRLF" in
- * buf[0..len) (len includes the final CRLFCRLF). Returns 0, or an HTTP
- * status with *why set. */
-int wt_tls_parse_head(char *buf, size_t len, size_t max_body, head *h, const char **why)
-{
-	char *p = buf, *end = buf + len - 2; /* last line's CRLF is the terminator */
-	char *line_end, *sp1, *sp2, *q;
-	int have_cl = 0;
-
-	memset(h, 0, sizeof(*h));
-	line_end = memchr(p, '\r', (size_t)(end - p));
-	if (!line_end || line_end[1] != '\n')
-		return *why = "malformed request line", 400;
-	*line_end = 0;
-	if (memchr(p, 0, (size_t)(line_end - p)))
-		return *why = "NUL in request line", 400;
-	sp1 = strchr(p, ' ');
-	sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-	if (!sp1 || !sp2 || strchr(sp2 + 1, ' '))
-		return *why = "malformed request line", 400;
-	*sp1 = *sp2 = 0;
-	h->method = p;
-	if (!*h->method)
-		return *why = "empty method", 400;
-	for (q = h->method; *q; q++)
-		if (!is_tchar(*q))
-			return *why = "bad method", 400;
-	h->path = sp1 + 1;
-	if (h->path[0] != '/')
-		return *why = "request target must start with /", 400;
-	/* Every pointer in *h points into buf (see rebase_head). */
-	q = strchr(h->path, '?');
-	h->query = h->path + strlen(h->path);
-	if (q) {
-		*q = 0;
-		h->query = q + 1;
-	}
-	if (!strcmp(sp2 + 1, "HTTP/1.1"))
-		h->http11 = 1;
-	else if (strcmp(sp2 + 1, "HTTP/1.0"))
-		return *why = "unsupported HTTP version", 400;
-	h->keep_alive = h->http11;
-	p = line_end + 2;
-	while (p < end) {
-		char *colon, *v, *ve;
-
-		line_end = memchr(p, '\r', (size_t)(end - p));
-		if (!line_end || line_end[1] != '\n')
-			return *why = "malformed header line", 400;
-		*line_end = 0;
-		if (*p == ' ' || *p == '\t')
-			return *why = "folded header lines are not allowed", 400;
-		colon = memchr(p, ':', (size_t)(line_end - p));
-		if (!colon || colon == p)
-			return *why = "malformed header line", 400;
-		if (memchr(p, 0, (size_t)(line_end - p)))
-			return *why = "NUL in header", 400;
-		*colon = 0;
-		for (q = p; *q; q++) {
-			if (!is_tchar(*q))
-				return *why = "bad header name", 400;
-			if (*q >= 'A' && *q <= 'Z')
-				*q = (char)(*q + 32);
-		}
-		v = colon + 1;
-		while (*v == ' ' || *v == '\t')
-			v++;
-		ve = line_end;
-		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-			*--ve = 0;
-		if (h->nhdr == WT_TLS_MAX_HEADERS)
-			return *why = "too many header fields", 431;
-		h->hdr[h->nhdr].name = p;
-		h->hdr[h->nhdr].value = v;
-		h->nhdr++;
-		if (!strcmp(p, "content-length")) {
-			char *e;
-			unsigned long long n;
-			if (*v < '0' || *v > '9')
-				return *why = "bad Content-Length", 400;
-			errno = 0;
-			n = strtoull(v, &e, 10);
-			if (errno || *e)
-				return *why = "bad Content-Length", 400;
-			if (have_cl && n != h->content_length)
-				return *why = "conflicting Content-Length headers", 400;
-			if (n > max_body)
-				return *why = "request body too large", 413;
-			have_cl = 1;
-			h->content_length = (size_t)n;
-		} else if (!strcmp(p, "transfer-encoding")) {
-			return *why = "Transfer-Encoding is not supported; send Content-Length", 411;
-		} else if (!strcmp(p, "connection")) {
-			if (!strcasecmp(v, "close"))
-				h->keep_alive = 0;
-			else if (!strcasecmp(v, "keep-alive"))
-				h->keep_alive = 1;
-		} else if (!strcmp(p, "expect")) {
-			if (strcasecmp(v, "100-continue"))
-				return *why = "unsupported Expect", 400;
-			h->expect_continue = 1;
-		}
-		p = line_end + 2;
-	}
-	return 0;
-}
+typedef hub_http1_head head;
 
 /* The input buffer moved (grown for the body): move the head's pointers. */
 static void rebase_head(head *h, uintptr_t from, uint8_t *to)
@@ -553,7 +438,7 @@ static int read_more(mbedtls_ssl_context *ssl, wt_buf *in)
 static void serve_http(worker *w, mbedtls_ssl_context *ssl, conn *c, const char *peer_id,
 		       const char *const *dns, size_t ndns)
 {
-	wt_tls_server *s = w->srv;
+	hub_tls_server *s = w->srv;
 	wt_buf in = WT_BUF_INIT;
 	head *h = malloc(sizeof(*h));
 
@@ -562,15 +447,15 @@ static void serve_http(worker *w, mbedtls_ssl_context *ssl, conn *c, const char 
 	for (;;) {
 		const char *hend, *why = NULL;
 		size_t hlen, total;
-		wt_tls_request req;
-		wt_tls_response resp = {200, "application/octet-stream", WT_BUF_INIT, WT_BUF_INIT, 0};
+		hub_tls_request req;
+		hub_tls_response resp = {200, "application/octet-stream", WT_BUF_INIT, WT_BUF_INIT, 0};
 		uint8_t saved;
 		int st, rc, ret;
 
 		/* the head */
 		c->deadline_ms = now_ms() + (in.len ? s->io_ms : s->idle_ms);
 		while (!(hend = find_crlfcrlf(in.data ? in.data : (const uint8_t *)"", in.len))) {
-			if (in.len >= WT_TLS_MAX_HEADER_BYTES) {
+			if (in.len >= HUB_HTTP1_MAX_HEADER_BYTES) {
 				send_error(ssl, 431, WT_ELIMIT, "request head larger than 16 KiB");
 				goto out;
 			}
@@ -579,11 +464,11 @@ static void serve_http(worker *w, mbedtls_ssl_context *ssl, conn *c, const char 
 			c->deadline_ms = now_ms() + s->io_ms;
 		}
 		hlen = (size_t)(hend - (const char *)in.data) + 4;
-		if (hlen > WT_TLS_MAX_HEADER_BYTES) {
+		if (hlen > HUB_HTTP1_MAX_HEADER_BYTES) {
 			send_error(ssl, 431, WT_ELIMIT, "request head larger than 16 KiB");
 			goto out;
 		}
-		st = wt_tls_parse_head((char *)in.data, hlen, s->max_body, h, &why);
+		st = hub_http1_parse_head((char *)in.data, hlen, s->max_body, h, &why);
 		if (st) {
 			send_error(ssl, st, st == 413 ? WT_ELIMIT : WT_EINVAL, why);
 			goto out;
@@ -682,7 +567,7 @@ out:
 
 static void serve_conn(worker *w, int fd, const char *addr)
 {
-	wt_tls_server *s = w->srv;
+	hub_tls_server *s = w->srv;
 	mbedtls_ssl_context ssl;
 	conn c = {fd, s->stop_fd, 0, {0}};
 	const mbedtls_x509_crt *peer;
@@ -754,7 +639,7 @@ out:
 static void *worker_main(void *arg)
 {
 	worker *w = arg;
-	wt_tls_server *s = w->srv;
+	hub_tls_server *s = w->srv;
 
 	for (;;) {
 		struct pollfd pfd[2] = {{s->listen_fd, POLLIN, 0}, {s->stop_fd, POLLIN, 0}};
@@ -800,7 +685,7 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-static int bind_listen(wt_tls_server *s, const char *host, uint16_t port, wt_err *err)
+static int bind_listen(hub_tls_server *s, const char *host, uint16_t port, wt_err *err)
 {
 	struct addrinfo hints, *res = NULL, *ai;
 	char portstr[8];
@@ -844,16 +729,16 @@ static int bind_listen(wt_tls_server *s, const char *host, uint16_t port, wt_err
 	return 0;
 }
 
-int wt_tls_server_start(const wt_tls_server_config *cfg, wt_tls_server **out, wt_err *err)
+int hub_tls_server_start(const hub_tls_server_config *cfg, hub_tls_server **out, wt_err *err)
 {
-	wt_tls_server *s;
+	hub_tls_server *s;
 	int rc;
 
 	*out = NULL;
 	if (!cfg || !cfg->ca_file || !cfg->cert_file || !cfg->key_file || !cfg->handler)
 		return wt_err_set(err, WT_EINVAL, "tls: ca_file, cert_file, key_file and handler are required");
-	if (cfg->workers < 0 || cfg->workers > WT_TLS_MAX_WORKERS)
-		return wt_err_set(err, WT_EINVAL, "tls: workers must be 1..%d", WT_TLS_MAX_WORKERS);
+	if (cfg->workers < 0 || cfg->workers > HUB_TLS_MAX_WORKERS)
+		return wt_err_set(err, WT_EINVAL, "tls: workers must be 1..%d", HUB_TLS_MAX_WORKERS);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return wt_err_set(err, WT_ENOMEM, "tls: out of memory");
@@ -862,11 +747,11 @@ int wt_tls_server_start(const wt_tls_server_config *cfg, wt_tls_server **out, wt
 	s->ca_file = dup_or_null(cfg->ca_file);
 	s->cert_file = dup_or_null(cfg->cert_file);
 	s->key_file = dup_or_null(cfg->key_file);
-	s->nworkers = cfg->workers ? cfg->workers : WT_TLS_WORKERS;
-	s->handshake_ms = cfg->handshake_timeout_ms > 0 ? cfg->handshake_timeout_ms : WT_TLS_HANDSHAKE_TIMEOUT_MS;
-	s->io_ms = cfg->io_timeout_ms > 0 ? cfg->io_timeout_ms : WT_TLS_IO_TIMEOUT_MS;
-	s->idle_ms = cfg->idle_timeout_ms > 0 ? cfg->idle_timeout_ms : WT_TLS_IDLE_TIMEOUT_MS;
-	s->max_body = cfg->max_body ? cfg->max_body : WT_TLS_MAX_BODY;
+	s->nworkers = cfg->workers ? cfg->workers : HUB_TLS_WORKERS;
+	s->handshake_ms = cfg->handshake_timeout_ms > 0 ? cfg->handshake_timeout_ms : HUB_TLS_HANDSHAKE_TIMEOUT_MS;
+	s->io_ms = cfg->io_timeout_ms > 0 ? cfg->io_timeout_ms : HUB_TLS_IO_TIMEOUT_MS;
+	s->idle_ms = cfg->idle_timeout_ms > 0 ? cfg->idle_timeout_ms : HUB_TLS_IDLE_TIMEOUT_MS;
+	s->max_body = cfg->max_body ? cfg->max_body : HUB_TLS_MAX_BODY;
 	s->handler = cfg->handler;
 	s->ctx = cfg->ctx;
 	s->gen = 1;
@@ -912,16 +797,16 @@ int wt_tls_server_start(const wt_tls_server_config *cfg, wt_tls_server **out, wt
 	*out = s;
 	return 0;
 fail:
-	wt_tls_server_stop(s);
+	hub_tls_server_stop(s);
 	return rc;
 }
 
-uint16_t wt_tls_server_port(const wt_tls_server *s)
+uint16_t hub_tls_server_port(const hub_tls_server *s)
 {
 	return s->port;
 }
 
-int wt_tls_server_reload(wt_tls_server *s, wt_err *err)
+int hub_tls_server_reload(hub_tls_server *s, wt_err *err)
 {
 	material_pem p;
 	int rc = pem_load(s, &p, err);
@@ -936,7 +821,7 @@ int wt_tls_server_reload(wt_tls_server *s, wt_err *err)
 	return 0;
 }
 
-void wt_tls_server_get_stats(wt_tls_server *s, wt_tls_server_stats *o)
+void hub_tls_server_get_stats(hub_tls_server *s, hub_tls_server_stats *o)
 {
 	o->connections = atomic_load(&s->n_conn);
 	o->handshakes_ok = atomic_load(&s->n_hs_ok);
@@ -944,7 +829,7 @@ void wt_tls_server_get_stats(wt_tls_server *s, wt_tls_server_stats *o)
 	o->requests = atomic_load(&s->n_req);
 }
 
-void wt_tls_server_stop(wt_tls_server *s)
+void hub_tls_server_stop(hub_tls_server *s)
 {
 	if (!s)
 		return;
