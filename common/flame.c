@@ -347,6 +347,21 @@ int wt_flame_add(wt_flame *f, const char *const *frames, size_t n, int64_t value
 	return add_ids(f, f->ids, n, value);
 }
 
+int wt_flame_intern(wt_flame *f, const char *frame, uint32_t *id)
+{
+	return name_intern(f, frame ? frame : "", id);
+}
+
+int wt_flame_add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] >= f->nnames)
+			return WT_EINVAL;
+	return add_ids(f, ids, n, value);
+}
+
 int wt_flame_add_profile(wt_flame *f, const wt_profile *p, size_t type_idx, wt_err *err)
 {
 	uint32_t *fmap = NULL;

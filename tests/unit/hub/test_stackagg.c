@@ -109,46 +109,93 @@ static void test_segments_random(void **state)
 
 static void test_lru(void **state)
 {
-	hub_stacklru *c = hub_stacklru_new(4096);
-	wt_buf out = WT_BUF_INIT;
-	size_t nf = 0, bytes, entries, i;
-	char names[64];
+	hub_stacklru *c = hub_stacklru_new(8192);
+	hub_framedict *d, *d2;
+	wt_buf ids = WT_BUF_INIT, names = WT_BUF_INIT;
+	size_t nf = 0, bytes, entries, i, offs[2];
+	char nm[64];
+	uint32_t id[2];
 	(void)state;
 
 	assert_non_null(c);
-	assert_int_equal(hub_stacklru_get(c, 1, &out, &nf), 0);
-	hub_stacklru_put(c, 1, "main\0run\0", 9, 2);
-	assert_int_equal(hub_stacklru_get(c, 1, &out, &nf), 1);
+	d = hub_stacklru_acquire(c);
+	assert_non_null(d);
+	assert_int_equal(hub_stacklru_get(c, d, 1, &ids, &nf), 0);
+	assert_int_equal(hub_stacklru_put(c, d, 1, "main\0run\0", 9, 2, &ids), 0);
+	assert_int_equal(ids.len, 2 * sizeof(uint32_t));
+	memcpy(id, ids.data, sizeof(id));
+	wt_buf_reset(&ids);
+	assert_int_equal(hub_stacklru_get(c, d, 1, &ids, &nf), 1);
 	assert_int_equal(nf, 2);
-	assert_int_equal(out.len, 9);
-	assert_memory_equal(out.data, "main\0run\0", 9);
+	assert_memory_equal(ids.data, id, sizeof(id));
+	assert_int_equal(hub_stacklru_names(c, d, id, 2, &names, offs), 0);
+	assert_string_equal((const char *)names.data + offs[0], "main");
+	assert_string_equal((const char *)names.data + offs[1], "run");
+	/* a frame is stored once: another stack with "run" gets the same id */
+	wt_buf_reset(&ids);
+	assert_int_equal(hub_stacklru_put(c, d, 2, "run\0", 4, 1, &ids), 0);
+	assert_int_equal(((uint32_t *)ids.data)[0], id[1]);
 	/* keys differ per project */
 	assert_true(hub_stacklru_key("a", 5) != hub_stacklru_key("b", 5));
 	/* the byte bound holds; the most recently used survive */
-	for (i = 2; i < 500; i++) {
-		snprintf(names, sizeof(names), "frame%zu", i);
-		hub_stacklru_put(c, i, names, strlen(names) + 1, 1);
+	for (i = 3; i < 500; i++) {
+		snprintf(nm, sizeof(nm), "frame%zu", i % 20);
+		wt_buf_reset(&ids);
+		assert_int_equal(hub_stacklru_put(c, d, i, nm, strlen(nm) + 1, 1, &ids), 0);
 		hub_stacklru_usage(c, &bytes, &entries);
-		assert_true(bytes <= 4096);
+		assert_true(bytes <= 8192);
 	}
 	assert_true(entries > 10);
-	wt_buf_reset(&out);
-	assert_int_equal(hub_stacklru_get(c, 499, &out, &nf), 1);
-	assert_string_equal((const char *)out.data, "frame499");
-	assert_int_equal(hub_stacklru_get(c, 2, &out, &nf), 0);
-	/* larger than the bound: not kept */
-	{
-		char *big = calloc(1, 8192);
-		hub_stacklru_put(c, 9999, big, 8192, 1);
-		free(big);
-		assert_int_equal(hub_stacklru_get(c, 9999, &out, &nf), 0);
-	}
+	wt_buf_reset(&ids);
+	assert_int_equal(hub_stacklru_get(c, d, 499, &ids, &nf), 1);
+	wt_buf_reset(&names);
+	assert_int_equal(hub_stacklru_names(c, d, (uint32_t *)ids.data, 1, &names, offs), 0);
+	assert_string_equal((const char *)names.data, "frame19");
+	assert_int_equal(hub_stacklru_get(c, d, 3, &ids, &nf), 0);
 	/* replacing a key keeps one entry */
 	hub_stacklru_usage(c, &bytes, &entries);
-	hub_stacklru_put(c, 499, "x", 2, 1);
+	wt_buf_reset(&ids);
+	assert_int_equal(hub_stacklru_put(c, d, 499, "x\0", 2, 1, &ids), 0);
 	hub_stacklru_usage(c, &bytes, &i);
 	assert_int_equal(i, entries);
-	wt_buf_free(&out);
+	/* many distinct names: the dictionary is retired, the stacks with it;
+	 * the query holding it keeps valid ids */
+	for (i = 0; i < 400; i++) {
+		snprintf(nm, sizeof(nm), "a_rather_long_distinct_frame_name_%zu", i);
+		wt_buf_reset(&ids);
+		assert_int_equal(hub_stacklru_put(c, d, 1000 + i, nm, strlen(nm) + 1, 1, &ids), 0);
+	}
+	wt_buf_reset(&names);
+	assert_int_equal(hub_stacklru_names(c, d, (uint32_t *)ids.data, 1, &names, offs), 0);
+	assert_string_equal((const char *)names.data, "a_rather_long_distinct_frame_name_399");
+	d2 = hub_stacklru_acquire(c);
+	assert_true(d2 != d);
+	wt_buf_reset(&ids);
+	assert_int_equal(hub_stacklru_get(c, d2, 1, &ids, &nf), 0);
+	assert_int_equal(hub_stacklru_get(c, d, 1, &ids, &nf), 0);
+	hub_stacklru_usage(c, &bytes, &entries);
+	assert_true(bytes <= 8192);
+	/* an id the generation never gave */
+	id[0] = 12345;
+	assert_int_equal(hub_stacklru_names(c, d2, id, 1, &names, offs), WT_EINVAL);
+	hub_stacklru_release(c, d);
+	hub_stacklru_release(c, d2);
+	wt_buf_free(&ids);
+	wt_buf_free(&names);
+	hub_stacklru_free(c);
+	/* no cache: a query still gets a dictionary of its own */
+	c = hub_stacklru_new(0);
+	d = hub_stacklru_acquire(c);
+	ids = (wt_buf)WT_BUF_INIT;
+	names = (wt_buf)WT_BUF_INIT;
+	assert_int_equal(hub_stacklru_put(c, d, 1, "main\0", 5, 1, &ids), 0);
+	assert_int_equal(hub_stacklru_get(c, d, 1, &ids, &nf), 0);
+	wt_buf_reset(&names);
+	assert_int_equal(hub_stacklru_names(c, d, (uint32_t *)ids.data, 1, &names, offs), 0);
+	assert_string_equal((const char *)names.data, "main");
+	hub_stacklru_release(c, d);
+	wt_buf_free(&ids);
+	wt_buf_free(&names);
 	hub_stacklru_free(c);
 }
 
