@@ -21,6 +21,8 @@
 #include "label_selector.h"
 
 #define MAX_FRAMES 4096
+/* stacks looked up in the cache per lock */
+#define CACHE_BATCH 512
 /* misses fetched by an IN list of ids up to this many; more by a subquery */
 #define MISS_LIST_MAX 4000
 
@@ -125,8 +127,9 @@ int hub_sel_agg_ok(const hub_sel *s)
 }
 
 /* " WHERE …" over stack_agg_v1 rows of resolution g->res in [g->from_ns,
- * g->until_ns) (aligned to it) */
-static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_agg_seg *g)
+ * g->until_ns) (aligned to it); ls: the label filters' label-set ids as a
+ * SQL list ("" = none match), NULL = resolve them in a subquery */
+static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_agg_seg *g, const char *ls)
 {
 	const hub_params *hp = &s->hp;
 	char d0[11], d1[11];
@@ -141,34 +144,87 @@ static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_a
 		wt_buf_puts(w, " AND labelset_id = 0");
 		return;
 	}
-	/* label filters resolve to label-set ids first */
+	if (ls) {
+		/* a literal list lets ClickHouse use the primary key */
+		if (ls[0])
+			wt_buf_printf(w, " AND labelset_id IN (%s)", ls);
+		else
+			wt_buf_puts(w, " AND 0");
+		return;
+	}
 	wt_buf_puts(w, " AND labelset_id GLOBAL IN (SELECT labelset_id FROM label_sets_v1 WHERE project = ");
 	hub_sql_quote(w, s->project);
-	label_conds(w, hp);
+	label_conds(w, &s->hp);
 	wt_buf_puts(w, ")");
+}
+
+/* label-set ids inlined up to this many; more by a subquery */
+#define LABELSET_LIST_MAX 1000
+
+/* The label filters' label-set ids as a comma-separated list into out
+ * (NUL-terminated; "" when none match); 1 when there are more than
+ * LABELSET_LIST_MAX (out unused: the caller uses a subquery). */
+static int labelset_list(hub_ch *ch, const hub_sel *s, wt_buf *out, wt_err *err, int *rc)
+{
+	wt_buf sql = WT_BUF_INIT;
+	size_t i, n = 0;
+
+	wt_buf_puts(&sql, "SELECT DISTINCT labelset_id FROM label_sets_v1 WHERE project = ");
+	hub_sql_quote(&sql, s->project);
+	label_conds(&sql, &s->hp);
+	wt_buf_printf(&sql, " LIMIT %d FORMAT TabSeparated", LABELSET_LIST_MAX + 1);
+	*rc = hub_ch_query_buf(ch, &sql, out, err);
+	wt_buf_free(&sql);
+	if (*rc)
+		return 0;
+	for (i = 0; i < out->len; i++)
+		if (out->data[i] == '\n') {
+			n++;
+			out->data[i] = i + 1 < out->len ? ',' : '\0';
+		}
+	if (!out->len || out->data[out->len - 1] != '\0')
+		wt_buf_putc(out, '\0');
+	if (out->oom)
+		*rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+	return n > LABELSET_LIST_MAX;
 }
 
 /* The selection's pieces as one UNION ALL of SELECTs, each giving `cols`
  * grouped by `group` (NULL: no GROUP BY); value is `value` in raw rows and
- * stack_agg_v1 alike. Returns the number of pieces, 0 when none. */
-static size_t union_sql(wt_buf *w, const hub_sel *s, const char *type, const char *cols, const char *group,
-			int64_t cover)
+ * stack_agg_v1 alike. Returns the number of pieces, 0 when none (or on a
+ * ClickHouse error resolving label sets: *rc set). */
+static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *type, const char *cols,
+			const char *group, int64_t cover, wt_err *err, int *rc)
 {
 	hub_agg_seg segs[HUB_AGG_MAX_SEGS];
-	size_t n, i;
+	wt_buf ls = WT_BUF_INIT;
+	size_t n, i, nagg = 0;
+	int sub = 0;
 
+	*rc = 0;
 	n = hub_agg_segments(s->from, s->until, cover, 0, segs);
+	for (i = 0; i < n; i++)
+		nagg += segs[i].res != 0;
+	if (nagg && s->hp.nlabels) {
+		sub = labelset_list(ch, s, &ls, err, rc);
+		if (*rc) {
+			n = 0;
+			goto out;
+		}
+	}
 	for (i = 0; i < n; i++) {
 		if (i)
 			wt_buf_puts(w, " UNION ALL ");
 		wt_buf_printf(w, "SELECT %s FROM %s", cols, segs[i].res ? "stack_agg_v1" : "profile_samples_v1");
 		if (segs[i].res)
-			where_agg(w, s, type, &segs[i]);
+			where_agg(w, s, type, &segs[i], sub || !ls.data ? NULL : (const char *)ls.data);
 		else
 			where_range(w, s, type, segs[i].from_ns, segs[i].until_ns);
 		if (group)
 			wt_buf_printf(w, " GROUP BY %s", group);
 	}
+out:
+	wt_buf_free(&ls);
 	return n;
 }
 
@@ -449,6 +505,14 @@ out:
 	return rc;
 }
 
+/* this thread's CPU time (the phase figures of the debug log) */
+static int64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 /* The aggregate path of hub_sel_load_flame: (stack_id, value) pairs from
  * the pieces of the range, frame ids from the cache or profile_stacks_v1,
  * each distinct frame symbolized and interned once. */
@@ -457,7 +521,7 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	wt_buf sql = WT_BUF_INIT, uq = WT_BUF_INIT, res = WT_BUF_INIT, arena = WT_BUF_INIT;
 	wt_u64map idx = {0};
 	agg_row *rows = NULL;
-	size_t nrows = 0, cap = 0, nmiss = 0, i;
+	size_t nrows = 0, cap = 0, nmiss = 0, npieces, i;
 	uint32_t *bids = NULL, unknown_id = UINT32_MAX;
 	hub_stacklru *c = s->ctx->frames, *own = NULL;
 	hub_framedict *d = NULL;
@@ -476,25 +540,29 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (!union_sql(&uq, s, s->type, "stack_id, sum(value) AS v, any(unit) AS u", "stack_id",
-		       agg_cover_ns(s, ch)))
+	if (!(npieces = union_sql(ch, &uq, s, s->type, "stack_id, sum(value) AS v, any(unit) AS u", "stack_id",
+				  agg_cover_ns(s, ch), err, &rc)))
 		goto out;
 	if (wt_buf_putc(&uq, '\0')) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
-	wt_buf_printf(&sql, "SELECT stack_id, sum(v) AS tv, any(u) AS tu FROM (%s) GROUP BY stack_id HAVING tv != 0"
-		      " FORMAT RowBinary", (const char *)uq.data);
+	if (npieces == 1) /* one piece is grouped by stack already */
+		wt_buf_printf(&sql, "%s HAVING v != 0 FORMAT RowBinary", (const char *)uq.data);
+	else
+		wt_buf_printf(&sql, "SELECT stack_id, sum(v) AS tv, any(u) AS tu FROM (%s) GROUP BY stack_id"
+			      " HAVING tv != 0 FORMAT RowBinary", (const char *)uq.data);
 	ph0 = hub_now_ns();
 	if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
 		goto out;
-	ph1 = hub_now_ns();
+	ph0 = hub_now_ns() - ph0; /* ClickHouse, wall clock */
+	ph1 = cpu_ns();
 	hub_rb_reader_init(&rd, res.data, res.len);
 	while (!hub_rb_eof(&rd)) {
 		uint64_t sid;
 		int64_t v;
 		const char *u;
-		size_t ul, slot, nf = 0, at;
+		size_t ul;
 		agg_row *r;
 
 		if (hub_rb_read_u64(&rd, &sid) || hub_rb_read_i64(&rd, &v) || hub_rb_read_str(&rd, &u, &ul)) {
@@ -520,42 +588,58 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		memset(r, 0, sizeof(*r));
 		r->sid = sid;
 		r->v = v;
-		if (wt_u64map_slot(&idx, sid, &slot)) {
+		nrows++;
+	}
+	/* frame ids of the cached stacks, a batch per lock */
+	for (i = 0; i < nrows; i += CACHE_BATCH) {
+		uint64_t keys[CACHE_BATCH];
+		size_t offs[CACHE_BATCH], nfs[CACHE_BATCH], j, m = nrows - i < CACHE_BATCH ? nrows - i : CACHE_BATCH;
+
+		for (j = 0; j < m; j++)
+			keys[j] = hub_stacklru_key(s->project, rows[i + j].sid);
+		if (hub_stacklru_get_many(c, d, keys, m, &arena, offs, nfs)) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
+			goto out;
+		}
+		for (j = 0; j < m; j++) {
+			agg_row *r = &rows[i + j];
+			if (nfs[j] == SIZE_MAX) {
+				nmiss++;
+				continue;
+			}
+			r->off = offs[j];
+			r->nframes = nfs[j] < MAX_FRAMES ? nfs[j] : MAX_FRAMES;
+			r->have = 1;
+		}
+	}
+	ph2 = cpu_ns();
+	/* stack id → row, to place the misses */
+	for (i = 0; nmiss && i < nrows; i++) {
+		size_t slot;
+
+		if (wt_u64map_slot(&idx, rows[i].sid, &slot)) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 			goto out;
 		}
 		if (idx.vals[slot] == WT_U64MAP_EMPTY) {
-			idx.keys[slot] = sid;
-			idx.vals[slot] = (uint32_t)nrows;
+			idx.keys[slot] = rows[i].sid;
+			idx.vals[slot] = (uint32_t)i;
 			idx.n++;
 		}
-		at = arena.len;
-		if (hub_stacklru_get(c, d, hub_stacklru_key(s->project, sid), &arena, &nf)) {
-			r->off = at / sizeof(uint32_t);
-			r->nframes = nf < MAX_FRAMES ? nf : MAX_FRAMES;
-			r->have = 1;
-		}
-		if (arena.oom) {
-			rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
-			goto out;
-		}
-		nmiss += !r->have;
-		nrows++;
 	}
-	ph2 = hub_now_ns();
 	if (nmiss && (rc = fetch_missing(ch, s, c, d, rows, nrows, &idx, nmiss, (const char *)uq.data, &arena, err)))
 		goto out;
 	if (arena.oom) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
 		goto out;
 	}
-	ph3 = hub_now_ns();
+	ph3 = cpu_ns();
 	if (nrows > 1)
 		qsort_r(rows, nrows, sizeof(*rows), row_frames_cmp, arena.data);
-	ph4 = hub_now_ns();
+	ph4 = cpu_ns();
 	if ((rc = frame_map_build(ch, s, c, d, rows, nrows, (const uint32_t *)arena.data, f, &fm, err)))
 		goto out;
-	ph5 = hub_now_ns();
+	ph5 = cpu_ns();
 	if (!(bids = malloc(MAX_FRAMES * sizeof(*bids)))) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
@@ -582,10 +666,12 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 			goto out;
 		}
 	}
-	/* WT_LOG_LEVEL=debug: where an aggregate query's time goes */
+	/* WT_LOG_LEVEL=debug: where an aggregate query's time goes (ClickHouse:
+	 * wall clock; the hub's phases: this thread's CPU time, so the figures
+	 * hold on a loaded machine) */
 	wt_debug("msg=\"flame from aggregates\" stacks=%zu misses=%zu clickhouse_ms=%.1f cache_ms=%.1f"
-		 " fetch_ms=%.1f sort_ms=%.1f frames_ms=%.1f build_ms=%.1f", nrows, nmiss, (ph1 - ph0) / 1e6,
-		 (ph2 - ph1) / 1e6, (ph3 - ph2) / 1e6, (ph4 - ph3) / 1e6, (ph5 - ph4) / 1e6, (hub_now_ns() - ph5) / 1e6);
+		 " fetch_ms=%.1f sort_ms=%.1f frames_ms=%.1f build_ms=%.1f", nrows, nmiss, ph0 / 1e6,
+		 (ph2 - ph1) / 1e6, (ph3 - ph2) / 1e6, (ph4 - ph3) / 1e6, (ph5 - ph4) / 1e6, (cpu_ns() - ph5) / 1e6);
 out:
 	if (d)
 		hub_stacklru_release(c, d);
@@ -710,8 +796,11 @@ int hub_sel_total(hub_ch *ch, hub_sel *s, const char *type, int64_t *out, wt_err
 	*out = 0;
 	if (hub_sel_agg_ok(s)) {
 		wt_buf_puts(&sql, "SELECT sum(v) FROM (");
-		if (!union_sql(&sql, s, type, "sum(value) AS v", NULL, agg_cover_ns(s, ch)))
+		if (!union_sql(ch, &sql, s, type, "sum(value) AS v", NULL, agg_cover_ns(s, ch), err, &rc)) {
+			if (rc)
+				goto out;
 			wt_buf_puts(&sql, "SELECT toInt64(0) AS v");
+		}
 		wt_buf_puts(&sql, ") FORMAT TabSeparated");
 	} else {
 		wt_buf_puts(&sql, "SELECT sum(value) FROM profile_samples_v1");
@@ -721,6 +810,7 @@ int hub_sel_total(hub_ch *ch, hub_sel *s, const char *type, int64_t *out, wt_err
 	rc = hub_ch_query_buf(ch, &sql, &res, err);
 	if (!rc)
 		hub_tsv_each((char *)res.data, res.len, 1, int_field, out);
+out:
 	wt_buf_free(&sql);
 	wt_buf_free(&res);
 	return rc;

@@ -202,6 +202,31 @@ int hub_stacklru_get(hub_stacklru *c, hub_framedict *d, uint64_t key, wt_buf *id
 	return found;
 }
 
+int hub_stacklru_get_many(hub_stacklru *c, hub_framedict *d, const uint64_t *keys, size_t n, wt_buf *ids,
+			  size_t *off, size_t *nframes)
+{
+	size_t i;
+	int rc = 0;
+	entry *e;
+
+	pthread_mutex_lock(&c->mu);
+	for (i = 0; i < n; i++) {
+		nframes[i] = SIZE_MAX;
+		if (d != c->cur || !(e = *slot_of(c, keys[i])))
+			continue;
+		list_unlink(c, e);
+		list_push(c, e);
+		off[i] = ids->len / sizeof(uint32_t);
+		if (wt_buf_append(ids, e->ids, e->nframes * sizeof(uint32_t))) {
+			rc = WT_ENOMEM;
+			break;
+		}
+		nframes[i] = e->nframes;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
 /* id of name (len bytes, no NUL) in d, added when new; under c->mu */
 static int intern(hub_framedict *d, const char *name, size_t len, uint32_t *id)
 {

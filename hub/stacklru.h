@@ -46,6 +46,12 @@ void hub_stacklru_release(hub_stacklru *c, hub_framedict *d);
  * (also when ids ran out of memory: check ids->oom). */
 int hub_stacklru_get(hub_stacklru *c, hub_framedict *d, uint64_t key, wt_buf *ids, size_t *nframes);
 
+/* hub_stacklru_get for keys[0..n) under one lock: for each key found,
+ * off[i] = its first id's index (in uint32s) in ids and nframes[i] = its
+ * frame count; not found: nframes[i] = SIZE_MAX. 0 or WT_ENOMEM. */
+int hub_stacklru_get_many(hub_stacklru *c, hub_framedict *d, const uint64_t *keys, size_t n, wt_buf *ids,
+			  size_t *off, size_t *nframes);
+
 /* Intern names (nframes NUL-terminated strings, len bytes in all) into d,
  * append their ids to ids and, while d is the current generation, cache
  * key → ids (entries larger than the bound are not kept). 0 or WT_ENOMEM. */
