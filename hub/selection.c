@@ -189,20 +189,26 @@ static int labelset_list(hub_ch *ch, const hub_sel *s, wt_buf *out, wt_err *err,
 	return n > LABELSET_LIST_MAX;
 }
 
-/* The selection's pieces as one UNION ALL of SELECTs, each giving `cols`
- * grouped by `group` (NULL: no GROUP BY); value is `value` in raw rows and
- * stack_agg_v1 alike. Returns the number of pieces, 0 when none (or on a
- * ClickHouse error resolving label sets: *rc set). */
-static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *type, const char *cols,
-			const char *group, int64_t cover, wt_err *err, int *rc)
+/* Rows arriving later than this behind the clock are rare (edge backlogs):
+ * aggregate buckets ending before now minus this may be read whole and
+ * their complement subtracted (hub_agg_segments_signed) */
+#define STABLE_LAG_NS (300 * 1000000000LL)
+
+/* The selection's pieces as one UNION ALL of SELECTs, each giving [keys, ]
+ * v = the signed sum of value and u = any(unit), grouped by `keys` (NULL:
+ * no key, no GROUP BY); value is `value` in raw rows and stack_agg_v1
+ * alike. Returns the number of pieces, 0 when none (or on a ClickHouse
+ * error resolving label sets: *rc set). */
+static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *type, const char *keys,
+			int64_t cover, wt_err *err, int *rc)
 {
-	hub_agg_seg segs[HUB_AGG_MAX_SEGS];
+	hub_agg_seg segs[HUB_AGG_MAX_SIGNED];
 	wt_buf ls = WT_BUF_INIT;
 	size_t n, i, nagg = 0;
 	int sub = 0;
 
 	*rc = 0;
-	n = hub_agg_segments(s->from, s->until, cover, 0, segs);
+	n = hub_agg_segments_signed(s->from, s->until, cover, hub_now_ns() - STABLE_LAG_NS, segs);
 	for (i = 0; i < n; i++)
 		nagg += segs[i].res != 0;
 	if (nagg && s->hp.nlabels) {
@@ -215,13 +221,15 @@ static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *typ
 	for (i = 0; i < n; i++) {
 		if (i)
 			wt_buf_puts(w, " UNION ALL ");
-		wt_buf_printf(w, "SELECT %s FROM %s", cols, segs[i].res ? "stack_agg_v1" : "profile_samples_v1");
+		wt_buf_printf(w, "SELECT %s%s%ssum(value) AS v, any(unit) AS u FROM %s", keys ? keys : "",
+			      keys ? ", " : "", segs[i].sign < 0 ? "-" : "",
+			      segs[i].res ? "stack_agg_v1" : "profile_samples_v1");
 		if (segs[i].res)
 			where_agg(w, s, type, &segs[i], sub || !ls.data ? NULL : (const char *)ls.data);
 		else
 			where_range(w, s, type, segs[i].from_ns, segs[i].until_ns);
-		if (group)
-			wt_buf_printf(w, " GROUP BY %s", group);
+		if (keys)
+			wt_buf_printf(w, " GROUP BY %s", keys);
 	}
 out:
 	wt_buf_free(&ls);
@@ -540,8 +548,7 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (!(npieces = union_sql(ch, &uq, s, s->type, "stack_id, sum(value) AS v, any(unit) AS u", "stack_id",
-				  agg_cover_ns(s, ch), err, &rc)))
+	if (!(npieces = union_sql(ch, &uq, s, s->type, "stack_id", agg_cover_ns(s, ch), err, &rc)))
 		goto out;
 	if (wt_buf_putc(&uq, '\0')) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
@@ -796,7 +803,7 @@ int hub_sel_total(hub_ch *ch, hub_sel *s, const char *type, int64_t *out, wt_err
 	*out = 0;
 	if (hub_sel_agg_ok(s)) {
 		wt_buf_puts(&sql, "SELECT sum(v) FROM (");
-		if (!union_sql(ch, &sql, s, type, "sum(value) AS v", NULL, agg_cover_ns(s, ch), err, &rc)) {
+		if (!union_sql(ch, &sql, s, type, NULL, agg_cover_ns(s, ch), err, &rc)) {
 			if (rc)
 				goto out;
 			wt_buf_puts(&sql, "SELECT toInt64(0) AS v");

@@ -46,6 +46,45 @@ static void check_cover(int64_t from, int64_t until, int64_t cover, int64_t step
 	assert_int_equal(at, until);
 }
 
+/* signed pieces: aggregate pieces aligned and within [cover, max(until,
+ * stable)); the signed sum of all pieces is exactly [from, until) (checked
+ * at every piece boundary, the coverage being constant between them); and
+ * no end reads more than half a bucket of the next finer level */
+static void check_signed(int64_t from, int64_t until, int64_t cover, int64_t stable)
+{
+	hub_agg_seg g[HUB_AGG_MAX_SIGNED];
+	size_t n = hub_agg_segments_signed(from, until, cover, stable, g), i, j;
+	int64_t hi = until > stable ? until : stable;
+
+	if (from >= until) {
+		assert_int_equal(n, 0);
+		return;
+	}
+	assert_true(n >= 1 && n <= HUB_AGG_MAX_SIGNED);
+	for (i = 0; i < n; i++) {
+		assert_true(g[i].until_ns > g[i].from_ns);
+		assert_true(g[i].sign == 1 || g[i].sign == -1);
+		assert_true(g[i].res || g[i].sign == 1); /* raw rows are never subtracted */
+		if (g[i].res) {
+			assert_int_equal(g[i].from_ns % (g[i].res * S), 0);
+			assert_int_equal(g[i].until_ns % (g[i].res * S), 0);
+			assert_true(g[i].from_ns >= cover);
+			assert_true(g[i].until_ns <= hi);
+		}
+	}
+	for (i = 0; i < 2 * n; i++) {
+		int64_t t = i % 2 ? g[i / 2].until_ns : g[i / 2].from_ns;
+		int64_t pts[3] = {t - 1, t, from}, c;
+		for (int k = 0; k < 3; k++) {
+			c = 0;
+			for (j = 0; j < n; j++)
+				if (pts[k] >= g[j].from_ns && pts[k] < g[j].until_ns)
+					c += g[j].sign;
+			assert_int_equal(c, pts[k] >= from && pts[k] < until ? 1 : 0);
+		}
+	}
+}
+
 static void test_segments_shapes(void **state)
 {
 	hub_agg_seg g[HUB_AGG_MAX_SEGS];
@@ -105,6 +144,34 @@ static void test_segments_random(void **state)
 		check_cover(a, b, cover, steps[rand() % 8]);
 	}
 	check_cover(t0, t0, 0, 0);
+	for (i = 0; i < 20000; i++) {
+		int64_t a = t0 + ((int64_t)rand() % (5 * 86400)) * S + (rand() % 3 ? 0 : rand() % S);
+		int64_t b = a + ((int64_t)rand() % (rand() % 2 ? 3 * 86400 : 4000)) * S + rand() % 1000;
+		int64_t cover = rand() % 2 ? 0 : t0 + ((int64_t)rand() % (6 * 86400)) / 86400 * 86400 * S;
+		int64_t stable = rand() % 2 ? b : t0 + ((int64_t)rand() % (9 * 86400)) * S;
+		check_signed(a, b, cover, stable);
+	}
+	check_signed(t0, t0, 0, 0);
+	{
+		/* 45 min from 917 s past the hour, in the past: the hour minus
+		 * 16 minutes plus 43 s of raw rows, not 44 minute pieces */
+		hub_agg_seg g[HUB_AGG_MAX_SIGNED];
+		size_t n = hub_agg_segments_signed(t0 + 917 * S, t0 + 3600 * S, 0, t0 + 86400 * S, g);
+		assert_int_equal(n, 3);
+		for (i = 0; i < 3; i++) {
+			if (g[i].res == 0)
+				assert_true(g[i].sign == 1 && g[i].from_ns == t0 + 917 * S &&
+					    g[i].until_ns == t0 + 960 * S);
+			else if (g[i].res == 60)
+				assert_true(g[i].sign == -1 && g[i].from_ns == t0 && g[i].until_ns == t0 + 960 * S);
+			else
+				assert_true(g[i].res == 3600 && g[i].sign == 1 && g[i].from_ns == t0);
+		}
+		/* live (stable before the end): no bucket past until */
+		n = hub_agg_segments_signed(t0 + 917 * S, t0 + 3590 * S, 0, t0, g);
+		for (i = 0; i < (int)n; i++)
+			assert_true(g[i].res == 0 || g[i].until_ns <= t0 + 3590 * S);
+	}
 }
 
 static void test_lru(void **state)
