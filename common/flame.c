@@ -362,6 +362,21 @@ int wt_flame_add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value)
 	return add_ids(f, ids, n, value);
 }
 
+size_t wt_flame_nnames(const wt_flame *f)
+{
+	return f->nnames;
+}
+
+int wt_flame_fn(const wt_flame *f, size_t id, const char **name, int64_t *self, int64_t *total)
+{
+	if (id >= f->nnames || !f->fmark[id])
+		return 0;
+	*name = fname(f, (uint32_t)id);
+	*self = f->fself[id];
+	*total = f->ftotal[id];
+	return 1;
+}
+
 int wt_flame_add_profile(wt_flame *f, const wt_profile *p, size_t type_idx, wt_err *err)
 {
 	uint32_t *fmap = NULL;

@@ -46,6 +46,13 @@ int wt_flame_add(wt_flame *f, const char *const *frames, size_t n, int64_t value
 int wt_flame_intern(wt_flame *f, const char *frame, uint32_t *id);
 int wt_flame_add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value);
 
+/* Per-function figures without rendering a table: name ids run from 0 to
+ * wt_flame_nnames(f) - 1; wt_flame_fn gives id's name (owned by f), self
+ * and total and returns 1 when the name appeared in some stack (as a row
+ * of wt_flame_table_json), else 0. */
+size_t wt_flame_nnames(const wt_flame *f);
+int wt_flame_fn(const wt_flame *f, size_t id, const char **name, int64_t *self, int64_t *total);
+
 /* Add every sample of type type_idx of p. */
 int wt_flame_add_profile(wt_flame *f, const wt_profile *p, size_t type_idx, wt_err *err);
 

@@ -347,6 +347,7 @@ static void test_table_limit_and_ids(void **state)
 	char names[400][16];
 	const char *fr[6];
 	uint32_t ids[6], bad = 999999;
+	int64_t bad64;
 	size_t i, j, k;
 	(void)state;
 
@@ -368,8 +369,28 @@ static void test_table_limit_and_ids(void **state)
 		json_t *ta = wt_flame_table_json(a, "samples", 0), *tb = wt_flame_table_json(b, "samples", 0);
 		json_t *fa = wt_flame_tree_json(a, "samples", 0), *fb = wt_flame_tree_json(b, "samples", 0);
 		json_t *all = json_object_get(ta, "rows");
+		size_t nfn = 0;
 		assert_true(json_equal(ta, tb));
 		assert_true(json_equal(fa, fb));
+		/* wt_flame_fn: the table's rows, name by name */
+		for (i = 0; i < wt_flame_nnames(a); i++) {
+			const char *nm;
+			int64_t self, total;
+			if (!wt_flame_fn(a, i, &nm, &self, &total))
+				continue;
+			nfn++;
+			for (j = 0; j < json_array_size(all); j++) {
+				json_t *r = json_array_get(all, j);
+				if (!strcmp(json_string_value(json_object_get(r, "function")), nm)) {
+					assert_int_equal(json_integer_value(json_object_get(r, "self")), self);
+					assert_int_equal(json_integer_value(json_object_get(r, "total")), total);
+					break;
+				}
+			}
+			assert_true(j < json_array_size(all));
+		}
+		assert_int_equal(nfn, json_array_size(all));
+		assert_int_equal(wt_flame_fn(a, wt_flame_nnames(a), &fr[0], &bad64, &bad64), 0);
 		for (k = 1; k < json_array_size(all) + 3; k += 37) {
 			json_t *t = wt_flame_table_json(a, "samples", k);
 			json_t *rows = json_object_get(t, "rows");
