@@ -1,16 +1,24 @@
 /*
- * compress.c — bounded gzip (zlib) and zstd helpers behind compress.h.
+ * compress.c — bounded gzip (zlib, libdeflate) and zstd helpers behind
+ * compress.h.
  *
  * Decompression is streaming into a buffer that doubles up to max_out: a
  * bomb stops as soon as it would produce byte max_out+1 (WT_ELIMIT), so the
  * most we ever allocate for hostile input is about max_out. Errors name the
  * byte offset in the compressed input where decoding failed.
+ *
+ * gunzip first tries libdeflate's whole-buffer decoder (2-3x zlib's
+ * inflate) into a buffer of the size the gzip trailer announces, when that
+ * size is within max_out; anything it does not decode exactly (several
+ * members, a wrong trailer, corrupt data) is decoded again by the zlib path,
+ * which gives the errors their byte offsets.
  */
 #include "compress.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include <libdeflate.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -60,6 +68,39 @@ static int all_zero(const uint8_t *p, size_t n)
 	return 1;
 }
 
+/* The one-shot path: 1 and the whole output (caller frees) when the input
+ * is one gzip member whose trailer's size (ISIZE) is right and <= max_out;
+ * 0 otherwise (nothing allocated). */
+static int gunzip_whole(const uint8_t *in, size_t inlen, size_t max_out, uint8_t **out, size_t *outlen)
+{
+	struct libdeflate_decompressor *dec;
+	size_t isize, ain = 0, aout = 0;
+	uint8_t *buf;
+	enum libdeflate_result r;
+
+	if (inlen < 18)
+		return 0;
+	isize = (size_t)in[inlen - 4] | (size_t)in[inlen - 3] << 8 | (size_t)in[inlen - 2] << 16 |
+		(size_t)in[inlen - 1] << 24;
+	if (isize > max_out || isize == 0)
+		return 0;
+	if (!(buf = malloc(isize)))
+		return 0;
+	if (!(dec = libdeflate_alloc_decompressor())) {
+		free(buf);
+		return 0;
+	}
+	r = libdeflate_gzip_decompress_ex(dec, in, inlen, buf, isize, &ain, &aout);
+	libdeflate_free_decompressor(dec);
+	if (r != LIBDEFLATE_SUCCESS || ain != inlen || aout != isize) {
+		free(buf);
+		return 0;
+	}
+	*out = buf;
+	*outlen = aout;
+	return 1;
+}
+
 int wt_gunzip(const uint8_t *in, size_t inlen, size_t max_out,
 	      uint8_t **out, size_t *outlen, wt_err *err)
 {
@@ -72,6 +113,8 @@ int wt_gunzip(const uint8_t *in, size_t inlen, size_t max_out,
 	*outlen = 0;
 	if (!wt_is_gzip(in, inlen))
 		return wt_err_set(err, WT_EINVAL, "gzip: bad magic at byte 0 (not a gzip stream)");
+	if (gunzip_whole(in, inlen, max_out, out, outlen))
+		return 0;
 	memset(&zs, 0, sizeof(zs));
 	/* 15+32: gzip or zlib header auto-detected, full 32 KiB window. */
 	if (inflateInit2(&zs, 15 + 32) != Z_OK)

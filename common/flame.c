@@ -347,6 +347,36 @@ int wt_flame_add(wt_flame *f, const char *const *frames, size_t n, int64_t value
 	return add_ids(f, f->ids, n, value);
 }
 
+int wt_flame_intern(wt_flame *f, const char *frame, uint32_t *id)
+{
+	return name_intern(f, frame ? frame : "", id);
+}
+
+int wt_flame_add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] >= f->nnames)
+			return WT_EINVAL;
+	return add_ids(f, ids, n, value);
+}
+
+size_t wt_flame_nnames(const wt_flame *f)
+{
+	return f->nnames;
+}
+
+int wt_flame_fn(const wt_flame *f, size_t id, const char **name, int64_t *self, int64_t *total)
+{
+	if (id >= f->nnames || !f->fmark[id])
+		return 0;
+	*name = fname(f, (uint32_t)id);
+	*self = f->fself[id];
+	*total = f->ftotal[id];
+	return 1;
+}
+
 int wt_flame_add_profile(wt_flame *f, const wt_profile *p, size_t type_idx, wt_err *err)
 {
 	uint32_t *fmap = NULL;
@@ -565,10 +595,42 @@ static int fn_total_cmp(const void *a, const void *b, void *ctx)
 	return fn_rank_cmp(a, b, ctx);
 }
 
+/* Move the `top` first elements of ids[0..n) under cmp to the front
+ * (in any order): quickselect, expected O(n). cmp is a total order. */
+static void select_top(uint32_t *ids, size_t n, size_t top, int (*cmp)(const void *, const void *, void *),
+		       void *ctx)
+{
+	size_t lo = 0, hi = n; /* the boundary `top` lies in [lo, hi) */
+
+	while (hi - lo > 1) {
+		size_t i, st = lo, mid = lo + (hi - lo) / 2;
+		uint32_t pivot = ids[mid], t;
+
+		/* Lomuto partition around the middle element */
+		ids[mid] = ids[hi - 1];
+		ids[hi - 1] = pivot;
+		for (i = lo; i < hi - 1; i++)
+			if (cmp(&ids[i], &pivot, ctx) < 0) {
+				t = ids[i];
+				ids[i] = ids[st];
+				ids[st++] = t;
+			}
+		ids[hi - 1] = ids[st];
+		ids[st] = pivot;
+		if (st == top || st + 1 == top)
+			return;
+		if (st > top)
+			hi = st;
+		else
+			lo = st + 1;
+	}
+}
+
 /* Function ids that appeared in some stack (not the root's name unless a
- * frame was literally named so), sorted with cmp. */
-static uint32_t *functions_sorted(const wt_flame *f,
-				  int (*cmp)(const void *, const void *, void *), size_t *n)
+ * frame was literally named so), sorted with cmp; limit > 0: only the first
+ * limit of that order are sorted and *n is at most limit. */
+static uint32_t *functions_sorted(const wt_flame *f, int (*cmp)(const void *, const void *, void *),
+				  size_t limit, size_t *n)
 {
 	uint32_t *ids = malloc((f->nnames ? f->nnames : 1) * sizeof(*ids));
 	size_t i, k = 0;
@@ -578,6 +640,10 @@ static uint32_t *functions_sorted(const wt_flame *f,
 	for (i = 0; i < f->nnames; i++)
 		if (f->fmark[i])
 			ids[k++] = (uint32_t)i;
+	if (limit && k > limit) {
+		select_top(ids, k, limit, cmp, (void *)f);
+		k = limit;
+	}
 	qsort_r(ids, k, sizeof(*ids), cmp, (void *)f);
 	*n = k;
 	return ids;
@@ -586,7 +652,7 @@ static uint32_t *functions_sorted(const wt_flame *f,
 json_t *wt_flame_table_json(const wt_flame *f, const char *unit, size_t limit)
 {
 	size_t n, i;
-	uint32_t *ids = functions_sorted(f, fn_rank_cmp, &n);
+	uint32_t *ids = functions_sorted(f, fn_rank_cmp, limit, &n);
 	json_t *rows = json_array(), *doc = NULL;
 
 	if (!ids || !rows)
@@ -623,7 +689,7 @@ static int edge_cmp(const void *a, const void *b)
 json_t *wt_flame_callgraph_json(const wt_flame *f, const char *unit, size_t max_nodes)
 {
 	size_t n, i, k = 0, total_fn;
-	uint32_t *ids = functions_sorted(f, fn_total_cmp, &n);
+	uint32_t *ids = functions_sorted(f, fn_total_cmp, 0, &n);
 	uint32_t *out_id = NULL; /* name id → node id in the output, or UINT32_MAX */
 	fedge *es = NULL;
 	json_t *nodes = json_array(), *edges = json_array(), *doc = NULL;

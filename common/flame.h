@@ -38,6 +38,21 @@ void wt_flame_free(wt_flame *f);
 /* Add value for the stack frames[0..n) given ROOT FIRST. 0 or WT_ENOMEM. */
 int wt_flame_add(wt_flame *f, const char *const *frames, size_t n, int64_t value);
 
+/* The same in two steps, for callers that add the same frames many times:
+ * wt_flame_intern gives frame's name id in this builder (as wt_flame_add
+ * interns it), wt_flame_add_ids adds value for the stack of name ids[0..n)
+ * ROOT FIRST (ids from this builder's wt_flame_intern). 0 or WT_ENOMEM
+ * (WT_EINVAL for an id the builder did not give). */
+int wt_flame_intern(wt_flame *f, const char *frame, uint32_t *id);
+int wt_flame_add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value);
+
+/* Per-function figures without rendering a table: name ids run from 0 to
+ * wt_flame_nnames(f) - 1; wt_flame_fn gives id's name (owned by f), self
+ * and total and returns 1 when the name appeared in some stack (as a row
+ * of wt_flame_table_json), else 0. */
+size_t wt_flame_nnames(const wt_flame *f);
+int wt_flame_fn(const wt_flame *f, size_t id, const char **name, int64_t *self, int64_t *total);
+
 /* Add every sample of type type_idx of p. */
 int wt_flame_add_profile(wt_flame *f, const wt_profile *p, size_t type_idx, wt_err *err);
 

@@ -27,10 +27,13 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include <xxhash.h>
+
 #include "analysis.h"
 #include "http_server.h"
 #include "selection.h"
 #include "stats.h"
+#include "u64map.h"
 
 #define DEFAULT_DIFF_LIMIT 10000
 #define DEFAULT_PERIOD_NS 10000000L
@@ -178,54 +181,67 @@ static int cmp_row(const void *a, const void *b)
 	return strcmp(x->function, y->function);
 }
 
-/* Function rows of both tables merged by name into *rows (n). */
-static int merge_rows(json_t *bt, json_t *tt, row **rows, size_t *n)
+/* Function rows of both builders merged by name into *rows (n; names
+ * owned by the builders): straight from the builders' per-name figures,
+ * with no table rendered and no JSON in between. */
+static int merge_rows(const wt_flame *bf, const wt_flame *tf, row **rows, size_t *n)
 {
-	json_t *idx = json_object(), *r, *pair;
-	json_t *tabs[2] = {bt, tt};
-	const char *key;
-	size_t i, k, m = 0;
-	row *out;
+	const wt_flame *fs[2] = {bf, tf};
+	size_t cap = wt_flame_nnames(bf) + wt_flame_nnames(tf) + 1, m = 0, k, i, slot;
+	wt_u64map idx = {0}; /* xxh3(name) → first row; collisions chain via next */
+	uint32_t *next = malloc(cap * sizeof(*next));
+	row *out = calloc(cap, sizeof(*out));
+	int rc = 0;
 
 	*rows = NULL;
 	*n = 0;
-	if (!idx)
-		return WT_ENOMEM;
-	for (k = 0; k < 2; k++) {
-		json_array_foreach(json_object_get(tabs[k], "rows"), i, r) {
-			const char *f = json_string_value(json_object_get(r, "function"));
-			if (!f)
+	if (!next || !out) {
+		rc = WT_ENOMEM;
+		goto out;
+	}
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < wt_flame_nnames(fs[k]); i++) {
+			const char *name;
+			int64_t self, total;
+			uint64_t h;
+			uint32_t j;
+
+			if (!wt_flame_fn(fs[k], i, &name, &self, &total))
 				continue;
-			pair = json_object_get(idx, f);
-			if (!pair) {
-				pair = json_pack("[nn]");
-				if (!pair || json_object_set_new(idx, f, pair)) {
-					json_decref(idx);
-					return WT_ENOMEM;
-				}
+			h = XXH3_64bits(name, strlen(name));
+			if (wt_u64map_slot(&idx, h, &slot)) {
+				rc = WT_ENOMEM;
+				goto out;
 			}
-			json_array_set(pair, k, r);
+			for (j = idx.vals[slot]; j != WT_U64MAP_EMPTY; j = next[j])
+				if (!strcmp(out[j].function, name))
+					break;
+			if (j == WT_U64MAP_EMPTY) {
+				j = (uint32_t)m++;
+				out[j].function = name;
+				next[j] = idx.vals[slot];
+				if (idx.vals[slot] == WT_U64MAP_EMPTY) {
+					idx.keys[slot] = h;
+					idx.n++;
+				}
+				idx.vals[slot] = j;
+			}
+			if (k == 0) {
+				out[j].bs = self;
+				out[j].bt = total;
+			} else {
+				out[j].ts = self;
+				out[j].tt = total;
+			}
 		}
-	}
-	out = calloc(json_object_size(idx) + 1, sizeof(*out));
-	if (!out) {
-		json_decref(idx);
-		return WT_ENOMEM;
-	}
-	json_object_foreach(idx, key, pair) {
-		json_t *b = json_array_get(pair, 0), *t = json_array_get(pair, 1);
-		out[m].bs = json_is_null(b) ? 0 : json_integer_value(json_object_get(b, "self"));
-		out[m].bt = json_is_null(b) ? 0 : json_integer_value(json_object_get(b, "total"));
-		out[m].ts = json_is_null(t) ? 0 : json_integer_value(json_object_get(t, "self"));
-		out[m].tt = json_is_null(t) ? 0 : json_integer_value(json_object_get(t, "total"));
-		/* a string owned by the tables (they outlive the rows), not by idx */
-		out[m].function = json_string_value(json_object_get(json_is_null(b) ? t : b, "function"));
-		m++;
-	}
-	json_decref(idx);
 	*rows = out;
 	*n = m;
-	return 0;
+	out = NULL;
+out:
+	free(out);
+	free(next);
+	wt_u64map_free(&idx);
+	return rc;
 }
 
 static json_t *sel_json(const side *s)
@@ -273,7 +289,7 @@ int hub_handle_diff(hub_req *r, wt_err *err)
 	long max_nodes, limit, period_ns;
 	int normalize, rc;
 	side *base = wt_arena_calloc(a, 1, sizeof(*base)), *target = wt_arena_calloc(a, 1, sizeof(*target));
-	json_t *btree, *ttree, *btab, *ttab, *out, *rows_j, *flame;
+	json_t *btree, *ttree, *out, *rows_j, *flame;
 	row *rows = NULL;
 	size_t nrows = 0, i;
 
@@ -333,11 +349,9 @@ int hub_handle_diff(hub_req *r, wt_err *err)
 	btree = hub_req_own_json(r, wt_flame_tree_json(base->f, base->unit ? base->unit : "", (size_t)max_nodes));
 	ttree = hub_req_own_json(r, wt_flame_tree_json(target->f, target->unit ? target->unit : "",
 						       (size_t)max_nodes));
-	btab = hub_req_own_json(r, wt_flame_table_json(base->f, "", 0));
-	ttab = hub_req_own_json(r, wt_flame_table_json(target->f, "", 0));
-	if (!btree || !ttree || !btab || !ttab)
+	if (!btree || !ttree)
 		return wt_err_set(err, WT_ENOMEM, "out of memory rendering the diff");
-	rc = merge_rows(btab, ttab, &rows, &nrows);
+	rc = merge_rows(base->f, target->f, &rows, &nrows);
 	if (rows && wt_arena_defer(a, free, rows))
 		rc = WT_ENOMEM;
 	if (rc)

@@ -41,6 +41,7 @@ static void emit(seg_out *o, int64_t res, int64_t a, int64_t b)
 	o->s[o->n].res = res;
 	o->s[o->n].from_ns = a;
 	o->s[o->n].until_ns = b;
+	o->s[o->n].sign = 1;
 	o->n++;
 }
 
@@ -97,6 +98,119 @@ size_t hub_agg_segments(int64_t from_ns, int64_t until_ns, int64_t cover_ns, int
 		from_ns = cover_ns;
 	}
 	rec(&o, from_ns, until_ns, 0);
+	return o.n;
+}
+
+/* ---- signed pieces --------------------------------------------------------------- */
+
+typedef struct sseg_out {
+	hub_agg_seg *s;
+	size_t n;
+	int64_t levels[HUB_AGG_NRES]; /* ns, coarsest first */
+	int64_t lo, hi;               /* buckets within [lo, hi) */
+} sseg_out;
+
+static void semit(sseg_out *o, int64_t res, int64_t a, int64_t b, int sign)
+{
+	hub_agg_seg *last = o->n ? &o->s[o->n - 1] : NULL;
+
+	if (a >= b)
+		return;
+	if (res == 0 && last && last->res == 0 && last->sign == sign && last->until_ns == a) {
+		last->until_ns = b;
+		return;
+	}
+	if (o->n == HUB_AGG_MAX_SIGNED)
+		return; /* not reached: at most 2^level calls per level (see the bound) */
+	o->s[o->n].res = res;
+	o->s[o->n].from_ns = a;
+	o->s[o->n].until_ns = b;
+	o->s[o->n].sign = sign;
+	o->n++;
+}
+
+static void srec(sseg_out *o, int64_t a, int64_t b, size_t li, int sign)
+{
+	int64_t r, af, ac, bf, bc, p0, p1;
+
+	if (a >= b)
+		return;
+	if (li == HUB_AGG_NRES) {
+		semit(o, 0, a, b, sign);
+		return;
+	}
+	r = o->levels[li];
+	af = floor_to(a, r);
+	ac = af < a ? af + r : af;
+	bf = floor_to(b, r);
+	bc = bf < b ? bf + r : bf;
+	if (li + 1 == HUB_AGG_NRES) {
+		/* the finest level: raw rows are only ever added, never
+		 * subtracted (the raw and aggregate rows of one INSERT land in
+		 * two tables, a query racing it may see one without the other;
+		 * a piece that could go negative then would), so a complement
+		 * (sign -1) is its whole buckets, minus, plus the raw rows of
+		 * those buckets outside it */
+		if (sign < 0 && af >= o->lo && bc <= o->hi) {
+			semit(o, r / NS, af, bc, -1);
+			semit(o, 0, af, a, 1);
+			semit(o, 0, b, bc, 1);
+		} else if (ac <= bf) {
+			semit(o, 0, a, ac, sign);
+			semit(o, r / NS, ac, bf, sign);
+			semit(o, 0, bf, b, sign);
+		} else {
+			semit(o, 0, a, b, sign);
+		}
+		return;
+	}
+	if (ac > bf) {
+		/* inside one bucket: the bucket minus both ends, or finer */
+		if (af >= o->lo && bc <= o->hi && (a - af) + (bc - b) < b - a) {
+			semit(o, r / NS, af, bc, sign);
+			srec(o, af, a, li + 1, -sign);
+			srec(o, b, bc, li + 1, -sign);
+		} else {
+			srec(o, a, b, li + 1, sign);
+		}
+		return;
+	}
+	p0 = ac;
+	p1 = bf;
+	if (a < ac && af >= o->lo && a - af < ac - a)
+		p0 = af; /* the whole first bucket minus [af, a) */
+	if (bf < b && bc <= o->hi && bc - b < b - bf)
+		p1 = bc; /* the whole last bucket minus [b, bc) */
+	if (p0 < a)
+		srec(o, p0, a, li + 1, -sign);
+	else
+		srec(o, a, ac, li + 1, sign);
+	semit(o, r / NS, p0, p1, sign);
+	if (p1 > b)
+		srec(o, b, p1, li + 1, -sign);
+	else
+		srec(o, bf, b, li + 1, sign);
+}
+
+size_t hub_agg_segments_signed(int64_t from_ns, int64_t until_ns, int64_t cover_ns, int64_t stable_ns,
+			       hub_agg_seg *out)
+{
+	sseg_out o;
+	int i;
+
+	memset(&o, 0, sizeof(o));
+	o.s = out;
+	for (i = 0; i < HUB_AGG_NRES; i++)
+		o.levels[i] = hub_agg_res_s[HUB_AGG_NRES - 1 - i] * NS;
+	if (from_ns >= until_ns)
+		return 0;
+	if (cover_ns > from_ns) {
+		semit(&o, 0, from_ns, cover_ns < until_ns ? cover_ns : until_ns, 1);
+		from_ns = cover_ns;
+	}
+	o.lo = cover_ns;
+	o.hi = until_ns > stable_ns ? until_ns : stable_ns;
+	srec(&o, from_ns, until_ns, 0, 1);
 	return o.n;
 }
 

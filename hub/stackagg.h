@@ -49,6 +49,7 @@ extern const int64_t hub_agg_res_s[HUB_AGG_NRES];
 typedef struct hub_agg_seg {
 	int64_t res;
 	int64_t from_ns, until_ns;
+	int sign; /* +1: add the piece's rows; -1: subtract them (hub_agg_segments_signed) */
 } hub_agg_seg;
 
 #define HUB_AGG_MAX_SEGS (2 * HUB_AGG_NRES + 3)
@@ -61,6 +62,19 @@ typedef struct hub_agg_seg {
  * number of pieces (<= HUB_AGG_MAX_SEGS). Pure. */
 size_t hub_agg_segments(int64_t from_ns, int64_t until_ns, int64_t cover_ns, int64_t step_ns,
 			hub_agg_seg *out);
+
+/* Like hub_agg_segments (step 0) but a remainder of a range longer than
+ * half a bucket is read as the whole bucket minus the finer pieces of its
+ * complement (sign -1): an unaligned range then reads at most half a
+ * bucket of finer pieces at each end instead of up to a whole one. Buckets
+ * start at or after cover_ns and end at or before max(until_ns,
+ * stable_ns) (pass a time before which no more rows arrive, so a live
+ * range never reads a bucket still being written beyond its end). The
+ * signed sum of the pieces is exactly [from, until). Returns the number of
+ * pieces (<= HUB_AGG_MAX_SIGNED). Pure. */
+#define HUB_AGG_MAX_SIGNED (1 + 2 + 4 + 8 + 1)
+size_t hub_agg_segments_signed(int64_t from_ns, int64_t until_ns, int64_t cover_ns, int64_t stable_ns,
+			       hub_agg_seg *out);
 
 /* The aggregating SELECT over profile_samples_v1 rows matching `where`
  * (SQL after WHERE; NULL = all) for the resolutions res_list ("[60, 3600,

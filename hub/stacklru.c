@@ -1,7 +1,9 @@
 /*
- * stacklru.c — bytes-bounded LRU of stack frames (see stacklru.h): a
- * chained hash table of entries that also sit on a doubly linked recency
- * list; put() evicts from the tail until the new entry fits.
+ * stacklru.c — the frame dictionary and bytes-bounded LRU of stacks as
+ * frame ids (see stacklru.h): a chained hash table of stack entries that
+ * also sit on a doubly linked recency list (put() evicts from the tail
+ * until the new entry fits), and per generation a name pool with an
+ * xxh3(name) → id map (collisions chained through next[]).
  */
 #include "stacklru.h"
 
@@ -10,15 +12,30 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "err.h"
+#include "u64map.h"
+
 typedef struct entry {
 	struct entry *hnext;       /* hash chain */
 	struct entry *prev, *next; /* recency: head = newest */
 	uint64_t key;
-	size_t len, nframes;
-	char names[];
+	size_t nframes;
+	uint32_t ids[];
 } entry;
 
 #define ENTRY_OVERHEAD (sizeof(entry) + 16)
+/* per name: offset, chain link, hash-map slot (half full) */
+#define NAME_OVERHEAD (4 + 4 + 2 * 12)
+
+struct hub_framedict {
+	int refs;       /* queries holding it, + 1 while current */
+	char *pool;     /* names, NUL-terminated */
+	size_t pool_len, pool_cap;
+	uint32_t *off, *next; /* per id: offset into pool, next id of the same hash */
+	size_t n, cap;
+	wt_u64map idx;  /* xxh3(name) → first id */
+	size_t bytes;
+};
 
 struct hub_stacklru {
 	pthread_mutex_t mu;
@@ -26,6 +43,7 @@ struct hub_stacklru {
 	size_t cap; /* power of two */
 	entry *head, *tail;
 	size_t bytes, max_bytes, n;
+	hub_framedict *cur;
 };
 
 hub_stacklru *hub_stacklru_new(size_t max_bytes)
@@ -49,16 +67,43 @@ hub_stacklru *hub_stacklru_new(size_t max_bytes)
 	return c;
 }
 
-void hub_stacklru_free(hub_stacklru *c)
+static void dict_free(hub_framedict *d)
+{
+	if (!d)
+		return;
+	free(d->pool);
+	free(d->off);
+	free(d->next);
+	wt_u64map_free(&d->idx);
+	free(d);
+}
+
+static void dict_unref(hub_framedict *d)
+{
+	if (d && --d->refs == 0)
+		dict_free(d);
+}
+
+static void drop_all(hub_stacklru *c)
 {
 	entry *e, *nx;
 
-	if (!c)
-		return;
 	for (e = c->head; e; e = nx) {
 		nx = e->next;
 		free(e);
 	}
+	memset(c->tab, 0, c->cap * sizeof(*c->tab));
+	c->head = c->tail = NULL;
+	c->bytes = 0;
+	c->n = 0;
+}
+
+void hub_stacklru_free(hub_stacklru *c)
+{
+	if (!c)
+		return;
+	drop_all(c);
+	dict_unref(c->cur);
 	free(c->tab);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
@@ -68,6 +113,27 @@ uint64_t hub_stacklru_key(const char *project, uint64_t stack_id)
 {
 	uint64_t k = XXH3_64bits_withSeed(project, strlen(project), stack_id);
 	return k;
+}
+
+hub_framedict *hub_stacklru_acquire(hub_stacklru *c)
+{
+	hub_framedict *d;
+
+	pthread_mutex_lock(&c->mu);
+	if (!c->cur && (c->cur = calloc(1, sizeof(*c->cur))))
+		c->cur->refs = 1;
+	d = c->cur;
+	if (d)
+		d->refs++;
+	pthread_mutex_unlock(&c->mu);
+	return d;
+}
+
+void hub_stacklru_release(hub_stacklru *c, hub_framedict *d)
+{
+	pthread_mutex_lock(&c->mu);
+	dict_unref(d);
+	pthread_mutex_unlock(&c->mu);
 }
 
 static entry **slot_of(hub_stacklru *c, uint64_t key)
@@ -103,6 +169,11 @@ static void list_push(hub_stacklru *c, entry *e)
 		c->tail = e;
 }
 
+static size_t entry_bytes(const entry *e)
+{
+	return e->nframes * sizeof(uint32_t) + ENTRY_OVERHEAD;
+}
+
 static void drop(hub_stacklru *c, entry *e)
 {
 	entry **p = slot_of(c, e->key);
@@ -110,60 +181,183 @@ static void drop(hub_stacklru *c, entry *e)
 	if (*p == e)
 		*p = e->hnext;
 	list_unlink(c, e);
-	c->bytes -= e->len + ENTRY_OVERHEAD;
+	c->bytes -= entry_bytes(e);
 	c->n--;
 	free(e);
 }
 
-int hub_stacklru_get(hub_stacklru *c, uint64_t key, wt_buf *out, size_t *nframes)
+int hub_stacklru_get(hub_stacklru *c, hub_framedict *d, uint64_t key, wt_buf *ids, size_t *nframes)
 {
 	entry *e;
 	int found = 0;
 
 	pthread_mutex_lock(&c->mu);
-	e = *slot_of(c, key);
-	if (e) {
+	if (d == c->cur && (e = *slot_of(c, key))) {
 		list_unlink(c, e);
 		list_push(c, e);
-		found = wt_buf_append(out, e->names, e->len) == 0;
+		found = wt_buf_append(ids, e->ids, e->nframes * sizeof(uint32_t)) == 0;
 		*nframes = e->nframes;
 	}
 	pthread_mutex_unlock(&c->mu);
 	return found;
 }
 
-void hub_stacklru_put(hub_stacklru *c, uint64_t key, const char *names, size_t len, size_t nframes)
+int hub_stacklru_get_many(hub_stacklru *c, hub_framedict *d, const uint64_t *keys, size_t n, wt_buf *ids,
+			  size_t *off, size_t *nframes)
 {
-	entry **p, *e;
-	size_t need = len + ENTRY_OVERHEAD;
+	size_t i;
+	int rc = 0;
+	entry *e;
 
-	if (need > c->max_bytes)
-		return;
-	e = malloc(sizeof(*e) + len);
-	if (!e)
-		return;
+	pthread_mutex_lock(&c->mu);
+	for (i = 0; i < n; i++) {
+		nframes[i] = SIZE_MAX;
+		if (d != c->cur || !(e = *slot_of(c, keys[i])))
+			continue;
+		list_unlink(c, e);
+		list_push(c, e);
+		off[i] = ids->len / sizeof(uint32_t);
+		if (wt_buf_append(ids, e->ids, e->nframes * sizeof(uint32_t))) {
+			rc = WT_ENOMEM;
+			break;
+		}
+		nframes[i] = e->nframes;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+/* id of name (len bytes, no NUL) in d, added when new; under c->mu */
+static int intern(hub_framedict *d, const char *name, size_t len, uint32_t *id)
+{
+	uint64_t h = XXH3_64bits(name, len);
+	size_t slot;
+	uint32_t i;
+
+	if (wt_u64map_slot(&d->idx, h, &slot))
+		return WT_ENOMEM;
+	for (i = d->idx.vals[slot]; i != WT_U64MAP_EMPTY; i = d->next[i])
+		if (!memcmp(d->pool + d->off[i], name, len) && d->pool[d->off[i] + len] == '\0') {
+			*id = i;
+			return 0;
+		}
+	if (d->n >= UINT32_MAX - 1 || d->pool_len + len + 1 > UINT32_MAX)
+		return WT_ENOMEM;
+	if (d->n == d->cap) {
+		size_t nc = d->cap ? d->cap * 2 : 1024;
+		uint32_t *a = realloc(d->off, nc * sizeof(*a)), *b;
+		if (!a)
+			return WT_ENOMEM;
+		d->off = a;
+		if (!(b = realloc(d->next, nc * sizeof(*b))))
+			return WT_ENOMEM;
+		d->next = b;
+		d->cap = nc;
+	}
+	if (d->pool_len + len + 1 > d->pool_cap) {
+		size_t nc = d->pool_cap ? d->pool_cap : 65536;
+		char *p;
+		while (nc < d->pool_len + len + 1)
+			nc *= 2;
+		if (!(p = realloc(d->pool, nc)))
+			return WT_ENOMEM;
+		d->pool = p;
+		d->pool_cap = nc;
+	}
+	*id = (uint32_t)d->n;
+	d->off[d->n] = (uint32_t)d->pool_len;
+	memcpy(d->pool + d->pool_len, name, len);
+	d->pool[d->pool_len + len] = '\0';
+	d->pool_len += len + 1;
+	d->next[d->n] = d->idx.vals[slot];
+	if (d->idx.vals[slot] == WT_U64MAP_EMPTY) {
+		d->idx.keys[slot] = h;
+		d->idx.n++;
+	}
+	d->idx.vals[slot] = *id;
+	d->n++;
+	d->bytes += len + 1 + NAME_OVERHEAD;
+	return 0;
+}
+
+int hub_stacklru_put(hub_stacklru *c, hub_framedict *d, uint64_t key, const char *names, size_t len,
+		     size_t nframes, wt_buf *ids)
+{
+	entry **p, *e = NULL;
+	size_t i, pos = 0, start = ids->len, need = nframes * sizeof(uint32_t) + ENTRY_OVERHEAD;
+	int rc = 0;
+
+	pthread_mutex_lock(&c->mu);
+	for (i = 0; i < nframes && pos < len; i++) {
+		size_t l = strnlen(names + pos, len - pos);
+		uint32_t id;
+
+		if ((rc = intern(d, names + pos, l, &id)))
+			goto out;
+		if (wt_buf_append(ids, &id, sizeof(id))) {
+			rc = WT_ENOMEM;
+			goto out;
+		}
+		pos += l + 1;
+	}
+	nframes = i;
+	if (d != c->cur)
+		goto out; /* a retired generation: this query's own use only */
+	if (d->bytes > c->max_bytes / 2) {
+		/* the dictionary outgrew its half: start a new generation */
+		drop_all(c);
+		c->cur = NULL;
+		dict_unref(d);
+		goto out;
+	}
+	need = nframes * sizeof(uint32_t) + ENTRY_OVERHEAD;
+	if (need > c->max_bytes - c->max_bytes / 2 || !(e = malloc(sizeof(*e) + nframes * sizeof(uint32_t))))
+		goto out;
 	e->key = key;
-	e->len = len;
 	e->nframes = nframes;
 	e->hnext = NULL;
-	memcpy(e->names, names, len);
-	pthread_mutex_lock(&c->mu);
+	memcpy(e->ids, ids->data + start, nframes * sizeof(uint32_t));
 	if (*(p = slot_of(c, key)))
 		drop(c, *p);
-	while (c->tail && c->bytes + need > c->max_bytes)
+	while (c->tail && c->bytes + need > c->max_bytes - c->max_bytes / 2)
 		drop(c, c->tail);
 	p = slot_of(c, key);
 	*p = e;
 	list_push(c, e);
 	c->bytes += need;
 	c->n++;
+out:
 	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+int hub_stacklru_names(hub_stacklru *c, hub_framedict *d, const uint32_t *ids, size_t n, wt_buf *out,
+		       size_t *offs)
+{
+	size_t i;
+	int rc = 0;
+
+	pthread_mutex_lock(&c->mu);
+	for (i = 0; i < n && !rc; i++) {
+		const char *s;
+
+		if (ids[i] >= d->n) {
+			rc = WT_EINVAL;
+			break;
+		}
+		s = d->pool + d->off[ids[i]];
+		offs[i] = out->len;
+		if (wt_buf_append(out, s, strlen(s) + 1))
+			rc = WT_ENOMEM;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
 }
 
 void hub_stacklru_usage(hub_stacklru *c, size_t *bytes, size_t *entries)
 {
 	pthread_mutex_lock(&c->mu);
-	*bytes = c->bytes;
+	*bytes = c->bytes + (c->cur ? c->cur->bytes : 0);
 	*entries = c->n;
 	pthread_mutex_unlock(&c->mu);
 }

@@ -249,6 +249,35 @@ static void test_multi_member(void **state)
 	free(cat);
 }
 
+/* The one-shot decoder sizes its buffer from the trailer's ISIZE: a trailer
+ * that lies must give an error (smaller) or still the whole, bounded
+ * payload (larger than the limit: the streaming path decodes it). */
+static void test_trailer_size(void **state)
+{
+	size_t n = 50000, cn, dn;
+	uint8_t *text = sample_text(n), *c, *d;
+	wt_err e;
+
+	assert_int_equal(wt_gzip(text, n, 6, &c, &cn, &e), 0);
+	assert_int_equal(wt_gunzip(c, cn, n, &d, &dn, &e), 0);
+	assert_int_equal(dn, n);
+	assert_memory_equal(d, text, n);
+	free(d);
+	/* just below the limit: WT_ELIMIT, whichever path */
+	assert_int_equal(wt_gunzip(c, cn, n - 1, &d, &dn, &e), WT_ELIMIT);
+	assert_null(d);
+	/* ISIZE says 1000 bytes: never a short result */
+	c[cn - 4] = 0xe8; c[cn - 3] = 0x03; c[cn - 2] = 0; c[cn - 1] = 0;
+	assert_int_equal(wt_gunzip(c, cn, n, &d, &dn, &e), WT_EINVAL);
+	assert_null(d);
+	/* ISIZE says 4 GiB - 1 (beyond the limit): the streaming path */
+	c[cn - 4] = 0xff; c[cn - 3] = 0xff; c[cn - 2] = 0xff; c[cn - 1] = 0xff;
+	assert_int_equal(wt_gunzip(c, cn, n, &d, &dn, &e), WT_EINVAL);
+	assert_null(d);
+	free(c);
+	free(text);
+}
+
 static void test_corrupt_and_truncated(void **state)
 {
 	size_t n = 200000, cn, dn, cut;
@@ -368,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_and_empty),
 		cmocka_unit_test(test_multi_member),
 		cmocka_unit_test(test_corrupt_and_truncated),
+		cmocka_unit_test(test_trailer_size),
 		cmocka_unit_test(test_gzip_bomb),
 		cmocka_unit_test(test_zstd_bomb),
 	};

@@ -338,6 +338,76 @@ static void test_order_independent(void **state)
 	wt_flame_free(c);
 }
 
+/* A table limited to k rows is the first k rows of the whole table (the
+ * top-k selection in functions_sorted), ties included; wt_flame_add_ids
+ * builds the same views as wt_flame_add. */
+static void test_table_limit_and_ids(void **state)
+{
+	wt_flame *a = wt_flame_new(), *b = wt_flame_new();
+	char names[400][16];
+	const char *fr[6];
+	uint32_t ids[6], bad = 999999;
+	int64_t bad64;
+	size_t i, j, k;
+	(void)state;
+
+	srand(11);
+	for (i = 0; i < 400; i++)
+		snprintf(names[i], sizeof(names[i]), "fn%zu", i);
+	for (i = 0; i < 3000; i++) {
+		size_t n = 1 + (size_t)rand() % 6;
+		int64_t v = 1 + rand() % 4; /* small values: many ties */
+		for (j = 0; j < n; j++) {
+			fr[j] = names[rand() % 400];
+			assert_int_equal(wt_flame_intern(b, fr[j], &ids[j]), 0);
+		}
+		assert_int_equal(wt_flame_add(a, fr, n, v), 0);
+		assert_int_equal(wt_flame_add_ids(b, ids, n, v), 0);
+	}
+	assert_int_equal(wt_flame_add_ids(b, &bad, 1, 1), WT_EINVAL);
+	{
+		json_t *ta = wt_flame_table_json(a, "samples", 0), *tb = wt_flame_table_json(b, "samples", 0);
+		json_t *fa = wt_flame_tree_json(a, "samples", 0), *fb = wt_flame_tree_json(b, "samples", 0);
+		json_t *all = json_object_get(ta, "rows");
+		size_t nfn = 0;
+		assert_true(json_equal(ta, tb));
+		assert_true(json_equal(fa, fb));
+		/* wt_flame_fn: the table's rows, name by name */
+		for (i = 0; i < wt_flame_nnames(a); i++) {
+			const char *nm;
+			int64_t self, total;
+			if (!wt_flame_fn(a, i, &nm, &self, &total))
+				continue;
+			nfn++;
+			for (j = 0; j < json_array_size(all); j++) {
+				json_t *r = json_array_get(all, j);
+				if (!strcmp(json_string_value(json_object_get(r, "function")), nm)) {
+					assert_int_equal(json_integer_value(json_object_get(r, "self")), self);
+					assert_int_equal(json_integer_value(json_object_get(r, "total")), total);
+					break;
+				}
+			}
+			assert_true(j < json_array_size(all));
+		}
+		assert_int_equal(nfn, json_array_size(all));
+		assert_int_equal(wt_flame_fn(a, wt_flame_nnames(a), &fr[0], &bad64, &bad64), 0);
+		for (k = 1; k < json_array_size(all) + 3; k += 37) {
+			json_t *t = wt_flame_table_json(a, "samples", k);
+			json_t *rows = json_object_get(t, "rows");
+			assert_int_equal(json_array_size(rows), k < json_array_size(all) ? k : json_array_size(all));
+			for (i = 0; i < json_array_size(rows); i++)
+				assert_true(json_equal(json_array_get(rows, i), json_array_get(all, i)));
+			json_decref(t);
+		}
+		json_decref(ta);
+		json_decref(tb);
+		json_decref(fa);
+		json_decref(fb);
+	}
+	wt_flame_free(a);
+	wt_flame_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_wide_and_truncated),
 		cmocka_unit_test(test_corpus),
 		cmocka_unit_test(test_order_independent),
+		cmocka_unit_test(test_table_limit_and_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
