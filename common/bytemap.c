@@ -1,6 +1,6 @@
 /*
  * bytemap.c — growth, insertion and release for the byte-key map (see
- * bytemap.h); the lookup is inline in the header.
+ * bytemap.h); the room check and the lookup are inline in the header.
  */
 #include "bytemap.h"
 
@@ -8,13 +8,11 @@
 
 #include "err.h"
 
-int wt_bytemap_reserve(wt_bytemap *m)
+int wt_bytemap_grow(wt_bytemap *m)
 {
 	size_t ncap, i, j;
 	wt_bytemap_ent *ne;
 
-	if (m->n * 2 < m->cap)
-		return 0;
 	ncap = m->cap ? m->cap * 2 : 1024;
 	if (!(ne = calloc(ncap, sizeof(*ne))))
 		return WT_ENOMEM;

@@ -9,7 +9,7 @@
  * Use: wt_bytemap_reserve(m) before each lookup (grows when half full),
  * then e = wt_bytemap_find(m, key, len, hash): e->used → hit (e->val);
  * otherwise wt_bytemap_put(m, e, key, len, hash, val) inserts there.
- * find is inline: it sits in the parsers' innermost loop.
+ * reserve and find are inline: they sit in the parsers' innermost loop.
  * Ownership: the map owns its slots and key copies; wt_bytemap_free.
  * Bounds: at most 4 GiB of key bytes (put answers WT_ENOMEM past that).
  */
@@ -34,11 +34,16 @@ typedef struct wt_bytemap {
 	size_t keys_len, keys_cap;
 } wt_bytemap;
 
-/* Room for one more key: grows (first size 1024) when half full. 0 or
- * WT_ENOMEM (map unchanged). */
-int wt_bytemap_reserve(wt_bytemap *m);
+/* Double the slots (first size 1024). 0 or WT_ENOMEM (map unchanged). */
+int wt_bytemap_grow(wt_bytemap *m);
 int wt_bytemap_put(wt_bytemap *m, wt_bytemap_ent *e, const void *key, size_t len, uint64_t hash, uint32_t val);
 void wt_bytemap_free(wt_bytemap *m);
+
+/* Room for one more key: grows when half full. 0 or WT_ENOMEM. */
+static inline int wt_bytemap_reserve(wt_bytemap *m)
+{
+	return m->n * 2 < m->cap ? 0 : wt_bytemap_grow(m);
+}
 
 /* The slot of (key, len, hash): used → found, unused → where to put it. */
 static inline wt_bytemap_ent *wt_bytemap_find(wt_bytemap *m, const void *key, size_t len, uint64_t hash)

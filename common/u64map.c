@@ -60,6 +60,20 @@ int wt_u64map_slot(wt_u64map *m, uint64_t key, size_t *slot)
 	return 0;
 }
 
+int wt_u64map_get(const wt_u64map *m, uint64_t key, uint32_t *val)
+{
+	size_t j;
+
+	if (!m->cap)
+		return 0;
+	for (j = mix64(key) & (m->cap - 1); m->vals[j] != WT_U64MAP_EMPTY; j = (j + 1) & (m->cap - 1))
+		if (m->keys[j] == key) {
+			*val = m->vals[j];
+			return 1;
+		}
+	return 0;
+}
+
 void wt_u64map_free(wt_u64map *m)
 {
 	free(m->keys);

@@ -24,6 +24,8 @@ typedef struct wt_u64map {
 
 /* 0, or WT_ENOMEM when growing failed (the map is unchanged). */
 int wt_u64map_slot(wt_u64map *m, uint64_t key, size_t *slot);
+/* Lookup only (never grows): 1 and *val when key is there, else 0. */
+int wt_u64map_get(const wt_u64map *m, uint64_t key, uint32_t *val);
 void wt_u64map_free(wt_u64map *m);
 
 #endif

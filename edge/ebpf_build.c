@@ -49,7 +49,7 @@ void edge_ebpf_svcs_free(edge_ebpf *e)
 		nx = s->next;
 		free(s->name);
 		wt_profile_free(s->p);
-		free(s->fc);
+		wt_u64map_free(&s->fc);
 		free(s);
 	}
 	e->svcs = NULL;
@@ -86,46 +86,16 @@ static svc *svc_get(edge_ebpf *e, edge_proc *pr)
 	return s;
 }
 
-static uint32_t *fc_slot(svc *s, const void *key)
-{
-	if ((s->fc_n + 1) * 2 > s->fc_cap) {
-		size_t nc = s->fc_cap ? s->fc_cap * 2 : 1024;
-		fcache_ent *ne = calloc(nc, sizeof(*ne));
-		if (!ne)
-			return NULL;
-		for (size_t i = 0; i < s->fc_cap; i++) {
-			if (!s->fc[i].key)
-				continue;
-			size_t j = ((uintptr_t)s->fc[i].key * 11400714819323198485ull >> 17) & (nc - 1);
-			while (ne[j].key)
-				j = (j + 1) & (nc - 1);
-			ne[j] = s->fc[i];
-		}
-		free(s->fc);
-		s->fc = ne;
-		s->fc_cap = nc;
-	}
-	size_t j = ((uintptr_t)key * 11400714819323198485ull >> 17) & (s->fc_cap - 1);
-	while (s->fc[j].key && s->fc[j].key != key)
-		j = (j + 1) & (s->fc_cap - 1);
-	if (!s->fc[j].key) {
-		s->fc[j].key = key;
-		s->fc[j].fn = WT_NO_FUNCTION;
-		s->fc_n++;
-	}
-	return &s->fc[j].fn;
-}
-
 /* function id of symbol `name` (a stable pointer into kallsyms or an ELF
  * cache entry), demangled once per flush and service */
 static int func_of(svc *s, const char *name, const char *file, const char *build_id, uint32_t *out, wt_err *err)
 {
-	uint32_t *slot = fc_slot(s, name);
+	size_t slot;
 	int rc;
-	if (!slot)
+	if (wt_u64map_slot(&s->fc, (uint64_t)(uintptr_t)name, &slot))
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
-	if (*slot != WT_NO_FUNCTION) {
-		*out = *slot;
+	if (s->fc.vals[slot] != WT_U64MAP_EMPTY) {
+		*out = s->fc.vals[slot];
 		return 0;
 	}
 	wt_function f = {0};
@@ -139,7 +109,10 @@ static int func_of(svc *s, const char *name, const char *file, const char *build
 		return rc;
 	}
 	free(dem);
-	*slot = *out;
+	/* nothing above touched s->fc: the slot is still the free one */
+	s->fc.keys[slot] = (uint64_t)(uintptr_t)name;
+	s->fc.vals[slot] = *out;
+	s->fc.n++;
 	return 0;
 }
 

@@ -23,6 +23,7 @@
 #include "ebpf_probe.h"
 #include "ebpf_unwind.h"
 #include "log.h"
+#include "u64map.h"
 
 #include "bpf/profile.skel.h"
 #include "bpf/python.h"
@@ -115,74 +116,67 @@ find_only:
 /* ---- stacks on the user side ---------------------------------------------- */
 
 typedef struct stk_ent {
-	uint64_t id; /* 0 = empty slot */
 	uint32_t n;
 	uint32_t flags; /* WT_STACK_* */
 	uint64_t *ips;
 } stk_ent;
 
 /* Stack id → frames: one generation's stacks map read out (hash mode) or
- * the stacks streamed since the last drain (ring mode). At most max. */
+ * the stacks streamed since the last drain (ring mode). At most max. The
+ * entries are dense (e[0..n)); idx maps an id to its entry. */
 typedef struct stk_tab {
+	wt_u64map idx;
 	stk_ent *e;
-	size_t cap, n, max;
+	size_t ecap, n, max;
 } stk_tab;
-
-static size_t stk_slot(const stk_ent *e, size_t cap, uint64_t id)
-{
-	size_t j = (size_t)(id * 0x9e3779b97f4a7c15ULL >> 17) & (cap - 1);
-	while (e[j].id && e[j].id != id)
-		j = (j + 1) & (cap - 1);
-	return j;
-}
 
 /* 1 = stored (or already there), 0 = table full, WT_ENOMEM */
 static int stk_put(stk_tab *t, uint64_t id, const struct wt_stack *s)
 {
-	if ((t->n + 1) * 2 > t->cap) {
-		if (t->n >= t->max)
-			return t->cap && t->e[stk_slot(t->e, t->cap, id)].id == id ? 1 : 0;
-		size_t nc = t->cap ? t->cap * 2 : 256;
-		stk_ent *ne = calloc(nc, sizeof(*ne));
+	uint32_t v, n;
+	size_t slot;
+
+	if (wt_u64map_get(&t->idx, id, &v))
+		return 1;
+	if (t->n >= t->max)
+		return 0;
+	if (t->n == t->ecap) {
+		size_t nc = t->ecap ? t->ecap * 2 : 256;
+		stk_ent *ne = realloc(t->e, nc * sizeof(*ne));
 		if (!ne)
 			return WT_ENOMEM;
-		for (size_t i = 0; i < t->cap; i++)
-			if (t->e[i].id)
-				ne[stk_slot(ne, nc, t->e[i].id)] = t->e[i];
-		free(t->e);
 		t->e = ne;
-		t->cap = nc;
+		t->ecap = nc;
 	}
-	stk_ent *x = &t->e[stk_slot(t->e, t->cap, id)];
-	if (x->id)
-		return 1;
-	uint32_t n = s->len < WT_MAX_STACK_DEPTH ? s->len : WT_MAX_STACK_DEPTH;
-	x->ips = malloc((n ? n : 1) * sizeof(uint64_t));
-	if (!x->ips)
+	if (wt_u64map_slot(&t->idx, id, &slot))
 		return WT_ENOMEM;
-	memcpy(x->ips, s->ips, n * sizeof(uint64_t));
-	x->n = n;
-	x->flags = s->flags;
-	x->id = id;
-	t->n++;
+	n = s->len < WT_MAX_STACK_DEPTH ? s->len : WT_MAX_STACK_DEPTH;
+	if (!(t->e[t->n].ips = malloc((n ? n : 1) * sizeof(uint64_t))))
+		return WT_ENOMEM;
+	memcpy(t->e[t->n].ips, s->ips, n * sizeof(uint64_t));
+	t->e[t->n].n = n;
+	t->e[t->n].flags = s->flags;
+	t->idx.keys[slot] = id;
+	t->idx.vals[slot] = (uint32_t)t->n++;
+	t->idx.n++;
 	return 1;
 }
 
 static const stk_ent *stk_get(const stk_tab *t, uint64_t id)
 {
-	if (!id || !t->cap)
-		return NULL;
-	const stk_ent *x = &t->e[stk_slot(t->e, t->cap, id)];
-	return x->id ? x : NULL;
+	uint32_t v;
+
+	return id && wt_u64map_get(&t->idx, id, &v) ? &t->e[v] : NULL;
 }
 
 static void stk_free(stk_tab *t)
 {
-	for (size_t i = 0; i < t->cap; i++)
+	for (size_t i = 0; i < t->n; i++)
 		free(t->e[i].ips);
 	free(t->e);
+	wt_u64map_free(&t->idx);
 	t->e = NULL;
-	t->cap = t->n = 0;
+	t->ecap = t->n = 0;
 }
 
 /* ---- shared map draining -------------------------------------------------- */

@@ -18,22 +18,17 @@
 #include "profile.h"
 #include "server.h"
 #include "symbolize.h"
+#include "u64map.h"
 
 #define NS_PER_S 1000000000LL
 
 /* per-flush, per-service state */
-typedef struct fcache_ent {
-	const void *key;
-	uint32_t fn;
-} fcache_ent;
-
 typedef struct svc {
 	char *name;
 	wt_profile *p;
 	size_t cpu_idx, off_idx;
 	int has_off;
-	fcache_ent *fc; /* symbol name pointer → function id */
-	size_t fc_cap, fc_n;
+	wt_u64map fc; /* symbol name pointer → function id */
 	struct svc *next;
 } svc;
 

@@ -1,9 +1,9 @@
 /*
  * test_hash_tables.c — the shared hash tables of common/: hindex.h (an
  * index over the caller's own array, with an eq callback) and bytemap.h
- * (byte keys → uint32, keys copied). Each is checked against a plain
- * linear scan over 20,000 keys with colliding hashes forced in, through
- * several growths.
+ * (byte keys → uint32, keys copied), and u64map.h's lookup-only get.
+ * Each is checked against the keys it was given, 20,000 of them with
+ * colliding hashes forced in, through several growths.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +18,7 @@
 #include "bytemap.h"
 #include "err.h"
 #include "hindex.h"
+#include "u64map.h"
 
 #define N 20000
 
@@ -110,9 +111,33 @@ static void bytemap_matches_scan(void **state)
 	assert_true(m.ents == NULL && m.keys == NULL && m.n == 0);
 }
 
+static void u64map_get_matches_slot(void **state)
+{
+	wt_u64map m = {0};
+	uint32_t v;
+	size_t slot;
+
+	assert_int_equal(wt_u64map_get(&m, 7, &v), 0); /* empty map: no slots yet */
+	for (uint64_t k = 0; k < N; k++) {
+		assert_int_equal(wt_u64map_slot(&m, k * 0x100000000ull + 3, &slot), 0);
+		assert_int_equal(m.vals[slot], WT_U64MAP_EMPTY);
+		m.keys[slot] = k * 0x100000000ull + 3;
+		m.vals[slot] = (uint32_t)k;
+		m.n++;
+	}
+	for (uint64_t k = 0; k < N; k++) {
+		assert_int_equal(wt_u64map_get(&m, k * 0x100000000ull + 3, &v), 1);
+		assert_int_equal(v, (uint32_t)k);
+	}
+	assert_int_equal(wt_u64map_get(&m, 4, &v), 0);
+	assert_int_equal(m.n, N);
+	wt_u64map_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(u64map_get_matches_slot),
 		cmocka_unit_test(hindex_matches_scan),
 		cmocka_unit_test(bytemap_matches_scan),
 	};
