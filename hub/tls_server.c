@@ -39,6 +39,7 @@
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define LISTEN_BACKLOG 128
@@ -94,13 +95,6 @@ typedef struct conn {
 	int64_t deadline_ms; /* CLOCK_MONOTONIC */
 	char addr[ADDR_MAX];
 } conn;
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- material -------------------------------------------------------------- */
 
@@ -237,7 +231,7 @@ static int wait_fd(conn *c, short events)
 {
 	for (;;) {
 		struct pollfd pfd[2] = {{c->fd, events, 0}, {c->stop_fd, POLLIN, 0}};
-		int64_t left = c->deadline_ms - now_ms();
+		int64_t left = c->deadline_ms - wt_now_ms(CLOCK_MONOTONIC);
 		int n;
 
 		if (left <= 0)
@@ -453,7 +447,7 @@ static void serve_http(worker *w, mbedtls_ssl_context *ssl, conn *c, const char 
 		int st, rc, ret;
 
 		/* the head */
-		c->deadline_ms = now_ms() + (in.len ? s->io_ms : s->idle_ms);
+		c->deadline_ms = wt_now_ms(CLOCK_MONOTONIC) + (in.len ? s->io_ms : s->idle_ms);
 		while (!(hend = find_crlfcrlf(in.data ? in.data : (const uint8_t *)"", in.len))) {
 			if (in.len >= HUB_HTTP1_MAX_HEADER_BYTES) {
 				send_error(ssl, 431, WT_ELIMIT, "request head larger than 16 KiB");
@@ -461,7 +455,7 @@ static void serve_http(worker *w, mbedtls_ssl_context *ssl, conn *c, const char 
 			}
 			if ((ret = read_more(ssl, &in)))
 				goto out; /* peer closed, idle timeout, stop or error */
-			c->deadline_ms = now_ms() + s->io_ms;
+			c->deadline_ms = wt_now_ms(CLOCK_MONOTONIC) + s->io_ms;
 		}
 		hlen = (size_t)(hend - (const char *)in.data) + 4;
 		if (hlen > HUB_HTTP1_MAX_HEADER_BYTES) {
@@ -491,7 +485,7 @@ static void serve_http(worker *w, mbedtls_ssl_context *ssl, conn *c, const char 
 		}
 		while (in.len < total) {
 			int n;
-			c->deadline_ms = now_ms() + s->io_ms;
+			c->deadline_ms = wt_now_ms(CLOCK_MONOTONIC) + s->io_ms;
 			do
 				n = mbedtls_ssl_read(ssl, in.data + in.len, total - in.len);
 			while (n == MBEDTLS_ERR_SSL_WANT_READ || n == MBEDTLS_ERR_SSL_WANT_WRITE);
@@ -537,7 +531,7 @@ static void serve_http(worker *w, mbedtls_ssl_context *ssl, conn *c, const char 
 		}
 		if (resp.close)
 			h->keep_alive = 0;
-		c->deadline_ms = now_ms() + s->io_ms;
+		c->deadline_ms = wt_now_ms(CLOCK_MONOTONIC) + s->io_ms;
 		ret = send_response(ssl, &resp, h->keep_alive);
 		wt_buf_free(&resp.body);
 		wt_buf_free(&resp.headers);
@@ -585,7 +579,7 @@ static void serve_conn(worker *w, int fd, const char *addr)
 		goto out;
 	}
 	mbedtls_ssl_set_bio(&ssl, &c, bio_send, bio_recv, NULL);
-	c.deadline_ms = now_ms() + s->handshake_ms;
+	c.deadline_ms = wt_now_ms(CLOCK_MONOTONIC) + s->handshake_ms;
 	do
 		ret = mbedtls_ssl_handshake(&ssl);
 	while (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE);
@@ -629,7 +623,7 @@ static void serve_conn(worker *w, int fd, const char *addr)
 	}
 	wt_debug("msg=\"tls: client connected\" peer=%s id=%s", c.addr, id);
 	serve_http(w, &ssl, &c, id, dns, ndns);
-	c.deadline_ms = now_ms() + 1000;
+	c.deadline_ms = wt_now_ms(CLOCK_MONOTONIC) + 1000;
 	mbedtls_ssl_close_notify(&ssl);
 out:
 	free(names);
