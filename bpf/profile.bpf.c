@@ -22,8 +22,9 @@
 #include "unwind.h"
 
 const volatile int wt_mode = WT_MODE_HASH;
-/* 1: user stacks unwound with the tables below where a process has them
- * (frame pointers elsewhere, frame by frame); 0: frame pointers only */
+/* 1: user stacks of processes with an entry in wt_unwind_procs unwound
+ * with the tables below (as its mode says); the others, and everything
+ * with 0, by the kernel's frame-pointer walk */
 const volatile int wt_unwind = 0;
 /* generation written by the programs; the edge flips it at each drain */
 volatile __u32 wt_gen;
@@ -162,6 +163,7 @@ struct unwind_ctx {
 	const struct wt_unwind_proc *proc;
 	__u64 pc, sp, bp;
 	int exact; /* pc is an interrupted instruction, not a return address */
+	int strict; /* WT_UNWIND_MODE_TABLES: no frame-pointer steps */
 	int complete;
 };
 
@@ -251,8 +253,9 @@ static long unwind_step(__u32 i, void *arg)
 		c->exact = 0;
 		return ok ? 0 : 1;
 	default:
-		/* no table for this pc: one frame-pointer step */
-		if (!c->bp)
+		/* no table for this pc: one frame-pointer step (auto), or the
+		 * end of the stack (tables only) */
+		if (!c->bp || c->strict)
 			return 1;
 		c->pc = read_user(c->bp + 8, &ok);
 		c->sp = c->bp + 16;
@@ -265,10 +268,13 @@ static long unwind_step(__u32 i, void *arg)
 /* Unwind the user stack of the current task into s from its user
  * registers: the sampled ones when the sample interrupted user mode, else
  * those saved at kernel entry. 0, or -errno (-EFAULT: no user stack). */
-static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, struct wt_stack *s, __u32 tgid, int user_mode)
+static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, struct wt_stack *s,
+				       const struct wt_unwind_proc *proc, int user_mode)
 {
 	struct unwind_ctx c = {};
 	c.s = s;
+	c.proc = proc;
+	c.strict = proc->mode == WT_UNWIND_MODE_TABLES;
 	s->len = 0;
 	if (user_mode) {
 		c.pc = *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, ip));
@@ -285,7 +291,6 @@ static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, struct w
 	if (!c.pc)
 		return -EFAULT;
 	c.exact = 1;
-	c.proc = bpf_map_lookup_elem(&wt_unwind_procs, &tgid);
 	bpf_loop(WT_MAX_STACK_DEPTH, unwind_step, &c, 0);
 	return s->len ? 0 : -EFAULT;
 }
@@ -323,8 +328,13 @@ int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 	else
 		key->kern_err = wt_stack_len(&ev->kern, bpf_get_stack(ctx, ev->kern.ips, sizeof(ev->kern.ips), 0));
 	ev->user.flags = 0;
+	/* a process not (yet) given tables, or whose service unwinds by
+	 * frame pointers: the kernel's walk, cheaper than a loop of ours */
+	const struct wt_unwind_proc *proc = NULL;
 	if (wt_unwind && key->image)
-		key->user_err = unwind_user(ctx, &ev->user, key->tgid, (regs_cs(ctx) & 3) == 3);
+		proc = bpf_map_lookup_elem(&wt_unwind_procs, &key->tgid);
+	if (proc)
+		key->user_err = unwind_user(ctx, &ev->user, proc, (regs_cs(ctx) & 3) == 3);
 	else
 		key->user_err = wt_stack_len(&ev->user,
 					     bpf_get_stack(ctx, ev->user.ips, sizeof(ev->user.ips), BPF_F_USER_STACK));

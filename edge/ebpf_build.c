@@ -224,15 +224,19 @@ static int user_frame(edge_ebpf *e, svc *s, edge_proc *pr, uint64_t ip, int leaf
 
 /* Queue a live process for its unwind tables: once, and again when its
  * mappings were read again since (a capture inside execve or before
- * ld.so mapped the libraries, then re-read; dlopen). */
+ * ld.so mapped the libraries, then re-read; dlopen) or its service's
+ * unwinding mode changed (fp: its entry is taken out). */
 void edge_ebpf_unwind_give(edge_ebpf *e, edge_proc *pr)
 {
 	if (pr->state != EDGE_PROC_LIVE)
 		return;
-	if (atomic_exchange(&pr->unwind_loaded, 1) && atomic_load(&pr->unwind_nmaps) == pr->nmaps)
+	int mode = edge_ebpf_unwind_mode(e, pr);
+	if (atomic_exchange(&pr->unwind_loaded, 1) && atomic_load(&pr->unwind_nmaps) == pr->nmaps &&
+	    atomic_load(&pr->unwind_mode) == mode)
 		return;
 	atomic_store(&pr->unwind_nmaps, pr->nmaps);
-	edge_ebpf_cpu_unwind_add(e->cpu, pr);
+	atomic_store(&pr->unwind_mode, mode);
+	edge_ebpf_cpu_unwind_add(e->cpu, pr, mode);
 }
 
 static int is_root(const char *name)
@@ -293,7 +297,7 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		return;
 	}
 	pr->gen = e->gen;
-	if (e->cpu && e->cur.unwind != EDGE_UNWIND_FP) /* not announced (found at the flush), or re-read */
+	if (e->cpu) /* not announced (found at the flush), or re-read */
 		edge_ebpf_unwind_give(e, pr);
 	for (size_t i = skip_tracing(e, kind, kstack, nk); i < nk && rc == 0; i++)
 		rc = kernel_frame(e, s, kstack[i], i == 0, &frames[n++], err);

@@ -68,14 +68,16 @@ typedef struct edge_ebpf_cpu edge_ebpf_cpu;
 /* Load bpf/profile.bpf.c (mode, map sizes from cfg) and attach one
  * software cpu-clock perf event per online CPU at cfg->frequency_hz.
  * Errors name the step that failed (and the errno). */
-/* cache_dir: where unwind tables are cached (cfg->unwind != fp). */
+/* cache_dir: where unwind tables are cached (when edge_ebpf_cfg_unwinds(cfg)). */
 int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, const char *cache_dir, edge_ebpf_counters *ctr, edge_ebpf_cpu **out,
 		       wt_err *err);
-/* Unwinding with tables on: give process p its tables (first sample of
- * an image; builds and loads the tables of files seen for the first
- * time). No-op in frame-pointer mode. */
+/* Unwinding with tables loaded: process p is unwound as mode
+ * (EDGE_UNWIND_*) says: auto / eh_frame give it its tables (first sample
+ * of an image; builds and loads the tables of files seen for the first
+ * time), fp takes them away (the kernel's frame-pointer walk). No-op when
+ * the program was loaded without the unwinder. */
 struct edge_proc;
-void edge_ebpf_cpu_unwind_add(edge_ebpf_cpu *c, const struct edge_proc *p);
+void edge_ebpf_cpu_unwind_add(edge_ebpf_cpu *c, const struct edge_proc *p, int mode);
 /* files with a table loaded, rows used, files without a table, processes
  * waiting for their tables */
 void edge_ebpf_cpu_unwind_stats(edge_ebpf_cpu *c, uint64_t *files, uint64_t *rows, uint64_t *failed,

@@ -579,6 +579,21 @@ void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint3
 	pthread_mutex_unlock(&t->mu);
 }
 
+void edge_procs_each(edge_procs *t, void (*fn)(void *arg, edge_proc *p), void *arg)
+{
+	edge_proc **v = NULL;
+	size_t n = 0;
+	pthread_mutex_lock(&t->mu);
+	if (t->n && (v = malloc(t->n * sizeof(*v))))
+		for (size_t i = 0; i < NBUCKETS; i++)
+			for (edge_proc *p = t->b[i]; p && n < t->n; p = p->next)
+				v[n++] = p;
+	pthread_mutex_unlock(&t->mu);
+	for (size_t i = 0; i < n; i++)
+		fn(arg, v[i]);
+	free(v);
+}
+
 void edge_procs_stats(const edge_procs *t, uint64_t *captured, uint64_t *lost, uint64_t *tracked,
 		       uint64_t *rereads)
 {

@@ -58,6 +58,7 @@ typedef struct edge_proc {
 	uint64_t user_gen;
 	atomic_int unwind_loaded; /* given its unwind tables (discovery or sampler thread) */
 	_Atomic size_t unwind_nmaps; /* nmaps when it was given them (mappings re-read since: again) */
+	atomic_int unwind_mode;   /* EDGE_UNWIND_* it was given (its service's mode changed: again) */
 	struct edge_proc *next;
 } edge_proc;
 
@@ -95,6 +96,10 @@ const char *edge_proc_jit_lookup(edge_procs *t, edge_proc *p, uint64_t addr, uin
  * exists or that a later exec superseded; gone(arg, tgid) is called for
  * each dropped image whose process is gone (may be NULL). */
 void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint32_t tgid), void *arg);
+
+/* fn(arg, p) for every process in the table (sampler thread: processes
+ * are not freed meanwhile; the table's lock is not held during fn). */
+void edge_procs_each(edge_procs *t, void (*fn)(void *arg, edge_proc *p), void *arg);
 
 /* counters: processes captured, lost (gone before capture), tracked now,
  * re-reads of early captures */

@@ -85,5 +85,8 @@ void edge_ebpf_flush(edge_ebpf *e);
 void edge_ebpf_svcs_free(edge_ebpf *e);
 /* Queue a live process for its unwind tables (see ebpf_build.c). */
 void edge_ebpf_unwind_give(edge_ebpf *e, edge_proc *pr);
+/* ebpf_sampler.c: process pr's unwinding mode (EDGE_UNWIND_*) under the
+ * current policy (service rules, then ebpf.unwind). */
+int edge_ebpf_unwind_mode(const edge_ebpf *e, const edge_proc *pr);
 
 #endif

@@ -813,6 +813,7 @@ typedef struct job_map {
 
 typedef struct job {
 	uint32_t tgid;
+	uint32_t mode; /* enum wt_unwind_mode of the entry */
 	uint64_t seq; /* creation order */
 	size_t n;
 	job_map m[WT_UNWIND_MAPS];
@@ -965,6 +966,7 @@ static int load_job(edge_unwind_loader *l, const job *j, int may_load)
 	struct wt_unwind_proc v;
 	char path[4400], key[96];
 	memset(&v, 0, sizeof(v));
+	v.mode = j->mode;
 	for (size_t i = 0; i < j->n && v.n < WT_UNWIND_MAPS; i++) {
 		const job_map *m = &j->m[i];
 		loaded_file f;
@@ -1034,7 +1036,7 @@ static void *loader_run(void *arg)
 	return NULL;
 }
 
-void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p)
+void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p, uint32_t mode)
 {
 	if (!l || p->state != EDGE_PROC_LIVE)
 		return;
@@ -1042,6 +1044,7 @@ void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p)
 	if (!j)
 		return;
 	j->tgid = p->tgid;
+	j->mode = mode;
 	for (size_t i = 0; i < p->nmaps && j->n < WT_UNWIND_MAPS; i++) {
 		const edge_proc_map *m = &p->maps[i];
 		if (!m->path || m->path[0] != '/')
@@ -1079,8 +1082,15 @@ void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p)
 
 void edge_unwind_loader_forget(edge_unwind_loader *l, uint32_t tgid)
 {
-	if (l)
-		bpf_map_delete_elem(l->procs_fd, &tgid);
+	if (!l)
+		return;
+	/* jobs of the tgid still queued are stale from now on */
+	pthread_mutex_lock(&l->mu);
+	size_t slot = tgid % LAST_SLOTS;
+	l->last_tgid[slot] = tgid;
+	l->last_seq[slot] = ++l->seq;
+	bpf_map_delete_elem(l->procs_fd, &tgid);
+	pthread_mutex_unlock(&l->mu);
 }
 
 void edge_unwind_loader_stats(edge_unwind_loader *l, uint64_t *files, uint64_t *rows, uint64_t *failed,

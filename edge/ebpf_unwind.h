@@ -63,10 +63,12 @@ edge_unwind_loader *edge_unwind_loader_new(int rows_fd, uint32_t max_rows, int p
  * every file already has its table, else queued (a copy of its mappings)
  * for the loader's own thread, which builds (or reads from the cache) and
  * loads the tables of files seen for the first time, then writes the
- * process's entry. Thread-safe: called on the discovery thread
+ * process's entry with mode (enum wt_unwind_mode). Thread-safe: called on the discovery thread
  * when a process is captured, and on the sampler thread for processes
  * found at a flush. */
-void edge_unwind_loader_add(edge_unwind_loader *l, const struct edge_proc *p);
+void edge_unwind_loader_add(edge_unwind_loader *l, const struct edge_proc *p, uint32_t mode);
+/* Take tgid's entry out (the process is gone, or its service now unwinds
+ * by frame pointers); its jobs still queued are dropped. */
 void edge_unwind_loader_forget(edge_unwind_loader *l, uint32_t tgid);
 /* files loaded, rows used, files without a table (not ELF, no CFI,
  * error, array full, queue full), processes waiting for their tables */
