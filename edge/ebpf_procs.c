@@ -369,7 +369,10 @@ static void read_cgroup(edge_procs *t, edge_proc *p, uint64_t cgroup_id)
  * of a new image can be taken inside execve (the new mm installed, the
  * binary not yet mapped) or while the dynamic loader is still mapping the
  * libraries: then the executable's own mapping is missing, or the loader is
- * the only file besides it. Its later samples would miss the mappings and,
+ * the only file besides it, or libc is not there yet (the loader maps the
+ * libraries in the order they are needed, libc last: python3 needs libm,
+ * libz and libexpat first — captured then, its libc frames stayed bare
+ * addresses and its unwound stacks stopped there). Its later samples would miss the mappings and,
  * for a process gone by the flush, stay bare addresses. The capture then
  * reads them again after 1, 3 and 8 ms while they still look so (one
  * capture in six under a compile loop here: cc, cc1, as, collect2, ld
@@ -377,7 +380,7 @@ static void read_cgroup(edge_procs *t, edge_proc *p, uint64_t cgroup_id)
  * re-read). */
 static int maps_early(const edge_proc *p)
 {
-	int has_exe = 0, has_ld = 0, files = 0;
+	int has_exe = 0, has_ld = 0, has_libc = 0, files = 0;
 	size_t el = strlen(p->exe);
 
 	if (!el)
@@ -392,11 +395,14 @@ static int maps_early(const edge_proc *p)
 		files++;
 		if (!strncmp(b, p->exe, el) && (bl == el || !strcmp(b + el, " (deleted)")))
 			has_exe = 1;
-		else if (!strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-musl", 7) || !strncmp(b, "ld.so", 5) ||
-			 !strncmp(b, "ld64.so", 7))
+		else if (!strncmp(b, "ld-musl", 7))
+			has_ld = has_libc = 1; /* musl's loader is its libc */
+		else if (!strncmp(b, "ld-linux", 8) || !strncmp(b, "ld.so", 5) || !strncmp(b, "ld64.so", 7))
 			has_ld = 1;
+		else if (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5))
+			has_libc = 1;
 	}
-	return !has_exe || (has_ld && files <= 2);
+	return !has_exe || (has_ld && (files <= 2 || !has_libc));
 }
 
 /* Read p's mappings again, keeping the ones it has when the new read
