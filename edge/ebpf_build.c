@@ -461,6 +461,11 @@ void edge_ebpf_flush(edge_ebpf *e)
 	atomic_store(&e->unwind_files, uf);
 	atomic_store(&e->unwind_rows, ur);
 	atomic_store(&e->unwind_failed, ufail);
+	edge_ebpf_cpu_unwind_build_stats(e->cpu, &uf, &ur, &ufail, &upend);
+	atomic_store(&e->unwind_built, uf);
+	atomic_store(&e->unwind_build_ns, ur);
+	atomic_store(&e->unwind_cfi_bytes, ufail);
+	atomic_store(&e->unwind_from_cache, upend);
 	atomic_fetch_add(&e->flushes, 1);
 	atomic_store(&e->last_flush_us, (wt_now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 }

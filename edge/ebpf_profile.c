@@ -687,6 +687,26 @@ void edge_ebpf_cpu_unwind_add(edge_ebpf_cpu *c, const struct edge_proc *p, int m
 				       mode == EDGE_UNWIND_EH_FRAME ? WT_UNWIND_MODE_TABLES : WT_UNWIND_MODE_AUTO);
 }
 
+int edge_ebpf_cpu_procs_fd(const edge_ebpf_cpu *c, int which)
+{
+	return which ? bpf_map__fd(c->skel->maps.wt_new_procs) : bpf_map__fd(c->skel->maps.wt_procs);
+}
+
+int edge_ebpf_cpu_unwind_fds(const edge_ebpf_cpu *c, int *rows_fd, int *procs_fd)
+{
+	if (!c || !c->unwind)
+		return -1;
+	*rows_fd = bpf_map__fd(c->skel->maps.wt_unwind_rows);
+	*procs_fd = bpf_map__fd(c->skel->maps.wt_unwind_procs);
+	return 0;
+}
+
+void edge_ebpf_cpu_unwind_build_stats(edge_ebpf_cpu *c, uint64_t *built, uint64_t *build_ns, uint64_t *cfi_bytes,
+				      uint64_t *from_cache)
+{
+	edge_unwind_loader_build_stats(c ? c->unwind : NULL, built, build_ns, cfi_bytes, from_cache);
+}
+
 void edge_ebpf_cpu_unwind_stats(edge_ebpf_cpu *c, uint64_t *files, uint64_t *rows, uint64_t *failed,
 				uint64_t *pending)
 {

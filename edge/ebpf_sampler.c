@@ -215,7 +215,7 @@ static void load(edge_ebpf *e)
 	char cache_dir[4200];
 	snprintf(cache_dir, sizeof(cache_dir), "%s/unwind", e->cfg->data_dir);
 	int rc = edge_ebpf_cpu_open(&e->cur, cache_dir, &e->ctr[EDGE_EBPF_CPU], &e->cpu, &err) ||
-		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err));
+		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, e->cpu, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err));
 	pthread_mutex_unlock(&e->pmu);
 	if (rc) {
 		wt_error("msg=\"ebpf sampler not started\" error=\"%s\"", err.msg);
@@ -543,6 +543,14 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 	      (long long)atomic_load(&e->unwind_rows));
 	gauge(b, "wt_edge_ebpf_unwind_pending_processes", "Processes waiting for their unwind tables (built on the loader's thread).",
 	      (long long)atomic_load(&e->unwind_pending));
+	gauge(b, "wt_edge_ebpf_unwind_built_files", "Unwind tables built from .eh_frame/.debug_frame since the program was loaded (not read from the disk cache).",
+	      (long long)atomic_load(&e->unwind_built));
+	gauge(b, "wt_edge_ebpf_unwind_build_ns", "Time spent building those tables, ns (the loader's thread).",
+	      (long long)atomic_load(&e->unwind_build_ns));
+	gauge(b, "wt_edge_ebpf_unwind_cfi_bytes", "Bytes of .eh_frame/.debug_frame those tables were built from.",
+	      (long long)atomic_load(&e->unwind_cfi_bytes));
+	gauge(b, "wt_edge_ebpf_unwind_cached_files", "Unwind tables read from the disk cache (edge.data_dir/unwind) since the program was loaded.",
+	      (long long)atomic_load(&e->unwind_from_cache));
 	gauge(b, "wt_edge_ebpf_unwind_failed_files",
 	      "Executable files without a table: not x86-64 ELF, no CFI, unreadable, or the rows array full.",
 	      (long long)atomic_load(&e->unwind_failed));

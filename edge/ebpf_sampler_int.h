@@ -74,7 +74,8 @@ struct edge_ebpf {
 	_Atomic int enabled, offcpu_on, frequency;
 	_Atomic uint64_t flushes, profiles, flush_errors, load_errors, commit_errors, truncated, unsym_frames,
 		frames, no_proc, samples_cpu, offcpu_ns, reloads, lost_procs, captured_procs, tracked_procs,
-		reread_procs, jit_frames, unwind_files, unwind_rows, unwind_failed, unwind_pending;
+		reread_procs, jit_frames, unwind_files, unwind_rows, unwind_failed, unwind_pending,
+		unwind_built, unwind_build_ns, unwind_cfi_bytes, unwind_from_cache;
 	_Atomic int64_t last_flush_us;
 };
 

@@ -13,6 +13,7 @@
  * EDGE_UNWIND_MAX_ROWS, the remember-state stack by REMEMBER_MAX.
  */
 #include "ebpf_unwind.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -840,9 +841,11 @@ struct edge_unwind_loader {
 	int rows_fd, procs_fd;
 	uint32_t max_rows, used;
 	char *cache_dir;
+	char *vdso; /* a copy of the kernel's vDSO image (the same in every process), or NULL */
 	loaded_file *files; /* appended by the loader thread, read by all, under mu */
 	size_t nfiles, cap;
 	_Atomic uint64_t failed, dropped, files_ok, rows_used; /* for stats */
+	_Atomic uint64_t build_ns, cfi_bytes, built, from_cache; /* tables built (not read from the cache) */
 };
 
 static void job_free(job *j)
@@ -856,6 +859,37 @@ static void job_free(job *j)
 
 static void *loader_run(void *arg);
 
+/* The vDSO's code (clock_gettime, gettimeofday: often a sampled leaf) has
+ * CFI like any library, but no file: the edge's own image — the kernel's,
+ * the same in every process — is written to dir/vdso.so and given to
+ * processes' [vdso] mappings as that file. Returns the path (the caller
+ * frees) or NULL. */
+static char *vdso_copy(const char *dir)
+{
+	unsigned long start = 0, end = 0;
+	char line[512], *path = NULL;
+	wt_err err = {0};
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &start, &end) == 2)
+			break;
+	fclose(f);
+	if (!start || end <= start || end - start > (1u << 20) || !dir || wt_mkdir_p(dir, 0700, &err) != 0 ||
+	    asprintf(&path, "%s/vdso.so", dir) < 0)
+		return NULL;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, (const void *)start, end - start) != (ssize_t)(end - start)) {
+		if (fd >= 0)
+			close(fd);
+		free(path);
+		return NULL;
+	}
+	close(fd);
+	return path;
+}
+
 edge_unwind_loader *edge_unwind_loader_new(int rows_fd, uint32_t max_rows, int procs_fd, const char *cache_dir)
 {
 	edge_unwind_loader *l = calloc(1, sizeof(*l));
@@ -866,6 +900,7 @@ edge_unwind_loader *edge_unwind_loader_new(int rows_fd, uint32_t max_rows, int p
 	l->rows_fd = rows_fd;
 	l->procs_fd = procs_fd;
 	l->max_rows = max_rows;
+	l->vdso = vdso_copy(cache_dir);
 	l->q = calloc(MAX_JOBS, sizeof(*l->q));
 	if (!l->q || (cache_dir && !(l->cache_dir = strdup(cache_dir))) || pthread_create(&l->th, NULL, loader_run, l)) {
 		edge_unwind_loader_free(l);
@@ -927,7 +962,15 @@ static int file_load(edge_unwind_loader *l, const char *path, const char *key, l
 	wt_err err = {0};
 	memset(f, 0, sizeof(*f));
 	snprintf(f->key, sizeof(f->key), "%s", key);
+	int64_t t0 = wt_now_ns(CLOCK_MONOTONIC);
 	int rc = l->cache_dir ? edge_unwind_get(l->cache_dir, key, path, &t, &err) : edge_unwind_build(path, &t, &err);
+	if (!rc && t->from_cache) {
+		atomic_fetch_add(&l->from_cache, 1);
+	} else if (!rc) {
+		atomic_fetch_add(&l->build_ns, (uint64_t)(wt_now_ns(CLOCK_MONOTONIC) - t0));
+		atomic_fetch_add(&l->cfi_bytes, t->cfi_bytes);
+		atomic_fetch_add(&l->built, 1);
+	}
 	if (rc || !t->n || t->n > l->max_rows - l->used || rows_upload(l, t, l->used)) {
 		atomic_fetch_add(&l->failed, 1);
 	} else {
@@ -972,9 +1015,20 @@ static int load_job(edge_unwind_loader *l, const job *j, int may_load)
 		loaded_file f;
 		uint64_t va = 0;
 		int found = 0;
+		if (!strcmp(m->path, "[vdso]")) {
+			if (!l->vdso || file_key(l->vdso, key))
+				continue;
+			snprintf(path, sizeof(path), "%s", l->vdso);
+		} else {
 		snprintf(path, sizeof(path), "/proc/%u/root%s", j->tgid, m->path);
-		if (file_key(path, key))
+		/* the process gone before its job came up (a backlog of table
+		 * builds behind a busy machine's new binaries): the file through
+		 * the edge's own root, so that the next process of the same
+		 * binary finds its table built (the key names the file, not
+		 * the path) */
+		if (file_key(path, key) && (snprintf(path, sizeof(path), "%s", m->path), file_key(path, key)))
 			continue;
+		}
 		int known = file_find(l, key, &f);
 		if (!known && !may_load)
 			return -1;
@@ -1047,7 +1101,7 @@ void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p, uint32_t 
 	j->mode = mode;
 	for (size_t i = 0; i < p->nmaps && j->n < WT_UNWIND_MAPS; i++) {
 		const edge_proc_map *m = &p->maps[i];
-		if (!m->path || m->path[0] != '/')
+		if (!m->path || (m->path[0] != '/' && strcmp(m->path, "[vdso]")))
 			continue;
 		job_map *x = &j->m[j->n];
 		if (!(x->path = strdup(m->path)))
@@ -1107,6 +1161,15 @@ void edge_unwind_loader_stats(edge_unwind_loader *l, uint64_t *files, uint64_t *
 	}
 }
 
+void edge_unwind_loader_build_stats(edge_unwind_loader *l, uint64_t *built, uint64_t *build_ns, uint64_t *cfi_bytes,
+				    uint64_t *from_cache)
+{
+	*built = l ? atomic_load(&l->built) : 0;
+	*build_ns = l ? atomic_load(&l->build_ns) : 0;
+	*cfi_bytes = l ? atomic_load(&l->cfi_bytes) : 0;
+	*from_cache = l ? atomic_load(&l->from_cache) : 0;
+}
+
 void edge_unwind_loader_free(edge_unwind_loader *l)
 {
 	if (!l)
@@ -1125,5 +1188,6 @@ void edge_unwind_loader_free(edge_unwind_loader *l)
 	pthread_mutex_destroy(&l->mu);
 	free(l->files);
 	free(l->cache_dir);
+	free(l->vdso);
 	free(l);
 }

@@ -74,5 +74,9 @@ void edge_unwind_loader_forget(edge_unwind_loader *l, uint32_t tgid);
  * error, array full, queue full), processes waiting for their tables */
 void edge_unwind_loader_stats(edge_unwind_loader *l, uint64_t *files, uint64_t *rows, uint64_t *failed,
 			      uint64_t *pending);
+/* tables built from CFI (not read from the disk cache), the time that
+ * took, the CFI bytes they read; tables read from the cache */
+void edge_unwind_loader_build_stats(edge_unwind_loader *l, uint64_t *built, uint64_t *build_ns, uint64_t *cfi_bytes,
+				    uint64_t *from_cache);
 void edge_unwind_loader_free(edge_unwind_loader *l);
 #endif
