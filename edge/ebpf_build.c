@@ -297,6 +297,10 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		return;
 	}
 	pr->gen = e->gen;
+	/* still too early after the capture's re-reads (a loaded machine):
+	 * again, once per flush, so its libraries get symbols and tables */
+	if (pr->state == EDGE_PROC_LIVE && edge_proc_maps_early(pr))
+		edge_procs_refresh(e->procs, pr, e->gen);
 	if (e->cpu) /* not announced (found at the flush), or re-read */
 		edge_ebpf_unwind_give(e, pr);
 	for (size_t i = skip_tracing(e, kind, kstack, nk); i < nk && rc == 0; i++)

@@ -24,7 +24,7 @@
 #define MAX_MAPS 8192
 #define CG_BUCKETS 1024
 #define MAX_CGROUPS 4096
-/* re-reads of a capture that came too early (see maps_early), in ms */
+/* re-reads of a capture that came too early (see edge_proc_maps_early), in ms */
 static const int early_wait_ms[] = {1, 3, 8};
 #define NEARLY ((int)(sizeof(early_wait_ms) / sizeof(early_wait_ms[0])))
 
@@ -378,7 +378,7 @@ static void read_cgroup(edge_procs *t, edge_proc *p, uint64_t cgroup_id)
  * capture in six under a compile loop here: cc, cc1, as, collect2, ld
  * sampled while ld.so mapped their libraries; most complete at the first
  * re-read). */
-static int maps_early(const edge_proc *p)
+int edge_proc_maps_early(const edge_proc *p)
 {
 	int has_exe = 0, has_ld = 0, has_libc = 0, files = 0;
 	size_t el = strlen(p->exe);
@@ -472,7 +472,7 @@ static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char 
 		p->state = EDGE_PROC_KERNEL;
 	/* not yet in the table: nobody else sees the mappings change. No
 	 * mapping at all while the executable is known: inside execve too */
-	for (int i = 0; i < NEARLY && (p->nmaps || p->state == EDGE_PROC_LIVE) && maps_early(p); i++) {
+	for (int i = 0; i < NEARLY && (p->nmaps || p->state == EDGE_PROC_LIVE) && edge_proc_maps_early(p); i++) {
 		struct timespec w = {0, early_wait_ms[i] * 1000000L};
 		nanosleep(&w, NULL);
 		reread_keep(t, p);

@@ -86,6 +86,10 @@ edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t
 /* Re-read the mappings (after an address missed them: exec, dlopen),
  * at most once per generation. */
 void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen);
+/* Do p's mappings look like a capture that came too early (no executable,
+ * or the dynamic loader without libc yet)? A capture re-reads them a few
+ * times while they do; a loaded machine can take longer than that. */
+int edge_proc_maps_early(const edge_proc *p);
 /* Mapping containing addr, or NULL. O(log n). */
 const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr);
 /* Name of the JIT-compiled function at addr from the process's perf map
