@@ -310,10 +310,12 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		rc = user_frame(e, s, pr, ustack[i], i == 0, &frames[n++], &root, err);
 	}
 	/* complete: ends in a known root, or in main's caller (the C
-	 * runtime, whose static start code has no dynamic symbol) */
+	 * runtime, whose static start code has no dynamic symbol), or in the
+	 * unnamed frame that called a known root (a stripped program's
+	 * _start calling __libc_start_main) */
 	if (rc == 0 && nu &&
 	    (nu >= WT_MAX_STACK_DEPTH ||
-	     (pr->state == EDGE_PROC_LIVE && !(is_root(root) || is_main(root) || is_main(below_root))))) {
+	     (pr->state == EDGE_PROC_LIVE && !(is_root(root) || is_main(root) || is_main(below_root) || (!root && is_root(below_root)))))) {
 		atomic_fetch_add(&e->truncated, 1);
 		rc = marker_frame(s, TRUNCATED_FRAME, &frames[n++], err);
 	}
