@@ -527,7 +527,7 @@ void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen)
 		return;
 	pthread_mutex_lock(&t->mu);
 	p->refreshed_gen = gen;
-	read_maps(t, p);
+	reread_keep(t, p); /* exiting: its maps file is empty, keep what we have */
 	pthread_mutex_unlock(&t->mu);
 }
 
