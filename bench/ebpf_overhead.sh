@@ -266,11 +266,11 @@ try:
                     f" {ratio(res[m0][1], session + rep):>20}")
             print(row, flush=True)
             for k, (files, rows, failed, (rss, hwm), maps, umaps, built, bns, cfi) in sorted(UNWIND_SEEN.items()):
-                per = rows * 12 / files / 2**10 if files else 0
+                per = rows * 16 / files / 2**10 if files else 0  # 12-byte rows, 16 in the kernel's array
                 print(f"      {k}: edge RSS {rss / 1024:.1f} MiB (peak {hwm / 1024:.1f}); BPF maps {maps / 2**20:.1f} MiB"
                       f" of which unwinding {umaps / 2**20:.1f} MiB", flush=True)
                 if files:
-                    print(f"      {k}: unwind tables of {files:.0f} files, {rows:.0f} rows = {rows * 12 / 2**20:.1f} MiB"
+                    print(f"      {k}: unwind tables of {files:.0f} files, {rows:.0f} rows = {rows * 16 / 2**20:.1f} MiB"
                           f" in use ({per:.0f} KiB per file: 200 such files = {200 * per / 1024:.1f} MiB),"
                           f" {failed:.0f} files without; {built:.0f} built from {cfi / 2**20:.1f} MiB of CFI in"
                           f" {bns / 1e6:.0f} ms = {bns / 1e6 / (cfi / 2**20) if cfi else 0:.0f} ms per MiB", flush=True)
