@@ -215,6 +215,19 @@ class PolicySamplerTest(unittest.TestCase):
                 time.sleep(0.05)
             self.assertGreaterEqual(e.read_log().count("ebpf unwinding modes applied"), n_applied)
 
+        def settle():
+            # the tables of the processes running at the start are built
+            # first (a fresh data dir: no cache); a new process's job
+            # waits behind them
+            last, since, deadline = -1, time.time(), time.time() + 120
+            while time.time() < deadline and time.time() - since < 3:
+                m = e.metrics()
+                rows = m.get("wt_edge_ebpf_unwind_rows")
+                if rows != last or not rows or m.get("wt_edge_ebpf_unwind_pending_processes"):
+                    last, since = rows, time.time()
+                time.sleep(0.2)
+
+        settle()
         put_mode("fp", 1)
         fp = run_share()
         put_mode("auto", 2)
