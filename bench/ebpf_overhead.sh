@@ -28,8 +28,10 @@
 # Env: EBPF_BENCH_SECONDS (20), EBPF_BENCH_FREQS ("19 99 999"),
 # EBPF_BENCH_SCENARIOS ("quiet churn"), EBPF_BENCH_MODES ("hash"; add
 # "ring" for the ring-buffer mode; MODE:UNWIND for ebpf.unwind, e.g.
-# "hash hash:eh_frame" = frame pointers vs unwind tables side by side,
-# with the unwind tables' rows and files after the run),
+# "hash hash:eh_frame" = frame pointers vs unwind tables side by side;
+# after each run: edge RSS, BPF map memory (fdinfo memlock, the unwinding
+# maps apart), the tables' files, rows, KiB per file, and build time per
+# MiB of CFI),
 # EBPF_BENCH_PERF_CALLGRAPH ("fp": perf record -g; "dwarf": perf record
 # --call-graph dwarf, perf's own DWARF unwinding of copied user stacks, the
 # baseline for the eh_frame mode), EBPF_BENCH_WORKLOAD ("c": ebpfwork spin;
@@ -124,6 +126,35 @@ def bpf_ns(pid):
 UNWIND_SEEN = {}
 
 
+def map_memory(pid):
+    """{map name: memlock bytes} of the BPF maps pid holds (fdinfo)"""
+    out = {}
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if "map_id:" not in text:
+            continue
+        kv = dict(ln.split(":", 1) for ln in text.splitlines() if ":" in ln)
+        mid = kv.get("map_id", "").strip()
+        try:
+            info = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", mid], capture_output=True,
+                                             text=True, timeout=10).stdout or "{}")
+            name = info.get("name") or mid
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            name = mid
+        out[name] = max(out.get(name, 0), int(kv.get("memlock", "0").strip() or 0))
+    return out
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        st = dict(ln.split(":", 1) for ln in f.read().splitlines() if ":" in ln)
+    return int(st["VmRSS"].split()[0]), int(st["VmHWM"].split()[0])
+
+
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
 
@@ -168,10 +199,13 @@ def ours(freq, mode, scenario):
         lost = metric(port, "wt_edge_ebpf_processes_lost_total") or 0
         cap = metric(port, "wt_edge_ebpf_processes_captured_total") or 0
         runs = max(b1[1] - b0[1], 1)
-        if unwind and unwind != "fp":
-            UNWIND_SEEN[mode + ":" + unwind] = (metric(port, "wt_edge_ebpf_unwind_files") or 0,
-                                                metric(port, "wt_edge_ebpf_unwind_rows") or 0,
-                                                metric(port, "wt_edge_ebpf_unwind_failed_files") or 0)
+        mm = map_memory(p.pid)
+        UNWIND_SEEN[mode + ":" + (unwind or "fp")] = (
+            metric(port, "wt_edge_ebpf_unwind_files") or 0, metric(port, "wt_edge_ebpf_unwind_rows") or 0,
+            metric(port, "wt_edge_ebpf_unwind_failed_files") or 0, rss_kb(p.pid), sum(mm.values()),
+            mm.get("wt_unwind_rows", 0) + mm.get("wt_unwind_procs", 0),
+            metric(port, "wt_edge_ebpf_unwind_built_files") or 0, metric(port, "wt_edge_ebpf_unwind_build_ns") or 0,
+            metric(port, "wt_edge_ebpf_unwind_cfi_bytes") or 0)
         return (ips, 100.0 * (c1 - c0) / (t1 - t0), 100.0 * (b1[0] - b0[0]) / 1e9 / (t1 - t0), cap, lost,
                 (b1[0] - b0[0]) / runs)
     finally:
@@ -240,9 +274,15 @@ try:
                     f" | {res[m0][0] / (base / ips):>18.3f} {ratio(res[m0][1], session):>11}"
                     f" {ratio(res[m0][1], session + rep):>20}")
             print(row, flush=True)
-            for k, (files, rows, failed) in sorted(UNWIND_SEEN.items()):
-                print(f"      {k}: unwind tables of {files:.0f} files, {rows:.0f} rows = {rows * 12 / 2**20:.1f} MiB"
-                      f" of the rows array, {failed:.0f} files without", flush=True)
+            for k, (files, rows, failed, (rss, hwm), maps, umaps, built, bns, cfi) in sorted(UNWIND_SEEN.items()):
+                per = rows * 16 / files / 2**10 if files else 0  # 12-byte rows, 16 in the kernel's array
+                print(f"      {k}: edge RSS {rss / 1024:.1f} MiB (peak {hwm / 1024:.1f}); BPF maps {maps / 2**20:.1f} MiB"
+                      f" of which unwinding {umaps / 2**20:.1f} MiB", flush=True)
+                if files:
+                    print(f"      {k}: unwind tables of {files:.0f} files, {rows:.0f} rows = {rows * 16 / 2**20:.1f} MiB"
+                          f" in use ({per:.0f} KiB per file: 200 such files = {200 * per / 1024:.1f} MiB),"
+                          f" {failed:.0f} files without; {built:.0f} built from {cfi / 2**20:.1f} MiB of CFI in"
+                          f" {bns / 1e6:.0f} ms = {bns / 1e6 / (cfi / 2**20) if cfi else 0:.0f} ms per MiB", flush=True)
             UNWIND_SEEN.clear()
     print("slowdown: unprofiled rate (measured right before) ÷ profiled rate (1.000 = no effect); edge%: wt-edge process"
           " CPU; bpf%: BPF program run time (ns/sample: per program run); total = edge + bpf; procs: process images captured (lost: gone before"

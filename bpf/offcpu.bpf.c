@@ -9,7 +9,9 @@
  * interval is added to this flush generation's counts map under the same
  * key as the on-CPU sampler uses, and the stacks stored in its stacks map
  * (bpf/stacks.h), if it reached the minimum duration (rodata wt_min_ns).
- * Intervals below it store nothing.
+ * Intervals below it store nothing. User stacks: the unwinder of
+ * bpf/unwinder.h from the registers saved at kernel entry where the
+ * process has tables, else the kernel's frame-pointer walk.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -18,9 +20,14 @@
 
 #include "offcpu.h"
 #include "stacks.h"
+#include "unwinder.h"
+#include "announce.h"
 #include "python_walk.h" /* its maps are the on-CPU program's (the edge reuses their fds) */
 
 const volatile __u64 wt_min_ns = 1000000;
+/* 1: the unwind maps are the on-CPU program's (bpf/unwinder.h): user
+ * stacks of processes with an entry there are unwound with the tables */
+const volatile int wt_unwind = 0;
 /* generation written by the program; the edge flips it at each drain */
 volatile __u32 wt_gen;
 
@@ -178,8 +185,20 @@ int BPF_PROG(wt_offcpu_switch, bool preempt, struct task_struct *prev, struct ta
 			s->kern.flags = WT_STACK_KERNEL;
 			s->key.kern_err = wt_stack_len(&s->kern, bpf_get_stack(ctx, s->kern.ips, sizeof(s->kern.ips), 0));
 			s->user.flags = 0;
-			s->key.user_err = wt_stack_len(
-				&s->user, bpf_get_stack(ctx, s->user.ips, sizeof(s->user.ips), BPF_F_USER_STACK));
+			/* a process that blocks before the on-CPU sampler meets it
+			 * (little CPU, long sleeps) is captured — and given its
+			 * tables — all the same */
+			if (wt_unwind && s->key.image && wt_announce(&s->key))
+				stat_inc(WT_STAT_PROCS_FULL);
+			/* the user registers saved when prev entered the kernel */
+			const struct wt_unwind_proc *proc = NULL;
+			if (wt_unwind && s->key.image)
+				proc = bpf_map_lookup_elem(&wt_unwind_procs, &s->key.tgid);
+			if (proc)
+				s->key.user_err = wt_unwind_task(&s->user, proc);
+			else
+				s->key.user_err = wt_stack_len(&s->user, bpf_get_stack(ctx, s->user.ips, sizeof(s->user.ips),
+											 BPF_F_USER_STACK));
 			s->key.py_err = s->key.image ? py_off(s) : -ENOENT;
 			if (bpf_map_update_elem(&wt_off_start, &prev_pid, s, BPF_ANY))
 				stat_inc(WT_STAT_LOST);

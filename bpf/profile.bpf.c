@@ -19,12 +19,14 @@
 
 #include "profile.h"
 #include "stacks.h"
-#include "unwind.h"
+#include "unwinder.h"
+#include "announce.h"
 #include "python_walk.h"
 
 const volatile int wt_mode = WT_MODE_HASH;
-/* 1: user stacks unwound with the tables below where a process has them
- * (frame pointers elsewhere, frame by frame); 0: frame pointers only */
+/* 1: user stacks of processes with an entry in wt_unwind_procs unwound
+ * with the tables below (as its mode says); the others, and everything
+ * with 0, by the kernel's frame-pointer walk */
 const volatile int wt_unwind = 0;
 /* generation written by the programs; the edge flips it at each drain */
 volatile __u32 wt_gen;
@@ -47,37 +49,6 @@ struct {
 	__uint(max_entries, 1);
 } wt_scratch SEC(".maps");
 
-/* unwind tables of every file loaded (edge/ebpf_unwind.c), one range of
- * rows per file; the size is set before load */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct wt_unwind_row);
-	__uint(max_entries, 1);
-} wt_unwind_rows SEC(".maps");
-
-/* tgid → its mappings with tables */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct wt_unwind_proc);
-	__uint(max_entries, 4096);
-} wt_unwind_procs SEC(".maps");
-
-/* tgid → image last announced through wt_new_procs (the edge deletes the
- * entries of processes that are gone) */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 16384);
-} wt_procs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 * 1024);
-} wt_new_procs SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
@@ -98,34 +69,6 @@ static __always_inline void stat_inc(__u32 i)
 static __always_inline __u64 regs_cs(struct bpf_perf_event_data *ctx)
 {
 	return *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, cs));
-}
-
-/* Announce (tgid, image) the first time it is sampled: one hash lookup per
- * sample otherwise. */
-static __always_inline void announce(const struct wt_stack_key *k)
-{
-	__u32 tgid = k->tgid;
-	__u64 image = k->image;
-	__u64 *last = bpf_map_lookup_elem(&wt_procs, &tgid);
-	if (last && *last == image)
-		return;
-	if (bpf_map_update_elem(&wt_procs, &tgid, &image, BPF_ANY)) {
-		stat_inc(WT_STAT_PROCS_FULL);
-		return;
-	}
-	struct wt_proc_event *ev = bpf_ringbuf_reserve(&wt_new_procs, sizeof(*ev), 0);
-	if (!ev) {
-		/* announced next time: the edge finds the image at the flush anyway */
-		bpf_map_delete_elem(&wt_procs, &tgid);
-		stat_inc(WT_STAT_PROCS_FULL);
-		return;
-	}
-	ev->tgid = tgid;
-	ev->pid = k->pid;
-	ev->image = image;
-	ev->cgroup_id = k->cgroup_id;
-	__builtin_memcpy(ev->comm, k->comm, sizeof(ev->comm));
-	bpf_ringbuf_submit(ev, 0);
 }
 
 /* A Python stack new in this generation: to the edge, which reads its
@@ -195,146 +138,17 @@ static __always_inline int count(void *counts, struct wt_stack_key *key)
 	return 0;
 }
 
-/* ---- user stacks from unwind tables ------------------------------------- */
-
-/* x86-64 signal frame: at the trampoline rsp points at the ucontext, whose
- * uc_mcontext (struct sigcontext) starts 40 bytes in */
-#define SIG_MCTX 40
-#define SIG_RBP (SIG_MCTX + 80)
-#define SIG_RSP (SIG_MCTX + 120)
-#define SIG_RIP (SIG_MCTX + 128)
-
-struct unwind_ctx {
-	struct wt_stack *s;
-	const struct wt_unwind_proc *proc;
-	__u64 pc, sp, bp;
-	int exact; /* pc is an interrupted instruction, not a return address */
-	int complete;
-};
-
-static __always_inline __u64 read_user(__u64 addr, int *ok)
-{
-	__u64 v = 0;
-	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
-		*ok = 0;
-	return v;
-}
-
-/* the row for pc in the process's tables, or NULL */
-static __always_inline const struct wt_unwind_row *find_row(const struct wt_unwind_proc *proc, __u64 pc)
-{
-	__u32 lo = 0, hi = proc->n;
-	if (hi > WT_UNWIND_MAPS)
-		hi = WT_UNWIND_MAPS;
-#pragma clang loop unroll(disable)
-	for (int i = 0; i < 6 && lo < hi; i++) {
-		__u32 mid = (lo + hi) / 2;
-		if (proc->m[mid & (WT_UNWIND_MAPS - 1)].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return NULL;
-	const struct wt_unwind_map *m = &proc->m[(lo - 1) & (WT_UNWIND_MAPS - 1)];
-	if (pc >= m->end || !m->count)
-		return NULL;
-	__u64 va = pc - m->bias;
-	__u32 rlo = m->first, rhi = m->first + m->count;
-	const struct wt_unwind_row *best = NULL;
-#pragma clang loop unroll(disable)
-	for (int i = 0; i < 25 && rlo < rhi; i++) {
-		__u32 mid = rlo + (rhi - rlo) / 2;
-		const struct wt_unwind_row *r = bpf_map_lookup_elem(&wt_unwind_rows, &mid);
-		if (!r)
-			return NULL;
-		if (r->pc <= va) {
-			best = r;
-			rlo = mid + 1;
-		} else {
-			rhi = mid;
-		}
-	}
-	return best;
-}
-
-static long unwind_step(__u32 i, void *arg)
-{
-	struct unwind_ctx *c = arg;
-	int ok = 1;
-	__u32 idx = i;
-	if (idx >= WT_MAX_STACK_DEPTH || !c->pc)
-		return 1;
-	/* the mask is for the verifier (clang may recompute the index from
-	 * another register than the one compared): idx < 127 already */
-	asm volatile("" : "+r"(idx));
-	c->s->ips[idx & 127] = c->pc;
-	c->s->len = idx + 1;
-	const struct wt_unwind_row *r = c->proc ? find_row(c->proc, c->exact ? c->pc : c->pc - 1) : NULL;
-	__u8 type = r ? r->cfa_type : WT_CFA_NONE;
-	__u64 cfa;
-	switch (type) {
-	case WT_CFA_END:
-		c->complete = 1;
-		return 1;
-	case WT_CFA_SIGNAL:
-		c->bp = read_user(c->sp + SIG_RBP, &ok);
-		c->pc = read_user(c->sp + SIG_RIP, &ok);
-		c->sp = read_user(c->sp + SIG_RSP, &ok);
-		c->exact = 1;
-		return ok ? 0 : 1;
-	case WT_CFA_RSP:
-	case WT_CFA_RBP:
-	case WT_CFA_PLT:
-		cfa = (type == WT_CFA_RBP ? c->bp : c->sp) + (__s64)r->cfa_off;
-		if (type == WT_CFA_PLT && (c->pc & 15) >= (__u64)r->rbp_off)
-			cfa += 8;
-		c->pc = read_user(cfa - 8, &ok);
-		if (type != WT_CFA_PLT && r->rbp_type == WT_RBP_CFA)
-			c->bp = read_user(cfa + (__s64)r->rbp_off, &ok);
-		else if (type != WT_CFA_PLT && r->rbp_type == WT_RBP_OTHER)
-			c->bp = 0;
-		c->sp = cfa;
-		c->exact = 0;
-		return ok ? 0 : 1;
-	default:
-		/* no table for this pc: one frame-pointer step */
-		if (!c->bp)
-			return 1;
-		c->pc = read_user(c->bp + 8, &ok);
-		c->sp = c->bp + 16;
-		c->bp = read_user(c->bp, &ok);
-		c->exact = 0;
-		return ok ? 0 : 1;
-	}
-}
-
 /* Unwind the user stack of the current task into s from its user
  * registers: the sampled ones when the sample interrupted user mode, else
  * those saved at kernel entry. 0, or -errno (-EFAULT: no user stack). */
-static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, struct wt_stack *s, __u32 tgid, int user_mode)
+static __always_inline int unwind_user(struct bpf_perf_event_data *ctx, struct wt_stack *s,
+				       const struct wt_unwind_proc *proc, int user_mode)
 {
-	struct unwind_ctx c = {};
-	c.s = s;
-	s->len = 0;
-	if (user_mode) {
-		c.pc = *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, ip));
-		c.sp = *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, sp));
-		c.bp = *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, bp));
-	} else {
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-		if (!regs)
-			return -EFAULT;
-		c.pc = BPF_CORE_READ(regs, ip);
-		c.sp = BPF_CORE_READ(regs, sp);
-		c.bp = BPF_CORE_READ(regs, bp);
-	}
-	if (!c.pc)
-		return -EFAULT;
-	c.exact = 1;
-	c.proc = bpf_map_lookup_elem(&wt_unwind_procs, &tgid);
-	bpf_loop(WT_MAX_STACK_DEPTH, unwind_step, &c, 0);
-	return s->len ? 0 : -EFAULT;
+	if (!user_mode)
+		return wt_unwind_task(s, proc);
+	return wt_unwind_from(s, proc, *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, ip)),
+			      *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, sp)),
+			      *(__u64 *)((char *)&ctx->regs + __builtin_offsetof(struct pt_regs, bp)));
 }
 
 SEC("perf_event")
@@ -361,7 +175,8 @@ int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 	key->image = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), mm);
 	bpf_get_current_comm(key->comm, sizeof(key->comm));
 	ev->value = 1;
-	announce(key);
+	if (wt_announce(key))
+		stat_inc(WT_STAT_PROCS_FULL);
 	/* interrupted in user mode: there is no kernel stack to walk (the
 	 * walk would cost its setup for nothing) */
 	ev->kern.flags = WT_STACK_KERNEL;
@@ -370,8 +185,13 @@ int wt_profile_cpu(struct bpf_perf_event_data *ctx)
 	else
 		key->kern_err = wt_stack_len(&ev->kern, bpf_get_stack(ctx, ev->kern.ips, sizeof(ev->kern.ips), 0));
 	ev->user.flags = 0;
+	/* a process not (yet) given tables, or whose service unwinds by
+	 * frame pointers: the kernel's walk, cheaper than a loop of ours */
+	const struct wt_unwind_proc *proc = NULL;
 	if (wt_unwind && key->image)
-		key->user_err = unwind_user(ctx, &ev->user, key->tgid, (regs_cs(ctx) & 3) == 3);
+		proc = bpf_map_lookup_elem(&wt_unwind_procs, &key->tgid);
+	if (proc)
+		key->user_err = unwind_user(ctx, &ev->user, proc, (regs_cs(ctx) & 3) == 3);
 	else
 		key->user_err = wt_stack_len(&ev->user,
 					     bpf_get_stack(ctx, ev->user.ips, sizeof(ev->user.ips), BPF_F_USER_STACK));

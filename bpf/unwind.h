@@ -46,9 +46,17 @@ struct wt_unwind_map {
 	__u32 first, count;
 };
 
+/* how a process with an entry is unwound (the edge's per-service
+ * ebpf.unwind; a process without an entry is walked by frame pointers,
+ * by the kernel) */
+enum wt_unwind_mode {
+	WT_UNWIND_MODE_AUTO = 0,   /* tables where a pc has a row, one frame-pointer step elsewhere */
+	WT_UNWIND_MODE_TABLES = 1, /* tables only: a pc without a row (or another expression) ends the stack */
+};
+
 struct wt_unwind_proc {
 	__u32 n;
-	__u32 pad;
+	__u32 mode; /* enum wt_unwind_mode */
 	struct wt_unwind_map m[WT_UNWIND_MAPS];
 };
 

@@ -59,7 +59,7 @@ void edge_config_defaults(edge_config *c)
 	c->ebpf.offcpu_min_us = 1000;
 	c->ebpf.flush_interval_s = 10;
 	c->ebpf.mode = EDGE_EBPF_HASH;
-	c->ebpf.unwind = EDGE_UNWIND_FP;
+	c->ebpf.unwind = EDGE_UNWIND_AUTO;
 	c->ebpf.unwind_rows = 4000000;
 	c->ebpf.python = 1;
 	c->ebpf.max_stacks = 16384;
@@ -74,8 +74,86 @@ int edge_ebpf_cfg_python(const edge_ebpf_cfg *c, const char *service)
 	return c->python;
 }
 
+int edge_unwind_mode_parse(const char *s)
+{
+	if (!s)
+		return -1;
+	if (!strcmp(s, "fp"))
+		return EDGE_UNWIND_FP;
+	if (!strcmp(s, "eh_frame"))
+		return EDGE_UNWIND_EH_FRAME;
+	if (!strcmp(s, "auto"))
+		return EDGE_UNWIND_AUTO;
+	return -1;
+}
+
+const char *edge_unwind_mode_name(int mode)
+{
+	return mode == EDGE_UNWIND_FP ? "fp" : mode == EDGE_UNWIND_EH_FRAME ? "eh_frame" : "auto";
+}
+
+int edge_ebpf_cfg_unwinds(const edge_ebpf_cfg *c)
+{
+	if (c->unwind != EDGE_UNWIND_FP)
+		return 1;
+	for (size_t i = 0; i < c->n_unwind_rules; i++)
+		if (c->unwind_rules[i].unwind > EDGE_UNWIND_FP)
+			return 1;
+	return 0;
+}
+
+void edge_unwind_rules_free(edge_unwind_rule *r, size_t n)
+{
+	for (size_t i = 0; r && i < n; i++) {
+		free(r[i].service);
+		for (size_t k = 0; k < r[i].nlabels; k++) {
+			free(r[i].label_keys[k]);
+			free(r[i].label_vals[k]);
+		}
+		free(r[i].label_keys);
+		free(r[i].label_vals);
+	}
+	free(r);
+}
+
+int edge_unwind_rules_copy(edge_unwind_rule **dst, const edge_unwind_rule *src, size_t n)
+{
+	edge_unwind_rule *d = n ? calloc(n, sizeof(*d)) : NULL;
+	int rc = 0;
+
+	*dst = NULL;
+	if (n && !d)
+		return WT_ENOMEM;
+	for (size_t i = 0; i < n && !rc; i++) {
+		d[i].unwind = src[i].unwind;
+		if (src[i].service && !(d[i].service = strdup(src[i].service)))
+			rc = WT_ENOMEM;
+		if (!rc && src[i].nlabels) {
+			d[i].label_keys = calloc(src[i].nlabels, sizeof(char *));
+			d[i].label_vals = calloc(src[i].nlabels, sizeof(char *));
+			if (!d[i].label_keys || !d[i].label_vals)
+				rc = WT_ENOMEM;
+			for (size_t k = 0; !rc && k < src[i].nlabels; k++) {
+				d[i].nlabels = k + 1;
+				if (!(d[i].label_keys[k] = strdup(src[i].label_keys[k])) ||
+				    !(d[i].label_vals[k] = strdup(src[i].label_vals[k])))
+					rc = WT_ENOMEM;
+			}
+		}
+	}
+	if (rc) {
+		edge_unwind_rules_free(d, n);
+		return rc;
+	}
+	*dst = d;
+	return 0;
+}
+
 void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
 {
+	edge_unwind_rules_free(e->unwind_rules, e->n_unwind_rules);
+	e->unwind_rules = NULL;
+	e->n_unwind_rules = 0;
 	for (size_t i = 0; i < e->nrules; i++) {
 		free(e->rules[i].comm);
 		free(e->rules[i].cgroup);
@@ -233,12 +311,8 @@ static int load_ebpf(edge_ebpf_cfg *e, config_setting_t *g, const char *path, wt
 	if ((rc = get_str(g, "unwind", &mode, path, err)))
 		return rc;
 	if (mode) {
-		if (!strcmp(mode, "fp"))
-			e->unwind = EDGE_UNWIND_FP;
-		else if (!strcmp(mode, "eh_frame"))
-			e->unwind = EDGE_UNWIND_EH_FRAME;
-		else if (!strcmp(mode, "auto"))
-			e->unwind = EDGE_UNWIND_AUTO;
+		if (edge_unwind_mode_parse(mode) >= 0)
+			e->unwind = edge_unwind_mode_parse(mode);
 		else
 			rc = wt_err_set(err, WT_EINVAL, "%s: ebpf.unwind = \"%s\": expected fp, eh_frame or auto", path, mode);
 		free(mode);

@@ -44,6 +44,18 @@ enum { EDGE_EBPF_HASH = 0, EDGE_EBPF_RING = 1 };
 /* ebpf.unwind: how user stacks are walked (docs/operations.md "eBPF sampler") */
 enum { EDGE_UNWIND_FP = 0, EDGE_UNWIND_EH_FRAME = 1, EDGE_UNWIND_AUTO = 2 };
 
+/* A service's unwinding mode from the remote policy's
+ * rules.services[] (docs/api.md "Policy"): the first rule whose match
+ * holds decides; unwind -1 = the rule does not set it (the policy's or
+ * the local ebpf.unwind then). Label matches are on the process's
+ * container and host labels; a rule naming another label never matches. */
+typedef struct edge_unwind_rule {
+	char *service;            /* fnmatch glob, NULL = any */
+	char **label_keys, **label_vals;
+	size_t nlabels;
+	int unwind;               /* EDGE_UNWIND_* or -1 */
+} edge_unwind_rule;
+
 /* ebpf = { ... } (edge/ebpf_sampler.c; docs/operations.md "## eBPF sampler") */
 typedef struct edge_ebpf_cfg {
 	int enabled;
@@ -54,18 +66,29 @@ typedef struct edge_ebpf_cfg {
 	int mode;               /* EDGE_EBPF_HASH or EDGE_EBPF_RING */
 	int max_stacks;         /* entries of each stack map */
 	int max_keys;           /* entries of each counts map */
-	int unwind;             /* EDGE_UNWIND_* */
+	int unwind;             /* EDGE_UNWIND_*: services without a rule below */
 	int unwind_rows;        /* rows of the BPF unwind-table array */
 	int python;             /* CPython frames (ebpf.python; policy rules.ebpf.python) */
 	edge_py_rule *py_rules; /* policy rules.services[].ebpf.python */
 	size_t npy_rules;
 	edge_ebpf_rule *rules;
 	size_t nrules;
+	edge_unwind_rule *unwind_rules; /* from the remote policy, first match wins */
+	size_t n_unwind_rules;
 } edge_ebpf_cfg;
 
 /* CPython frames wanted for service under c: the first py_rules glob that
  * matches decides (on -1: the default), else c->python. Pure. */
 int edge_ebpf_cfg_python(const edge_ebpf_cfg *c, const char *service);
+/* 1 when some service may be unwound with tables (the program is then
+ * loaded with the unwinder and its maps) */
+int edge_ebpf_cfg_unwinds(const edge_ebpf_cfg *c);
+/* "fp" / "eh_frame" / "auto" → EDGE_UNWIND_*, -1 for anything else */
+int edge_unwind_mode_parse(const char *s);
+const char *edge_unwind_mode_name(int mode);
+/* Deep copy of rules (dst owns them; free with edge_unwind_rules_free). */
+int edge_unwind_rules_copy(edge_unwind_rule **dst, const edge_unwind_rule *src, size_t n);
+void edge_unwind_rules_free(edge_unwind_rule *r, size_t n);
 
 typedef struct edge_config {
 	char *id;

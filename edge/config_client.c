@@ -152,6 +152,48 @@ static void sampler_policy(const edge_config *cfg, const json_t *conf, edge_samp
 		sp->offcpu_threshold_us = (int64_t)json_integer_value(v);
 }
 
+/* The unwinding rules of the effective services[] (first match wins,
+ * like the hub's reading of them): every rule is kept, with unwind -1
+ * where it does not set one, so that an earlier matching rule without
+ * unwind still wins over a later one with it. Returns the count (0 on
+ * OOM: the policy's and local modes still apply). */
+static size_t unwind_rules_of(const json_t *eff, edge_unwind_rule **out)
+{
+	json_t *svcs = json_object_get(eff, "services"), *r, *lab, *v;
+	size_t i, n = json_array_size(svcs), k = 0;
+	edge_unwind_rule *rules;
+	const char *key;
+
+	*out = NULL;
+	if (!n || !(rules = calloc(n, sizeof(*rules))))
+		return 0;
+	json_array_foreach(svcs, i, r) {
+		edge_unwind_rule *x = &rules[k++];
+		json_t *m = json_object_get(r, "match");
+		const char *glob = json_string_value(json_object_get(m, "service"));
+		x->unwind = edge_unwind_mode_parse(json_string_value(json_object_get(json_object_get(r, "ebpf"), "unwind")));
+		if (glob && !(x->service = strdup(glob)))
+			goto oom;
+		if ((lab = json_object_get(m, "label")) && json_object_size(lab)) {
+			x->label_keys = calloc(json_object_size(lab), sizeof(char *));
+			x->label_vals = calloc(json_object_size(lab), sizeof(char *));
+			if (!x->label_keys || !x->label_vals)
+				goto oom;
+			json_object_foreach(lab, key, v) {
+				x->nlabels++;
+				if (!(x->label_keys[x->nlabels - 1] = strdup(key)) ||
+				    !(x->label_vals[x->nlabels - 1] = strdup(json_is_string(v) ? json_string_value(v) : "")))
+					goto oom;
+			}
+		}
+	}
+	*out = rules;
+	return k;
+oom:
+	edge_unwind_rules_free(rules, k);
+	return 0;
+}
+
 /* Sampler settings: policy over the local ebpf section. Called with lk held. */
 static void apply_sampler(edge_config_client *c)
 {
@@ -159,6 +201,8 @@ static void apply_sampler(edge_config_client *c)
 	edge_ebpf_cfg next;
 	edge_policy_hook fn;
 	void *arg;
+	const char *v;
+	int rc;
 
 	if (!c->current)
 		return;
@@ -194,16 +238,21 @@ static void apply_sampler(edge_config_client *c)
 		}
 		next.py_rules = pr;
 		next.npy_rules = n;
-		int arc = edge_ebpf_apply(c->ebpf, &next);
+		v = json_string_value(json_object_get(json_object_get(sp.effective, "ebpf"), "unwind"));
+		if (edge_unwind_mode_parse(v) >= 0)
+			next.unwind = edge_unwind_mode_parse(v);
+		next.n_unwind_rules = unwind_rules_of(sp.effective, &next.unwind_rules);
+		rc = edge_ebpf_apply(c->ebpf, &next);
 		free(pr);
-		if (arc)
+		edge_unwind_rules_free(next.unwind_rules, next.n_unwind_rules);
+		if (rc)
 			wt_warn("remote config: the sampler refused the policy settings project=%s revision=%llu",
 				sp.project, (unsigned long long)sp.revision);
 		else
 			wt_info("remote config: sampler settings applied project=%s revision=%llu enabled=%d"
-				" frequency_hz=%d offcpu=%d offcpu_min_us=%lld", sp.project,
+				" frequency_hz=%d offcpu=%d offcpu_min_us=%lld unwind=%s", sp.project,
 				(unsigned long long)sp.revision, next.enabled, next.frequency_hz, next.offcpu,
-				(long long)next.offcpu_min_us);
+				(long long)next.offcpu_min_us, edge_unwind_mode_name(next.unwind));
 	}
 	pthread_mutex_lock(&hook_mu);
 	fn = hook_fn;

@@ -201,15 +201,19 @@ static int user_frame(edge_ebpf *e, svc *s, edge_proc *pr, uint64_t ip, int leaf
 
 /* Queue a live process for its unwind tables: once, and again when its
  * mappings were read again since (a capture inside execve or before
- * ld.so mapped the libraries, then re-read; dlopen). */
+ * ld.so mapped the libraries, then re-read; dlopen) or its service's
+ * unwinding mode changed (fp: its entry is taken out). */
 void edge_ebpf_unwind_give(edge_ebpf *e, edge_proc *pr)
 {
 	if (pr->state != EDGE_PROC_LIVE)
 		return;
-	if (atomic_exchange(&pr->unwind_loaded, 1) && atomic_load(&pr->unwind_nmaps) == pr->nmaps)
+	int mode = edge_ebpf_unwind_mode(e, pr);
+	if (atomic_exchange(&pr->unwind_loaded, 1) && atomic_load(&pr->unwind_nmaps) == pr->nmaps &&
+	    atomic_load(&pr->unwind_mode) == mode)
 		return;
 	atomic_store(&pr->unwind_nmaps, pr->nmaps);
-	edge_ebpf_cpu_unwind_add(e->cpu, pr);
+	atomic_store(&pr->unwind_mode, mode);
+	edge_ebpf_cpu_unwind_add(e->cpu, pr, mode);
 }
 
 /* One CPython frame (a bpf/python.h slot) of process pr. */
@@ -308,7 +312,11 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		return;
 	}
 	pr->gen = e->gen;
-	if (e->cpu && e->cur.unwind != EDGE_UNWIND_FP) /* not announced (found at the flush), or re-read */
+	/* still too early after the capture's re-reads (a loaded machine):
+	 * again, once per flush, so its libraries get symbols and tables */
+	if (pr->state == EDGE_PROC_LIVE && edge_proc_maps_early(pr))
+		edge_procs_refresh(e->procs, pr, e->gen);
+	if (e->cpu) /* not announced (found at the flush), or re-read */
 		edge_ebpf_unwind_give(e, pr);
 	edge_ebpf_py_check(e, pr); /* not announced, or the settings changed since */
 	for (size_t i = skip_tracing(e, kind, kstack, nk); i < nk && rc == 0; i++)
@@ -353,11 +361,12 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		rc = python_segment(e, s, pr, py, npy, &pi, frames, &n, err);
 	int py_done = npy && !(pyflags & WT_STACK_PY_TRUNC);
 	/* complete: ends in a known root, or in main's caller (the C
-	 * runtime, whose static start code has no dynamic symbol), or a
-	 * whole Python stack */
+	 * runtime, whose static start code has no dynamic symbol), a whole
+	 * Python stack, or the unnamed frame that called a known root (a
+	 * stripped program's _start calling __libc_start_main) */
 	if (rc == 0 && nu && !py_done &&
 	    (nu >= WT_MAX_STACK_DEPTH ||
-	     (pr->state == EDGE_PROC_LIVE && !(is_root(root) || is_main(root) || is_main(below_root))))) {
+	     (pr->state == EDGE_PROC_LIVE && !(is_root(root) || is_main(root) || is_main(below_root) || (!root && is_root(below_root)))))) {
 		atomic_fetch_add(&e->truncated, 1);
 		rc = marker_frame(s, TRUNCATED_FRAME, &frames[n++], err);
 	}
@@ -510,6 +519,11 @@ void edge_ebpf_flush(edge_ebpf *e)
 	atomic_store(&e->unwind_files, uf);
 	atomic_store(&e->unwind_rows, ur);
 	atomic_store(&e->unwind_failed, ufail);
+	edge_ebpf_cpu_unwind_build_stats(e->cpu, &uf, &ur, &ufail, &upend);
+	atomic_store(&e->unwind_built, uf);
+	atomic_store(&e->unwind_build_ns, ur);
+	atomic_store(&e->unwind_cfi_bytes, ufail);
+	atomic_store(&e->unwind_from_cache, upend);
 	atomic_fetch_add(&e->flushes, 1);
 	atomic_store(&e->last_flush_us, (wt_now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 }

@@ -1,6 +1,7 @@
 /*
  * ebpf_offcpu.c — user side of bpf/offcpu.bpf.c: blocked time per stack
- * from sched_switch (tp_btf). The minimum duration is rodata, set at load.
+ * from sched_switch (tp_btf). The minimum duration is rodata, set at load;
+ * the unwind maps are the on-CPU probe's (edge_ebpf_cpu_unwind_fds).
  *
  * Threads that block and never run again (they exited while blocked) leave
  * an entry in wt_off_start; each drain removes the entries of threads that
@@ -33,11 +34,11 @@ struct edge_ebpf_off {
 	uint64_t prev[WT_STAT_MAX];
 };
 
-int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_ebpf_counters *ctr, edge_ebpf_off **out,
-		       wt_err *err)
+int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_ebpf_counters *ctr,
+		       edge_ebpf_off **out, wt_err *err)
 {
 	edge_ebpf_off *o = calloc(1, sizeof(*o));
-	int rc = 0, e;
+	int rc = 0, e, rows_fd, procs_fd;
 
 	*out = NULL;
 	if (!o)
@@ -64,6 +65,25 @@ int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_
 	     bpf_map__reuse_fd(o->skel->maps.wt_py_new_stacks, pyfd[2]))) {
 		rc = wt_err_set(err, WT_EIO, "ebpf: sharing the CPython maps with the offcpu program: %s", strerror(errno));
 		goto fail;
+	}
+	/* the on-CPU probe's tables and its announcements of new process
+	 * images (its maps, shared) */
+	if (edge_ebpf_cpu_unwind_fds(cpu, &rows_fd, &procs_fd) == 0) {
+		o->skel->rodata->wt_unwind = 1;
+		if ((e = bpf_map__reuse_fd(o->skel->maps.wt_unwind_rows, rows_fd)) ||
+		    (e = bpf_map__reuse_fd(o->skel->maps.wt_unwind_procs, procs_fd)) ||
+		    (e = bpf_map__reuse_fd(o->skel->maps.wt_procs, edge_ebpf_cpu_procs_fd(cpu, 0))) ||
+		    (e = bpf_map__reuse_fd(o->skel->maps.wt_new_procs, edge_ebpf_cpu_procs_fd(cpu, 1)))) {
+			rc = wt_err_set(err, WT_EIO, "ebpf: sharing the unwind maps with wt_offcpu_switch: %s",
+					strerror(-e));
+			goto fail;
+		}
+	} else {
+		/* unused without the unwinder: as small as they can be */
+		bpf_map__set_max_entries(o->skel->maps.wt_unwind_rows, 1);
+		bpf_map__set_max_entries(o->skel->maps.wt_unwind_procs, 1);
+		bpf_map__set_max_entries(o->skel->maps.wt_procs, 1);
+		bpf_map__set_max_entries(o->skel->maps.wt_new_procs, (uint32_t)sysconf(_SC_PAGESIZE));
 	}
 	if ((e = wt_offcpu_bpf__load(o->skel))) {
 		rc = wt_err_set(err, WT_EIO, "ebpf: loading wt_offcpu_switch (tp_btf/sched_switch) failed: %s", strerror(-e));

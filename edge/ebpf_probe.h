@@ -71,18 +71,28 @@ typedef struct edge_ebpf_cpu edge_ebpf_cpu;
 /* Load bpf/profile.bpf.c (mode, map sizes from cfg) and attach one
  * software cpu-clock perf event per online CPU at cfg->frequency_hz.
  * Errors name the step that failed (and the errno). */
-/* cache_dir: where unwind tables are cached (cfg->unwind != fp). */
+/* cache_dir: where unwind tables are cached (when edge_ebpf_cfg_unwinds(cfg)). */
 int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, const char *cache_dir, edge_ebpf_counters *ctr, edge_ebpf_cpu **out,
 		       wt_err *err);
-/* Unwinding with tables on: give process p its tables (first sample of
- * an image; builds and loads the tables of files seen for the first
- * time). No-op in frame-pointer mode. */
+/* Unwinding with tables loaded: process p is unwound as mode
+ * (EDGE_UNWIND_*) says: auto / eh_frame give it its tables (first sample
+ * of an image; builds and loads the tables of files seen for the first
+ * time), fp takes them away (the kernel's frame-pointer walk). No-op when
+ * the program was loaded without the unwinder. */
 struct edge_proc;
-void edge_ebpf_cpu_unwind_add(edge_ebpf_cpu *c, const struct edge_proc *p);
+void edge_ebpf_cpu_unwind_add(edge_ebpf_cpu *c, const struct edge_proc *p, int mode);
+/* The unwind maps' fds (rows array, process entries): 0, or -1 when the
+ * probe was loaded without the unwinder. */
+int edge_ebpf_cpu_unwind_fds(const edge_ebpf_cpu *c, int *rows_fd, int *procs_fd);
+/* fd of the probe's wt_procs (which 0) or wt_new_procs ring (which 1) */
+int edge_ebpf_cpu_procs_fd(const edge_ebpf_cpu *c, int which);
 /* files with a table loaded, rows used, files without a table, processes
  * waiting for their tables */
 void edge_ebpf_cpu_unwind_stats(edge_ebpf_cpu *c, uint64_t *files, uint64_t *rows, uint64_t *failed,
 				uint64_t *pending);
+/* edge_unwind_loader_build_stats of the probe's loader (zeros without) */
+void edge_ebpf_cpu_unwind_build_stats(edge_ebpf_cpu *c, uint64_t *built, uint64_t *build_ns, uint64_t *cfi_bytes,
+				      uint64_t *from_cache);
 /* Re-attach the perf events at hz without reloading the program. */
 int edge_ebpf_cpu_set_frequency(edge_ebpf_cpu *c, int hz, wt_err *err);
 int edge_ebpf_cpu_frequency(const edge_ebpf_cpu *c);
@@ -116,10 +126,11 @@ void edge_ebpf_cpu_close(edge_ebpf_cpu *c);
 /* ---- off-CPU (ebpf_offcpu.c) ---------------------------------------------- */
 typedef struct edge_ebpf_off edge_ebpf_off;
 
-/* cpu: the loaded on-CPU probe, whose CPython maps the program shares
- * (NULL: off-CPU samples keep native frames only) */
-int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_ebpf_counters *ctr, edge_ebpf_off **out,
-		       wt_err *err);
+/* cpu: the loaded on-CPU probe, whose CPython maps and unwind tables the
+ * off-CPU program shares (NULL: off-CPU samples keep native frames only and
+ * frame-pointer stacks; loaded without the unwinder: frame pointers). */
+int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_ebpf_counters *ctr,
+		       edge_ebpf_off **out, wt_err *err);
 void edge_ebpf_off_scan(edge_ebpf_off *o, edge_ebpf_seen fn, void *arg);
 int edge_ebpf_off_drain(edge_ebpf_off *o, edge_ebpf_sink fn, void *arg, wt_err *err);
 void edge_ebpf_off_close(edge_ebpf_off *o);

@@ -24,7 +24,7 @@
 #define MAX_MAPS 8192
 #define CG_BUCKETS 1024
 #define MAX_CGROUPS 4096
-/* re-reads of a capture that came too early (see maps_early), in ms */
+/* re-reads of a capture that came too early (see edge_proc_maps_early), in ms */
 static const int early_wait_ms[] = {1, 3, 8};
 #define NEARLY ((int)(sizeof(early_wait_ms) / sizeof(early_wait_ms[0])))
 
@@ -369,15 +369,18 @@ static void read_cgroup(edge_procs *t, edge_proc *p, uint64_t cgroup_id)
  * of a new image can be taken inside execve (the new mm installed, the
  * binary not yet mapped) or while the dynamic loader is still mapping the
  * libraries: then the executable's own mapping is missing, or the loader is
- * the only file besides it. Its later samples would miss the mappings and,
+ * the only file besides it, or libc is not there yet (the loader maps the
+ * libraries in the order they are needed, libc last: python3 needs libm,
+ * libz and libexpat first — captured then, its libc frames stayed bare
+ * addresses and its unwound stacks stopped there). Its later samples would miss the mappings and,
  * for a process gone by the flush, stay bare addresses. The capture then
  * reads them again after 1, 3 and 8 ms while they still look so (one
  * capture in six under a compile loop here: cc, cc1, as, collect2, ld
  * sampled while ld.so mapped their libraries; most complete at the first
  * re-read). */
-static int maps_early(const edge_proc *p)
+int edge_proc_maps_early(const edge_proc *p)
 {
-	int has_exe = 0, has_ld = 0, files = 0;
+	int has_exe = 0, has_ld = 0, has_libc = 0, files = 0;
 	size_t el = strlen(p->exe);
 
 	if (!el)
@@ -392,11 +395,14 @@ static int maps_early(const edge_proc *p)
 		files++;
 		if (!strncmp(b, p->exe, el) && (bl == el || !strcmp(b + el, " (deleted)")))
 			has_exe = 1;
-		else if (!strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-musl", 7) || !strncmp(b, "ld.so", 5) ||
-			 !strncmp(b, "ld64.so", 7))
+		else if (!strncmp(b, "ld-musl", 7))
+			has_ld = has_libc = 1; /* musl's loader is its libc */
+		else if (!strncmp(b, "ld-linux", 8) || !strncmp(b, "ld.so", 5) || !strncmp(b, "ld64.so", 7))
 			has_ld = 1;
+		else if (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5))
+			has_libc = 1;
 	}
-	return !has_exe || (has_ld && files <= 2);
+	return !has_exe || (has_ld && (files <= 2 || !has_libc));
 }
 
 /* Read p's mappings again, keeping the ones it has when the new read
@@ -466,7 +472,7 @@ static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char 
 		p->state = EDGE_PROC_KERNEL;
 	/* not yet in the table: nobody else sees the mappings change. No
 	 * mapping at all while the executable is known: inside execve too */
-	for (int i = 0; i < NEARLY && (p->nmaps || p->state == EDGE_PROC_LIVE) && maps_early(p); i++) {
+	for (int i = 0; i < NEARLY && (p->nmaps || p->state == EDGE_PROC_LIVE) && edge_proc_maps_early(p); i++) {
 		struct timespec w = {0, early_wait_ms[i] * 1000000L};
 		nanosleep(&w, NULL);
 		reread_keep(t, p);
@@ -521,7 +527,7 @@ void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen)
 		return;
 	pthread_mutex_lock(&t->mu);
 	p->refreshed_gen = gen;
-	read_maps(t, p);
+	reread_keep(t, p); /* exiting: its maps file is empty, keep what we have */
 	pthread_mutex_unlock(&t->mu);
 }
 
@@ -577,6 +583,21 @@ void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint3
 		}
 	}
 	pthread_mutex_unlock(&t->mu);
+}
+
+void edge_procs_each(edge_procs *t, void (*fn)(void *arg, edge_proc *p), void *arg)
+{
+	edge_proc **v = NULL;
+	size_t n = 0;
+	pthread_mutex_lock(&t->mu);
+	if (t->n && (v = malloc(t->n * sizeof(*v))))
+		for (size_t i = 0; i < NBUCKETS; i++)
+			for (edge_proc *p = t->b[i]; p && n < t->n; p = p->next)
+				v[n++] = p;
+	pthread_mutex_unlock(&t->mu);
+	for (size_t i = 0; i < n; i++)
+		fn(arg, v[i]);
+	free(v);
 }
 
 void edge_procs_stats(const edge_procs *t, uint64_t *captured, uint64_t *lost, uint64_t *tracked,

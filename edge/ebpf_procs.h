@@ -59,6 +59,7 @@ typedef struct edge_proc {
 	atomic_int unwind_loaded; /* given its unwind tables (discovery or sampler thread) */
 	_Atomic size_t unwind_nmaps; /* nmaps when it was given them (mappings re-read since: again) */
 	_Atomic uint64_t py_epoch; /* the sampler's py_epoch when checked for CPython (0: never) */
+	atomic_int unwind_mode;   /* EDGE_UNWIND_* it was given (its service's mode changed: again) */
 	struct edge_proc *next;
 } edge_proc;
 
@@ -86,6 +87,10 @@ edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t
 /* Re-read the mappings (after an address missed them: exec, dlopen),
  * at most once per generation. */
 void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen);
+/* Do p's mappings look like a capture that came too early (no executable,
+ * or the dynamic loader without libc yet)? A capture re-reads them a few
+ * times while they do; a loaded machine can take longer than that. */
+int edge_proc_maps_early(const edge_proc *p);
 /* Mapping containing addr, or NULL. O(log n). */
 const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr);
 /* Name of the JIT-compiled function at addr from the process's perf map
@@ -96,6 +101,10 @@ const char *edge_proc_jit_lookup(edge_procs *t, edge_proc *p, uint64_t addr, uin
  * exists or that a later exec superseded; gone(arg, tgid) is called for
  * each dropped image whose process is gone (may be NULL). */
 void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint32_t tgid), void *arg);
+
+/* fn(arg, p) for every process in the table (sampler thread: processes
+ * are not freed meanwhile; the table's lock is not held during fn). */
+void edge_procs_each(edge_procs *t, void (*fn)(void *arg, edge_proc *p), void *arg);
 
 /* counters: processes captured, lost (gone before capture), tracked now,
  * re-reads of early captures */

@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 
 #include "ebpf_probe.h"
+#include "ebpf_procs.h"
 #include "ebpf_unwind.h"
 #include "log.h"
 #include "u64map.h"
@@ -614,7 +615,7 @@ int edge_ebpf_cpu_open(const edge_ebpf_cfg *cfg, const char *cache_dir, edge_ebp
 	bpf_map__set_max_entries(c->skel->maps.wt_counts1, nkeys);
 	bpf_map__set_max_entries(c->skel->maps.wt_events,
 				 cfg->mode == EDGE_EBPF_RING ? RING_BYTES : (uint32_t)sysconf(_SC_PAGESIZE));
-	int unwind = cfg->unwind != EDGE_UNWIND_FP;
+	int unwind = edge_ebpf_cfg_unwinds(cfg);
 	c->skel->rodata->wt_unwind = unwind;
 	bpf_map__set_max_entries(c->skel->maps.wt_unwind_rows, unwind ? (uint32_t)cfg->unwind_rows : 1);
 	bpf_map__set_max_entries(c->skel->maps.wt_unwind_procs, unwind ? 4096 : 1);
@@ -717,10 +718,35 @@ void edge_ebpf_cpu_forget(edge_ebpf_cpu *c, uint32_t tgid)
 	edge_unwind_loader_forget(c->unwind, tgid);
 }
 
-void edge_ebpf_cpu_unwind_add(edge_ebpf_cpu *c, const struct edge_proc *p)
+void edge_ebpf_cpu_unwind_add(edge_ebpf_cpu *c, const struct edge_proc *p, int mode)
 {
-	if (c && c->unwind)
-		edge_unwind_loader_add(c->unwind, p);
+	if (!c || !c->unwind)
+		return;
+	if (mode == EDGE_UNWIND_FP)
+		edge_unwind_loader_forget(c->unwind, p->tgid);
+	else
+		edge_unwind_loader_add(c->unwind, p,
+				       mode == EDGE_UNWIND_EH_FRAME ? WT_UNWIND_MODE_TABLES : WT_UNWIND_MODE_AUTO);
+}
+
+int edge_ebpf_cpu_procs_fd(const edge_ebpf_cpu *c, int which)
+{
+	return which ? bpf_map__fd(c->skel->maps.wt_new_procs) : bpf_map__fd(c->skel->maps.wt_procs);
+}
+
+int edge_ebpf_cpu_unwind_fds(const edge_ebpf_cpu *c, int *rows_fd, int *procs_fd)
+{
+	if (!c || !c->unwind)
+		return -1;
+	*rows_fd = bpf_map__fd(c->skel->maps.wt_unwind_rows);
+	*procs_fd = bpf_map__fd(c->skel->maps.wt_unwind_procs);
+	return 0;
+}
+
+void edge_ebpf_cpu_unwind_build_stats(edge_ebpf_cpu *c, uint64_t *built, uint64_t *build_ns, uint64_t *cfi_bytes,
+				      uint64_t *from_cache)
+{
+	edge_unwind_loader_build_stats(c ? c->unwind : NULL, built, build_ns, cfi_bytes, from_cache);
 }
 
 void edge_ebpf_cpu_unwind_stats(edge_ebpf_cpu *c, uint64_t *files, uint64_t *rows, uint64_t *failed,

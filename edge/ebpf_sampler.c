@@ -7,6 +7,7 @@
 #include "ebpf_sampler_int.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,11 @@ static int cfg_copy(edge_ebpf_cfg *dst, const edge_ebpf_cfg *src)
 				return WT_ENOMEM;
 		}
 	}
+	dst->unwind_rules = NULL;
+	dst->n_unwind_rules = 0;
+	if (edge_unwind_rules_copy(&dst->unwind_rules, src->unwind_rules, src->n_unwind_rules))
+		return WT_ENOMEM;
+	dst->n_unwind_rules = src->n_unwind_rules;
 	if (!src->nrules)
 		return 0;
 	dst->rules = calloc(src->nrules, sizeof(*dst->rules));
@@ -105,8 +111,59 @@ static void seen(void *arg, const struct wt_proc_event *ev)
 	if (pr)
 		edge_ebpf_py_check(e, pr);
 	/* tables at capture: the process's next samples are unwound with them */
-	if (pr && e->cpu && e->cur.unwind != EDGE_UNWIND_FP)
+	if (pr && e->cpu)
 		edge_ebpf_unwind_give(e, pr);
+}
+
+/* does rule r's match hold for process pr (service, container, host)? */
+static int unwind_rule_matches(const edge_ebpf *e, const edge_unwind_rule *r, const edge_proc *pr)
+{
+	if (r->service && (!pr->service || fnmatch(r->service, pr->service, 0) != 0))
+		return 0;
+	for (size_t i = 0; i < r->nlabels; i++) {
+		const char *v = !strcmp(r->label_keys[i], "container") ? pr->container
+				: !strcmp(r->label_keys[i], "host")    ? e->host
+								       : NULL;
+		if (!v || strcmp(v, r->label_vals[i]))
+			return 0;
+	}
+	return 1;
+}
+
+/* The unwinding mode of process pr: the first policy service rule that
+ * matches it decides, else the policy's / local ebpf.unwind. Called with
+ * pmu held or on the sampler thread (both keep e->cur still). */
+int edge_ebpf_unwind_mode(const edge_ebpf *e, const edge_proc *pr)
+{
+	for (size_t i = 0; i < e->cur.n_unwind_rules; i++)
+		if (unwind_rule_matches(e, &e->cur.unwind_rules[i], pr))
+			return e->cur.unwind_rules[i].unwind >= 0 ? e->cur.unwind_rules[i].unwind : e->cur.unwind;
+	return e->cur.unwind;
+}
+
+static void regive(void *arg, edge_proc *pr)
+{
+	edge_ebpf *e = arg;
+	/* an image before an exec would overwrite the tgid's current entry */
+	if (e->cpu && !pr->superseded)
+		edge_ebpf_unwind_give(e, pr);
+}
+
+/* the same unwinding modes for every process? */
+static int same_unwind(const edge_ebpf_cfg *a, const edge_ebpf_cfg *b)
+{
+	if (a->unwind != b->unwind || a->n_unwind_rules != b->n_unwind_rules)
+		return 0;
+	for (size_t i = 0; i < a->n_unwind_rules; i++) {
+		const edge_unwind_rule *x = &a->unwind_rules[i], *y = &b->unwind_rules[i];
+		if (x->unwind != y->unwind || !!x->service != !!y->service ||
+		    (x->service && strcmp(x->service, y->service)) || x->nlabels != y->nlabels)
+			return 0;
+		for (size_t k = 0; k < x->nlabels; k++)
+			if (strcmp(x->label_keys[k], y->label_keys[k]) || strcmp(x->label_vals[k], y->label_vals[k]))
+				return 0;
+	}
+	return 1;
 }
 
 /* An off-CPU key's image: processes the on-CPU program announced in the
@@ -226,7 +283,7 @@ static void load(edge_ebpf *e)
 		"unwind=%s",
 		e->cur.frequency_hz, e->off ? "true" : "false", (long long)e->cur.offcpu_min_us,
 		e->cur.mode == EDGE_EBPF_RING ? "ring" : "hash", e->cur.flush_interval_s,
-		e->cur.unwind == EDGE_UNWIND_FP ? "fp" : e->cur.unwind == EDGE_UNWIND_AUTO ? "auto" : "eh_frame");
+		edge_unwind_mode_name(e->cur.unwind));
 }
 
 /* The interpreter-frame settings of e->cur for edge_ebpf_py_on (other
@@ -252,17 +309,28 @@ static void apply_cfg(edge_ebpf *e, edge_ebpf_cfg *next)
 	int loaded = e->cpu != NULL;
 	int reload = next->mode != old.mode || next->max_stacks != old.max_stacks || next->max_keys != old.max_keys ||
 		     next->offcpu != old.offcpu || next->offcpu_min_us != old.offcpu_min_us ||
-		     next->unwind != old.unwind || next->unwind_rows != old.unwind_rows;
+		     edge_ebpf_cfg_unwinds(next) != edge_ebpf_cfg_unwinds(&old) ||
+		     (edge_ebpf_cfg_unwinds(next) && next->unwind_rows != old.unwind_rows);
+	int unwind_changed = !same_unwind(next, &old);
 
 	atomic_fetch_add(&e->reloads, 1);
 	/* what was sampled under the old settings is flushed under them */
 	if (loaded && (!next->enabled || reload || next->frequency_hz != old.frequency_hz))
 		edge_ebpf_flush(e);
+	/* the discovery thread reads the unwinding rules under pmu */
+	pmu_lock_sampler(e);
 	e->cur = *next;
+	pthread_mutex_unlock(&e->pmu);
 	memset(next, 0, sizeof(*next));
 	py_cfg_set(e);
 	edge_procs_set_rules(e->procs, e->cur.rules, e->cur.nrules);
 	edge_ebpf_cfg_free(&old);
+	if (loaded && !reload && unwind_changed && e->cur.enabled) {
+		/* live: every process's entry follows its service's mode now */
+		edge_procs_each(e->procs, regive, e);
+		wt_info("msg=\"ebpf unwinding modes applied\" unwind=%s service_rules=%zu",
+			edge_unwind_mode_name(e->cur.unwind), e->cur.n_unwind_rules);
+	}
 	if (!e->cur.enabled) {
 		if (loaded) {
 			unload(e);
@@ -557,6 +625,14 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 	      (long long)atomic_load(&e->unwind_rows));
 	wt_prom_gauge(b, "wt_edge_ebpf_unwind_pending_processes", "Processes waiting for their unwind tables (built on the loader's thread).",
 	      (long long)atomic_load(&e->unwind_pending));
+	wt_prom_gauge(b, "wt_edge_ebpf_unwind_built_files", "Unwind tables built from .eh_frame/.debug_frame since the program was loaded (not read from the disk cache).",
+	      (long long)atomic_load(&e->unwind_built));
+	wt_prom_gauge(b, "wt_edge_ebpf_unwind_build_ns", "Time spent building those tables, ns (the loader's thread).",
+	      (long long)atomic_load(&e->unwind_build_ns));
+	wt_prom_gauge(b, "wt_edge_ebpf_unwind_cfi_bytes", "Bytes of .eh_frame/.debug_frame those tables were built from.",
+	      (long long)atomic_load(&e->unwind_cfi_bytes));
+	wt_prom_gauge(b, "wt_edge_ebpf_unwind_cached_files", "Unwind tables read from the disk cache (edge.data_dir/unwind) since the program was loaded.",
+	      (long long)atomic_load(&e->unwind_from_cache));
 	wt_prom_gauge(b, "wt_edge_ebpf_unwind_failed_files",
 	      "Executable files without a table: not x86-64 ELF, no CFI, unreadable, or the rows array full.",
 	      (long long)atomic_load(&e->unwind_failed));

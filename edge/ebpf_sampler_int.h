@@ -77,7 +77,8 @@ struct edge_ebpf {
 	_Atomic int enabled, offcpu_on, frequency;
 	_Atomic uint64_t flushes, profiles, flush_errors, load_errors, commit_errors, truncated, unsym_frames,
 		frames, no_proc, samples_cpu, offcpu_ns, reloads, lost_procs, captured_procs, tracked_procs,
-		reread_procs, jit_frames, py_frames, py_unnamed, unwind_files, unwind_rows, unwind_failed, unwind_pending;
+		reread_procs, jit_frames, py_frames, py_unnamed, unwind_files, unwind_rows, unwind_failed, unwind_pending,
+		unwind_built, unwind_build_ns, unwind_cfi_bytes, unwind_from_cache;
 	_Atomic int64_t last_flush_us;
 };
 
@@ -93,5 +94,8 @@ int edge_ebpf_py_on(edge_ebpf *e, const char *service);
 void edge_ebpf_py_check(edge_ebpf *e, edge_proc *pr);
 /* Queue a live process for its unwind tables (see ebpf_build.c). */
 void edge_ebpf_unwind_give(edge_ebpf *e, edge_proc *pr);
+/* ebpf_sampler.c: process pr's unwinding mode (EDGE_UNWIND_*) under the
+ * current policy (service rules, then ebpf.unwind). */
+int edge_ebpf_unwind_mode(const edge_ebpf *e, const edge_proc *pr);
 
 #endif

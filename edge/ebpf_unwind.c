@@ -13,6 +13,7 @@
  * EDGE_UNWIND_MAX_ROWS, the remember-state stack by REMEMBER_MAX.
  */
 #include "ebpf_unwind.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -802,7 +803,24 @@ typedef struct loaded_file {
 	uint64_t load_off[8], load_vaddr[8], load_filesz[8];
 	uint32_t nloads;
 	int ok;
+	int evicted;       /* its rows were given to other files: unknown again */
+	uint32_t refs;     /* process entries that use it */
+	uint64_t last_use; /* job seq that last used it (eviction: least recent first) */
 } loaded_file;
+
+/* rows of evicted files, free for others (sorted by first, merged) */
+typedef struct free_range {
+	uint32_t first, count;
+} free_range;
+
+/* tgid → the files its entry uses (open addressing, backward-shift
+ * deletion): the files' reference counts */
+#define PF_SLOTS 16384
+typedef struct proc_files {
+	uint32_t tgid; /* 0 = empty */
+	uint32_t n;
+	uint32_t idx[WT_UNWIND_MAPS];
+} proc_files;
 
 /* one process to give tables: a copy of its mappings (the process table
  * may drop the process meanwhile) */
@@ -813,6 +831,7 @@ typedef struct job_map {
 
 typedef struct job {
 	uint32_t tgid;
+	uint32_t mode; /* enum wt_unwind_mode of the entry */
 	uint64_t seq; /* creation order */
 	size_t n;
 	job_map m[WT_UNWIND_MAPS];
@@ -839,9 +858,17 @@ struct edge_unwind_loader {
 	int rows_fd, procs_fd;
 	uint32_t max_rows, used;
 	char *cache_dir;
+	char *vdso; /* a copy of the kernel's vDSO image (the same in every process), or NULL */
+	free_range *fr;
+	size_t nfr, frcap;
+	uint32_t live_rows; /* rows of loaded, not evicted files */
+	uint64_t cur_seq;   /* the job the loader thread works on (its files are not evicted) */
+	proc_files *pf;
+	_Atomic uint64_t evicted;
 	loaded_file *files; /* appended by the loader thread, read by all, under mu */
 	size_t nfiles, cap;
 	_Atomic uint64_t failed, dropped, files_ok, rows_used; /* for stats */
+	_Atomic uint64_t build_ns, cfi_bytes, built, from_cache; /* tables built (not read from the cache) */
 };
 
 static void job_free(job *j)
@@ -855,6 +882,37 @@ static void job_free(job *j)
 
 static void *loader_run(void *arg);
 
+/* The vDSO's code (clock_gettime, gettimeofday: often a sampled leaf) has
+ * CFI like any library, but no file: the edge's own image — the kernel's,
+ * the same in every process — is written to dir/vdso.so and given to
+ * processes' [vdso] mappings as that file. Returns the path (the caller
+ * frees) or NULL. */
+static char *vdso_copy(const char *dir)
+{
+	unsigned long start = 0, end = 0;
+	char line[512], *path = NULL;
+	wt_err err = {0};
+	FILE *f = fopen("/proc/self/maps", "r");
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &start, &end) == 2)
+			break;
+	fclose(f);
+	if (!start || end <= start || end - start > (1u << 20) || !dir || wt_mkdir_p(dir, 0700, &err) != 0 ||
+	    asprintf(&path, "%s/vdso.so", dir) < 0)
+		return NULL;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, (const void *)start, end - start) != (ssize_t)(end - start)) {
+		if (fd >= 0)
+			close(fd);
+		free(path);
+		return NULL;
+	}
+	close(fd);
+	return path;
+}
+
 edge_unwind_loader *edge_unwind_loader_new(int rows_fd, uint32_t max_rows, int procs_fd, const char *cache_dir)
 {
 	edge_unwind_loader *l = calloc(1, sizeof(*l));
@@ -865,8 +923,10 @@ edge_unwind_loader *edge_unwind_loader_new(int rows_fd, uint32_t max_rows, int p
 	l->rows_fd = rows_fd;
 	l->procs_fd = procs_fd;
 	l->max_rows = max_rows;
+	l->vdso = vdso_copy(cache_dir);
 	l->q = calloc(MAX_JOBS, sizeof(*l->q));
-	if (!l->q || (cache_dir && !(l->cache_dir = strdup(cache_dir))) || pthread_create(&l->th, NULL, loader_run, l)) {
+	l->pf = calloc(PF_SLOTS, sizeof(*l->pf));
+	if (!l->q || !l->pf || (cache_dir && !(l->cache_dir = strdup(cache_dir))) || pthread_create(&l->th, NULL, loader_run, l)) {
 		edge_unwind_loader_free(l);
 		return NULL;
 	}
@@ -903,14 +963,18 @@ static int file_key(const char *path, char key[96])
 	return 0;
 }
 
-/* 0 unknown file, 1 loaded (copied to *out), 2 known without a table */
-static int file_find(edge_unwind_loader *l, const char *key, loaded_file *out)
+/* 0 unknown file (or evicted), 1 loaded (copied to *out, its index in
+ * *idx), 2 known without a table */
+static int file_find(edge_unwind_loader *l, const char *key, loaded_file *out, size_t *idx)
 {
 	int r = 0;
 	pthread_mutex_lock(&l->mu);
 	for (size_t i = 0; i < l->nfiles; i++)
 		if (!strcmp(l->files[i].key, key)) {
+			if (l->files[i].evicted)
+				break;
 			*out = l->files[i];
+			*idx = i;
 			r = out->ok ? 1 : 2;
 			break;
 		}
@@ -918,32 +982,199 @@ static int file_find(edge_unwind_loader *l, const char *key, loaded_file *out)
 	return r;
 }
 
-/* Loader thread: build (or read from the disk cache) and load the table
- * of a file not seen before, then record it. 1 = loaded (*f), 0 = none. */
-static int file_load(edge_unwind_loader *l, const char *path, const char *key, loaded_file *f)
+/* ---- rows of the array: allocation, eviction (under mu) ---- */
+
+static void range_free(edge_unwind_loader *l, uint32_t first, uint32_t count)
 {
+	size_t i = 0;
+	while (i < l->nfr && l->fr[i].first < first)
+		i++;
+	if (l->nfr == l->frcap) {
+		size_t nc = l->frcap ? l->frcap * 2 : 64;
+		free_range *n = realloc(l->fr, nc * sizeof(*n));
+		if (!n)
+			return; /* those rows stay unused until the maps are reloaded */
+		l->fr = n;
+		l->frcap = nc;
+	}
+	memmove(&l->fr[i + 1], &l->fr[i], (l->nfr - i) * sizeof(*l->fr));
+	l->fr[i] = (free_range){first, count};
+	l->nfr++;
+	/* merge with the next, then the previous */
+	if (i + 1 < l->nfr && l->fr[i].first + l->fr[i].count == l->fr[i + 1].first) {
+		l->fr[i].count += l->fr[i + 1].count;
+		memmove(&l->fr[i + 1], &l->fr[i + 2], (l->nfr - i - 2) * sizeof(*l->fr));
+		l->nfr--;
+	}
+	if (i > 0 && l->fr[i - 1].first + l->fr[i - 1].count == l->fr[i].first) {
+		l->fr[i - 1].count += l->fr[i].count;
+		memmove(&l->fr[i], &l->fr[i + 1], (l->nfr - i - 1) * sizeof(*l->fr));
+		l->nfr--;
+	}
+	/* the last range ends at the high-water mark: lower it */
+	if (l->nfr && l->fr[l->nfr - 1].first + l->fr[l->nfr - 1].count == l->used) {
+		l->used = l->fr[l->nfr - 1].first;
+		l->nfr--;
+	}
+}
+
+/* first row of n free rows, or -1: first fit among the freed ranges,
+ * else above the high-water mark */
+static int64_t range_take(edge_unwind_loader *l, uint32_t n)
+{
+	for (size_t i = 0; i < l->nfr; i++)
+		if (l->fr[i].count >= n) {
+			uint32_t first = l->fr[i].first;
+			l->fr[i].first += n;
+			l->fr[i].count -= n;
+			if (!l->fr[i].count) {
+				memmove(&l->fr[i], &l->fr[i + 1], (l->nfr - i - 1) * sizeof(*l->fr));
+				l->nfr--;
+			}
+			return first;
+		}
+	if (n <= l->max_rows - l->used) {
+		l->used += n;
+		return l->used - n;
+	}
+	return -1;
+}
+
+/* n rows for a new table: evicting, least recently used first, the
+ * tables no process entry uses any more (a binary that ran once) until
+ * they fit. -1 when they do not fit even then. */
+static int64_t rows_alloc(edge_unwind_loader *l, uint32_t n)
+{
+	int64_t first;
+	while ((first = range_take(l, n)) < 0) {
+		size_t victim = SIZE_MAX;
+		for (size_t i = 0; i < l->nfiles; i++) {
+			const loaded_file *f = &l->files[i];
+			if (f->ok && !f->evicted && !f->refs && f->last_use != l->cur_seq &&
+			    (victim == SIZE_MAX || f->last_use < l->files[victim].last_use))
+				victim = i;
+		}
+		if (victim == SIZE_MAX)
+			return -1;
+		l->files[victim].evicted = 1;
+		l->live_rows -= l->files[victim].count;
+		range_free(l, l->files[victim].first, l->files[victim].count);
+		atomic_fetch_add(&l->evicted, 1);
+		atomic_fetch_sub(&l->files_ok, 1);
+	}
+	l->live_rows += n;
+	return first;
+}
+
+static size_t pf_home(uint32_t tgid)
+{
+	return (tgid * 2654435761u) % PF_SLOTS;
+}
+
+static proc_files *pf_find(edge_unwind_loader *l, uint32_t tgid)
+{
+	for (size_t i = pf_home(tgid), k = 0; k < PF_SLOTS && l->pf[i].tgid; i = (i + 1) % PF_SLOTS, k++)
+		if (l->pf[i].tgid == tgid)
+			return &l->pf[i];
+	return NULL;
+}
+
+/* drop tgid's references (its entry is gone or replaced) */
+static void pf_drop(edge_unwind_loader *l, uint32_t tgid)
+{
+	proc_files *p = pf_find(l, tgid);
+	if (!p)
+		return;
+	for (uint32_t k = 0; k < p->n; k++)
+		if (l->files[p->idx[k]].refs)
+			l->files[p->idx[k]].refs--;
+	size_t i = (size_t)(p - l->pf), j = i;
+	for (;;) {
+		l->pf[i].tgid = 0;
+		for (;;) {
+			j = (j + 1) % PF_SLOTS;
+			if (!l->pf[j].tgid)
+				return;
+			size_t h = pf_home(l->pf[j].tgid);
+			if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+				continue;
+			break;
+		}
+		l->pf[i] = l->pf[j];
+		i = j;
+	}
+}
+
+/* tgid's entry now uses files idx[0..n): 0, or -1 when the table is full
+ * (then no entry may be written: its files could be evicted under it) */
+static int pf_set(edge_unwind_loader *l, uint32_t tgid, const size_t *idx, uint32_t n)
+{
+	pf_drop(l, tgid);
+	size_t i = pf_home(tgid), k = 0;
+	while (l->pf[i].tgid && k++ < PF_SLOTS)
+		i = (i + 1) % PF_SLOTS;
+	if (l->pf[i].tgid)
+		return -1;
+	l->pf[i].tgid = tgid;
+	l->pf[i].n = n;
+	for (uint32_t x = 0; x < n; x++) {
+		l->pf[i].idx[x] = (uint32_t)idx[x];
+		l->files[idx[x]].refs++;
+	}
+	return 0;
+}
+
+/* Loader thread: build (or read from the disk cache) and load the table
+ * of a file not seen before (or evicted), then record it. 1 = loaded (*f,
+ * its index in *idx), 0 = none. */
+static int file_load(edge_unwind_loader *l, const char *path, const char *key, loaded_file *f, size_t *idx)
+{
+	int64_t first = -1;
 	edge_unwind_table *t = NULL;
 	wt_err err = {0};
 	memset(f, 0, sizeof(*f));
 	snprintf(f->key, sizeof(f->key), "%s", key);
+	int64_t t0 = wt_now_ns(CLOCK_MONOTONIC);
 	int rc = l->cache_dir ? edge_unwind_get(l->cache_dir, key, path, &t, &err) : edge_unwind_build(path, &t, &err);
-	if (rc || !t->n || t->n > l->max_rows - l->used || rows_upload(l, t, l->used)) {
+	if (!rc && t->from_cache) {
+		atomic_fetch_add(&l->from_cache, 1);
+	} else if (!rc) {
+		atomic_fetch_add(&l->build_ns, (uint64_t)(wt_now_ns(CLOCK_MONOTONIC) - t0));
+		atomic_fetch_add(&l->cfi_bytes, t->cfi_bytes);
+		atomic_fetch_add(&l->built, 1);
+	}
+	if (!rc && t->n && t->n <= l->max_rows) {
+		pthread_mutex_lock(&l->mu);
+		first = rows_alloc(l, (uint32_t)t->n);
+		pthread_mutex_unlock(&l->mu);
+	}
+	if (first >= 0 && rows_upload(l, t, (uint32_t)first)) {
+		pthread_mutex_lock(&l->mu);
+		l->live_rows -= (uint32_t)t->n;
+		range_free(l, (uint32_t)first, (uint32_t)t->n);
+		pthread_mutex_unlock(&l->mu);
+		first = -1;
+	}
+	if (first < 0) {
 		atomic_fetch_add(&l->failed, 1);
 	} else {
-		f->first = l->used;
+		f->first = (uint32_t)first;
 		f->count = (uint32_t)t->n;
 		f->nloads = t->nloads;
 		memcpy(f->load_off, t->load_off, sizeof(f->load_off));
 		memcpy(f->load_vaddr, t->load_vaddr, sizeof(f->load_vaddr));
 		memcpy(f->load_filesz, t->load_filesz, sizeof(f->load_filesz));
 		f->ok = 1;
-		l->used += (uint32_t)t->n;
-		atomic_store(&l->rows_used, l->used);
 		atomic_fetch_add(&l->files_ok, 1);
 	}
 	edge_unwind_free(t);
 	pthread_mutex_lock(&l->mu);
-	if (l->nfiles == l->cap) {
+	f->last_use = l->cur_seq;
+	atomic_store(&l->rows_used, l->live_rows);
+	size_t i;
+	for (i = 0; i < l->nfiles && strcmp(l->files[i].key, key); i++)
+		;
+	if (i == l->nfiles && l->nfiles == l->cap) {
 		size_t nc = l->cap ? l->cap * 2 : 64;
 		loaded_file *nf = realloc(l->files, nc * sizeof(*nf));
 		if (nf) {
@@ -951,8 +1182,19 @@ static int file_load(edge_unwind_loader *l, const char *path, const char *key, l
 			l->cap = nc;
 		}
 	}
-	if (l->nfiles < l->cap)
-		l->files[l->nfiles++] = *f; /* else tried again next time */
+	if (i < l->nfiles) {
+		f->refs = l->files[i].refs; /* an evicted file's slot, again (refs 0) */
+		l->files[i] = *f;
+	} else if (l->nfiles < l->cap) {
+		l->files[l->nfiles++] = *f;
+	} else if (f->ok) {
+		/* not recorded: its rows go back (tried again next time) */
+		l->live_rows -= f->count;
+		range_free(l, f->first, f->count);
+		f->ok = 0;
+		atomic_fetch_sub(&l->files_ok, 1);
+	}
+	*idx = i;
 	pthread_mutex_unlock(&l->mu);
 	return f->ok;
 }
@@ -964,20 +1206,45 @@ static int load_job(edge_unwind_loader *l, const job *j, int may_load)
 {
 	struct wt_unwind_proc v;
 	char path[4400], key[96];
+	size_t used[WT_UNWIND_MAPS];
+	uint32_t firsts[WT_UNWIND_MAPS];
 	memset(&v, 0, sizeof(v));
+	v.mode = j->mode;
+	if (may_load) {
+		pthread_mutex_lock(&l->mu);
+		l->cur_seq = j->seq;
+		pthread_mutex_unlock(&l->mu);
+	}
 	for (size_t i = 0; i < j->n && v.n < WT_UNWIND_MAPS; i++) {
 		const job_map *m = &j->m[i];
 		loaded_file f;
 		uint64_t va = 0;
 		int found = 0;
+		if (!strcmp(m->path, "[vdso]")) {
+			if (!l->vdso || file_key(l->vdso, key))
+				continue;
+			snprintf(path, sizeof(path), "%s", l->vdso);
+		} else {
 		snprintf(path, sizeof(path), "/proc/%u/root%s", j->tgid, m->path);
-		if (file_key(path, key))
+		/* the process gone before its job came up (a backlog of table
+		 * builds behind a busy machine's new binaries): the file through
+		 * the edge's own root, so that the next process of the same
+		 * binary finds its table built (the key names the file, not
+		 * the path) */
+		if (file_key(path, key) && (snprintf(path, sizeof(path), "%s", m->path), file_key(path, key)))
 			continue;
-		int known = file_find(l, key, &f);
+		}
+		size_t fi = 0;
+		int known = file_find(l, key, &f, &fi);
 		if (!known && !may_load)
 			return -1;
-		if (!(known ? known == 1 : file_load(l, path, key, &f)))
+		if (!(known ? known == 1 : file_load(l, path, key, &f, &fi)))
 			continue;
+		if (known && may_load) {
+			pthread_mutex_lock(&l->mu);
+			l->files[fi].last_use = j->seq; /* not evicted for this job's later files */
+			pthread_mutex_unlock(&l->mu);
+		}
 		for (uint32_t k = 0; k < f.nloads && !found; k++)
 			if (m->pgoff >= f.load_off[k] && m->pgoff < f.load_off[k] + f.load_filesz[k]) {
 				va = m->pgoff - f.load_off[k] + f.load_vaddr[k];
@@ -985,6 +1252,8 @@ static int load_job(edge_unwind_loader *l, const job *j, int may_load)
 			}
 		if (!found)
 			continue;
+		used[v.n] = fi;
+		firsts[v.n] = f.first;
 		struct wt_unwind_map *x = &v.m[v.n++];
 		x->start = m->start;
 		x->end = m->end;
@@ -998,14 +1267,23 @@ static int load_job(edge_unwind_loader *l, const job *j, int may_load)
 	pthread_mutex_lock(&l->mu);
 	size_t slot = tgid % LAST_SLOTS;
 	int stale = l->last_tgid[slot] == tgid && l->last_seq[slot] > j->seq;
+	/* a table evicted since it was looked up (another thread's job): the
+	 * loader thread loads it again */
+	for (uint32_t k = 0; k < v.n && !stale; k++)
+		if (l->files[used[k]].evicted || !l->files[used[k]].ok || l->files[used[k]].first != firsts[k]) {
+			pthread_mutex_unlock(&l->mu);
+			return may_load ? 0 : -1;
+		}
 	if (!stale) {
 		l->last_tgid[slot] = tgid;
 		l->last_seq[slot] = j->seq;
 		/* a process gone meanwhile gets no entry (nobody would delete it) */
-		if (v.n && kill((pid_t)tgid, 0) == 0)
+		if (v.n && kill((pid_t)tgid, 0) == 0 && pf_set(l, tgid, used, v.n) == 0) {
 			bpf_map_update_elem(l->procs_fd, &tgid, &v, BPF_ANY);
-		else
+		} else {
+			pf_drop(l, tgid);
 			bpf_map_delete_elem(l->procs_fd, &tgid);
+		}
 	}
 	pthread_mutex_unlock(&l->mu);
 	return 0;
@@ -1034,7 +1312,7 @@ static void *loader_run(void *arg)
 	return NULL;
 }
 
-void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p)
+void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p, uint32_t mode)
 {
 	if (!l || p->state != EDGE_PROC_LIVE)
 		return;
@@ -1042,9 +1320,10 @@ void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p)
 	if (!j)
 		return;
 	j->tgid = p->tgid;
+	j->mode = mode;
 	for (size_t i = 0; i < p->nmaps && j->n < WT_UNWIND_MAPS; i++) {
 		const edge_proc_map *m = &p->maps[i];
-		if (!m->path || m->path[0] != '/')
+		if (!m->path || (m->path[0] != '/' && strcmp(m->path, "[vdso]")))
 			continue;
 		job_map *x = &j->m[j->n];
 		if (!(x->path = strdup(m->path)))
@@ -1079,8 +1358,16 @@ void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p)
 
 void edge_unwind_loader_forget(edge_unwind_loader *l, uint32_t tgid)
 {
-	if (l)
-		bpf_map_delete_elem(l->procs_fd, &tgid);
+	if (!l)
+		return;
+	/* jobs of the tgid still queued are stale from now on */
+	pthread_mutex_lock(&l->mu);
+	size_t slot = tgid % LAST_SLOTS;
+	l->last_tgid[slot] = tgid;
+	l->last_seq[slot] = ++l->seq;
+	pf_drop(l, tgid);
+	bpf_map_delete_elem(l->procs_fd, &tgid);
+	pthread_mutex_unlock(&l->mu);
 }
 
 void edge_unwind_loader_stats(edge_unwind_loader *l, uint64_t *files, uint64_t *rows, uint64_t *failed,
@@ -1095,6 +1382,15 @@ void edge_unwind_loader_stats(edge_unwind_loader *l, uint64_t *files, uint64_t *
 		*pending = l->qn + (uint64_t)l->busy;
 		pthread_mutex_unlock(&l->mu);
 	}
+}
+
+void edge_unwind_loader_build_stats(edge_unwind_loader *l, uint64_t *built, uint64_t *build_ns, uint64_t *cfi_bytes,
+				    uint64_t *from_cache)
+{
+	*built = l ? atomic_load(&l->built) : 0;
+	*build_ns = l ? atomic_load(&l->build_ns) : 0;
+	*cfi_bytes = l ? atomic_load(&l->cfi_bytes) : 0;
+	*from_cache = l ? atomic_load(&l->from_cache) : 0;
 }
 
 void edge_unwind_loader_free(edge_unwind_loader *l)
@@ -1115,5 +1411,8 @@ void edge_unwind_loader_free(edge_unwind_loader *l)
 	pthread_mutex_destroy(&l->mu);
 	free(l->files);
 	free(l->cache_dir);
+	free(l->vdso);
+	free(l->fr);
+	free(l->pf);
 	free(l);
 }

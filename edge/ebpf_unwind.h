@@ -63,14 +63,20 @@ edge_unwind_loader *edge_unwind_loader_new(int rows_fd, uint32_t max_rows, int p
  * every file already has its table, else queued (a copy of its mappings)
  * for the loader's own thread, which builds (or reads from the cache) and
  * loads the tables of files seen for the first time, then writes the
- * process's entry. Thread-safe: called on the discovery thread
+ * process's entry with mode (enum wt_unwind_mode). Thread-safe: called on the discovery thread
  * when a process is captured, and on the sampler thread for processes
  * found at a flush. */
-void edge_unwind_loader_add(edge_unwind_loader *l, const struct edge_proc *p);
+void edge_unwind_loader_add(edge_unwind_loader *l, const struct edge_proc *p, uint32_t mode);
+/* Take tgid's entry out (the process is gone, or its service now unwinds
+ * by frame pointers); its jobs still queued are dropped. */
 void edge_unwind_loader_forget(edge_unwind_loader *l, uint32_t tgid);
 /* files loaded, rows used, files without a table (not ELF, no CFI,
  * error, array full, queue full), processes waiting for their tables */
 void edge_unwind_loader_stats(edge_unwind_loader *l, uint64_t *files, uint64_t *rows, uint64_t *failed,
 			      uint64_t *pending);
+/* tables built from CFI (not read from the disk cache), the time that
+ * took, the CFI bytes they read; tables read from the cache */
+void edge_unwind_loader_build_stats(edge_unwind_loader *l, uint64_t *built, uint64_t *build_ns, uint64_t *cfi_bytes,
+				    uint64_t *from_cache);
 void edge_unwind_loader_free(edge_unwind_loader *l);
 #endif

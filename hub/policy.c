@@ -72,10 +72,21 @@ static int want_int(const json_t *o, const char *key, long long lo, long long hi
 	return 0;
 }
 
+/* the eBPF sampler's unwinding mode (docs/operations.md "eBPF sampler") */
+static int want_unwind(const json_t *o, const char *path, wt_err *err)
+{
+	json_t *v = json_object_get(o, "unwind");
+	const char *s = json_string_value(v);
+
+	if (v && (!s || (strcmp(s, "fp") && strcmp(s, "eh_frame") && strcmp(s, "auto"))))
+		return wt_err_set(err, WT_EINVAL, "%s.unwind: expected \"fp\", \"eh_frame\" or \"auto\"", path);
+	return 0;
+}
+
 /* sample_types / ebpf / offcpu of one rule set */
 static int check_rule_body(const json_t *r, const char *path, wt_err *err)
 {
-	static const char *const ebpf_keys[] = {"enabled", "frequency_hz", "python", NULL};
+	static const char *const ebpf_keys[] = {"enabled", "frequency_hz", "python", "unwind", NULL};
 	static const char *const off_keys[] = {"enabled", "threshold_us", NULL};
 	char sub[160];
 	json_t *v, *b;
@@ -98,7 +109,8 @@ static int check_rule_body(const json_t *r, const char *path, wt_err *err)
 	if ((v = json_object_get(r, "ebpf"))) {
 		snprintf(sub, sizeof(sub), "%s.ebpf", path);
 		if (want_object(v, sub, err) || only_keys(v, sub, ebpf_keys, err) || want_bool(v, "enabled", sub, err) ||
-		    want_bool(v, "python", sub, err) || want_int(v, "frequency_hz", 1, HUB_POLICY_FREQ_MAX, sub, err))
+		    want_bool(v, "python", sub, err) || want_int(v, "frequency_hz", 1, HUB_POLICY_FREQ_MAX, sub, err) ||
+		    want_unwind(v, sub, err))
 			return WT_EINVAL;
 	}
 	if ((v = json_object_get(r, "offcpu"))) {

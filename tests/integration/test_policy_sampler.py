@@ -13,6 +13,13 @@ wt-hub with its mTLS replication listener, wt-edge with certificates from
     10.5x expected; 6.9-10.8x measured) and is at least 40 % of 199 Hz x the
     spinning CPUs (68-100 % measured).
     The time from the PUT answer to the new frequency in effect is printed.
+  - policy → unwinding mode per service, live: an edge with the default
+    ebpf.unwind (auto) samples tests/gen/unwindwork (-O2
+    -fomit-frame-pointer); a policy rule for service unwindwork with
+    ebpf.unwind = "fp" makes its samples lose main (frame pointers only:
+    < 50 % reach it); the rule changed to "auto" on the same running edge
+    (no restart) brings them back (>= 99 %). The hub refuses an unknown
+    mode with the JSON path.
   - deletion → edge buffer: uploads to the edge replicate to the hub; an
     audited DELETE at the hub (service a, before = a time after the
     uploads) propagates with the config: the edge's local table for
@@ -116,7 +123,7 @@ class PolicySamplerTest(unittest.TestCase):
         def metric(name):
             return e.metrics().get(name)
 
-        deadline = time.time() + 15
+        deadline = time.time() + 60  # the verifier with the unwinder (the default), on a loaded machine
         while time.time() < deadline and metric("wt_edge_ebpf_enabled") != 1:
             time.sleep(0.1)
         self.assertEqual(metric("wt_edge_ebpf_enabled"), 1, e.read_log()[-3000:])
@@ -158,6 +165,78 @@ class PolicySamplerTest(unittest.TestCase):
         self.assertGreaterEqual(r199, 0.4 * 199 * ncpu)
         self.assertLessEqual(r19, 1.5 * 19 * ncpu + 5)
         self.assertLess(reach_s, 5.0)
+        self.stop_clean(e)
+
+    # ---- policy → unwinding mode per service --------------------------------------------------
+    def test_policy_unwind_mode_per_service(self):
+        if os.geteuid() != 0 or not os.path.exists("/sys/kernel/btf/vmlinux"):
+            self.fail("the eBPF sampler cannot run here (needs root and /sys/kernel/btf/vmlinux)")
+        tmp = tempfile.mkdtemp(prefix="wt-polunwind-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        work = os.path.join(tmp, "unwindwork")
+        subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-o", work,
+                        os.path.join(ROOT, "tests", "gen", "unwindwork", "unwindwork.c")], check=True, timeout=60)
+        bad = {"version": 1, "rules": {"services": [{"match": {"service": "x"}, "ebpf": {"unwind": "dwarf"}}]}}
+        st, js = self.hub.request("PUT", "/v1/projects/demo/policy", json.dumps(bad), token=self.hub.admin_token)
+        self.assertEqual(st, 400, js)
+        self.assertIn("rules.services[0].ebpf.unwind", json.dumps(js))
+        # no ebpf.unwind here: the default (auto) is the edge's
+        e = self.edge("edge-unwind", "\nebpf = { enabled = true; frequency_hz = 499; offcpu = false; "
+                                     "flush_interval_s = 1; };\n")
+        self.wait_log(e, "revisions=demo:")
+        deadline = time.time() + 60
+        while time.time() < deadline and e.metrics().get("wt_edge_ebpf_enabled") != 1:
+            time.sleep(0.1)
+        self.assertEqual(e.metrics().get("wt_edge_ebpf_enabled"), 1, e.read_log()[-3000:])
+        self.assertIn("unwind=auto", e.read_log())
+
+        def run_share(seconds=4):
+            out = subprocess.run([work, str(seconds)], capture_output=True, text=True, timeout=seconds + 60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            pid = json.loads(out.stdout.strip().splitlines()[-1])["pid"]
+            flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
+            deadline = time.time() + 30
+            while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
+                time.sleep(0.1)
+            st, js = e.query("table", service="unwindwork", type="cpu", **{"label.pid": str(pid)})
+            self.assertEqual(st, 200, js)
+            self.assertGreater(js["total"], 0)
+            rows = {r["function"]: r for r in js["rows"]}
+            return rows.get("main", {}).get("total", 0) / js["total"]
+
+        def put_mode(mode, n_applied):
+            pol = {"version": 1, "rules": {"services": [
+                {"match": {"service": "unwind*"}, "ebpf": {"unwind": mode}}]}}
+            st, js = self.hub.request("PUT", "/v1/projects/demo/policy", json.dumps(pol),
+                                      token=self.hub.admin_token)
+            self.assertEqual(st, 200, js)
+            deadline = time.time() + 15
+            while time.time() < deadline and e.read_log().count("ebpf unwinding modes applied") < n_applied:
+                time.sleep(0.05)
+            self.assertGreaterEqual(e.read_log().count("ebpf unwinding modes applied"), n_applied)
+
+        def settle():
+            # the tables of the processes running at the start are built
+            # first (a fresh data dir: no cache); a new process's job
+            # waits behind them
+            last, since, deadline = -1, time.time(), time.time() + 120
+            while time.time() < deadline and time.time() - since < 3:
+                m = e.metrics()
+                rows = m.get("wt_edge_ebpf_unwind_rows")
+                if rows != last or not rows or m.get("wt_edge_ebpf_unwind_pending_processes"):
+                    last, since = rows, time.time()
+                time.sleep(0.2)
+
+        settle()
+        put_mode("fp", 1)
+        fp = run_share()
+        put_mode("auto", 2)
+        auto = run_share()
+        print(f"\n  unwindwork reaching main: policy fp {100 * fp:.2f} %, then auto {100 * auto:.2f} % "
+              f"(same edge, no restart)", file=sys.stderr)
+        self.assertLess(fp, 0.5)
+        self.assertGreaterEqual(auto, 0.99)
+        self.assertEqual(e.read_log().count("ebpf sampler running"), 1)  # applied live, not reloaded
         self.stop_clean(e)
 
     # ---- deletion → edge buffer -------------------------------------------------------------

@@ -8,11 +8,15 @@
  *                        main → chain_a → leaf_mid (~30 %),
  *                        main → leaf_top (~20 %) of the CPU; each leaf's
  *                        thread CPU time measured (CLOCK_THREAD_CPUTIME_ID)
+ *   unwindwork SECONDS sleep
+ *                        blocked time instead: main → wait_a → wait_b →
+ *                        nanosleep(2 ms) in a loop (off-CPU stacks)
  * Output: one JSON object on stdout.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,12 +64,37 @@ __attribute__((noinline)) void chain_a(long n)
 	sink++;
 }
 
+__attribute__((noinline)) void wait_b(void)
+{
+	volatile uint64_t a[8];
+	struct timespec d = {0, 2000000};
+	a[sink & 7] = sink;
+	nanosleep(&d, NULL);
+	sink += a[3];
+}
+
+__attribute__((noinline)) void wait_a(void)
+{
+	wait_b();
+	sink++;
+}
+
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 5;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	double end = ts.tv_sec + ts.tv_nsec / 1e9 + seconds;
+	if (argc > 2 && !strcmp(argv[2], "sleep")) {
+		long n = 0;
+		do {
+			wait_a();
+			n++;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+		} while (ts.tv_sec + ts.tv_nsec / 1e9 < end);
+		printf("{\"pid\":%d,\"sleeps\":%ld}\n", (int)getpid(), n);
+		return 0;
+	}
 	const long unit = 40000;
 	for (;;) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);

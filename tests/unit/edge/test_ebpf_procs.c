@@ -11,9 +11,9 @@
  *   - the captured mappings (PROCMAP_QUERY where the kernel has it, and
  *     the text path of kernels before 6.11, forced) equal the executable
  *     lines of /proc/self/maps read as text, each file found as ELF;
- *   - a capture that came too early (no executable mapping yet, or only
- *     the dynamic loader besides it) is read again three times, a complete
- *     one never (a fake /proc root);
+ *   - a capture that came too early (no executable mapping yet, only
+ *     the dynamic loader besides it, or the loader without libc yet) is
+ *     read again three times, a complete one never (a fake /proc root);
  *   - a new file is parsed at its first lookup, not when opened; a file
  *     that is not ELF has no symbols.
  */
@@ -306,6 +306,8 @@ static void fake_write(const char *name, const char *text)
 #define LD_LINE "7f0000001000-7f0000020000 r-xp 00001000 00:00 0 /lib64/ld-linux-x86-64.so.2\n"
 #define EXE_LINE "555500001000-555500002000 r-xp 00001000 00:00 0 /usr/bin/true\n"
 #define LIBC_LINE "7f1000028000-7f100017d000 r-xp 00028000 00:00 0 /lib/x86_64-linux-gnu/libc.so.6\n"
+#define LIBM_LINE "7f2000010000-7f2000090000 r-xp 00010000 00:00 0 /lib/x86_64-linux-gnu/libm.so.6\n"
+#define LIBZ_LINE "7f3000002000-7f3000014000 r-xp 00002000 00:00 0 /lib/x86_64-linux-gnu/libz.so.1.2.13\n"
 
 /* A capture that came while the dynamic loader was still mapping the
  * libraries (only ld.so besides the executable), or inside execve (no
@@ -354,6 +356,22 @@ static void early_capture_read_again(void **state)
 	assert_int_equal(p->nmaps, 1);
 	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
 	assert_int_equal(rereads, 6);
+	/* the loader has mapped some libraries but not yet libc (python3
+	 * needs libm, libz, libexpat, then libc: captured here, its samples
+	 * in libc stayed bare addresses and its stacks stopped there) */
+	fake_write("maps", EXE_LINE LD_LINE LIBM_LINE LIBZ_LINE);
+	p = edge_procs_get(t, 4242, 0x4000, 0, NULL, 0);
+	assert_non_null(p);
+	assert_int_equal(p->nmaps, 4);
+	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
+	assert_int_equal(rereads, 9);
+	/* complete with libc: not read again */
+	fake_write("maps", EXE_LINE LD_LINE LIBM_LINE LIBZ_LINE LIBC_LINE);
+	p = edge_procs_get(t, 4242, 0x5000, 0, NULL, 0);
+	assert_non_null(p);
+	assert_int_equal(p->nmaps, 5);
+	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
+	assert_int_equal(rereads, 9);
 
 	edge_procs_free(t);
 	edge_elf_cache_free(c);

@@ -14,7 +14,12 @@
  *   - libc's PLT stubs get the PLT rule, its signal trampoline the signal
  *     type, clone the outermost-frame type; the edge's _start too;
  *   - the on-disk cache gives the same table back, and a damaged cache
- *     file is rebuilt.
+ *     file is rebuilt;
+ *   - the loader (real BPF maps, small rows array): a table that does not
+ *     fit while the tables in it are used fails; once no process uses a
+ *     table any more it is evicted for the next one; a table in use is
+ *     never evicted; an evicted file is loaded again when a process needs
+ *     it (needs root: skipped otherwise).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +33,12 @@
 #include <cmocka.h>
 
 #include "edge/ebpf_unwind.h"
+#include "edge/ebpf_procs.h"
+
+#include <bpf/bpf.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 
@@ -391,6 +402,111 @@ static void test_cache(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* a process entry for tgid with one mapping of path (its first LOAD) */
+static void give(edge_unwind_loader *l, uint32_t tgid, const char *path)
+{
+	edge_proc p;
+	edge_proc_map m;
+	memset(&p, 0, sizeof(p));
+	memset(&m, 0, sizeof(m));
+	m.start = 0x7f0000000000;
+	m.end = 0x7f0000100000;
+	m.pgoff = 0;
+	m.path = (char *)path;
+	p.tgid = tgid;
+	p.state = EDGE_PROC_LIVE;
+	p.maps = &m;
+	p.nmaps = 1;
+	edge_unwind_loader_add(l, &p, WT_UNWIND_MODE_AUTO);
+}
+
+static void settle(edge_unwind_loader *l, uint64_t *files, uint64_t *rows, uint64_t *failed)
+{
+	uint64_t pending = 1;
+	for (int i = 0; i < 3000 && pending; i++) {
+		edge_unwind_loader_stats(l, files, rows, failed, &pending);
+		if (pending) {
+			struct timespec ts = {0, 10000000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	assert_int_equal(pending, 0);
+}
+
+static int has_entry(int procs_fd, uint32_t tgid)
+{
+	struct wt_unwind_proc v;
+	return bpf_map_lookup_elem(procs_fd, &tgid, &v) == 0 && v.n == 1;
+}
+
+static void test_loader_evicts_unused_tables(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	const char *bash = "/usr/bin/bash", *perf = "/usr/bin/perf";
+	if (access(bash, R_OK) || access(perf, R_OK))
+		skip();
+	/* libc 28,274 rows, bash 20,668, perf 38,573 (Debian 12): two of
+	 * them never fit in 40,000 */
+	int rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_rows", 4, sizeof(struct wt_unwind_row), 40000, NULL);
+	int procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct wt_unwind_proc), 64, NULL);
+	assert_true(rows_fd >= 0 && procs_fd >= 0);
+	pid_t child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+	uint32_t me = (uint32_t)getpid(), other = (uint32_t)child;
+	uint64_t files, rows, failed, built, bns, cfi, cached;
+	edge_unwind_loader *l = edge_unwind_loader_new(rows_fd, 40000, procs_fd, NULL);
+	assert_non_null(l);
+
+	give(l, me, LIBC);
+	settle(l, &files, &rows, &failed);
+	assert_true(has_entry(procs_fd, me));
+	assert_int_equal(files, 1);
+	uint64_t libc_rows = rows;
+	assert_true(libc_rows > 20000);
+	/* perf does not fit beside libc, which a process uses */
+	give(l, other, perf);
+	settle(l, &files, &rows, &failed);
+	assert_int_equal(failed, 1);
+	assert_false(has_entry(procs_fd, other));
+	assert_int_equal(rows, libc_rows);
+	/* no process uses libc's table any more: bash takes its rows */
+	edge_unwind_loader_forget(l, me);
+	give(l, other, bash);
+	settle(l, &files, &rows, &failed);
+	assert_true(has_entry(procs_fd, other));
+	assert_int_equal(files, 1);
+	assert_true(rows < libc_rows);
+	edge_unwind_loader_build_stats(l, &built, &bns, &cfi, &cached);
+	assert_int_equal(built, 3);
+	/* libc again: built again, but bash is in use and stays */
+	give(l, me, LIBC);
+	settle(l, &files, &rows, &failed);
+	assert_false(has_entry(procs_fd, me));
+	assert_int_equal(failed, 2);
+	assert_true(has_entry(procs_fd, other));
+	/* bash's process gone: its table stays while there is room (the
+	 * next process of bash finds it), ld.so fits beside it */
+	uint64_t bash_rows = rows;
+	edge_unwind_loader_forget(l, other);
+	give(l, other, "/lib64/ld-linux-x86-64.so.2");
+	settle(l, &files, &rows, &failed);
+	assert_true(has_entry(procs_fd, other));
+	assert_int_equal(files, 2);
+	assert_true(rows > bash_rows);
+
+	edge_unwind_loader_free(l);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(rows_fd);
+	close(procs_fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +514,7 @@ int main(void)
 		cmocka_unit_test(test_libc),
 		cmocka_unit_test(test_debug_frame_only),
 		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_loader_evicts_unused_tables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

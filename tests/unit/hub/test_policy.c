@@ -38,8 +38,9 @@ static void test_validate(void **state)
 	wt_err err = {0, ""};
 	json_t *ok = J("{\"version\":1,\"rules\":{\"sample_types\":{\"cpu\":true,\"offcpu\":false},"
 		       "\"ebpf\":{\"enabled\":true,\"frequency_hz\":99},\"offcpu\":{\"enabled\":true,\"threshold_us\":0},"
-		       "\"services\":[{\"match\":{\"service\":\"api-*\"},\"ebpf\":{\"frequency_hz\":49,\"python\":false}},"
-		       "{\"match\":{\"label\":{\"team\":\"db\"}}}]},\"limits\":{\"max_body\":1024,\"max_samples\":1},"
+		       "\"services\":[{\"match\":{\"service\":\"api-*\"},\"ebpf\":{\"frequency_hz\":49,\"python\":false,\"unwind\":\"fp\"}},"
+		       "{\"match\":{\"label\":{\"team\":\"db\"}},\"ebpf\":{\"unwind\":\"eh_frame\"}}]},"
+		       "\"limits\":{\"max_body\":1024,\"max_samples\":1},"
 		       "\"edges\":{\"e1\":{\"rules\":{\"ebpf\":{\"frequency_hz\":19}},\"limits\":{\"max_samples\":5}}}}");
 	(void)state;
 	assert_int_equal(hub_policy_validate(ok, &err), 0);
@@ -51,6 +52,9 @@ static void test_validate(void **state)
 	expect_bad("{\"version\":1,\"rules\":{\"ebpf\":{\"frequency_hz\":10001}}}", "rules.ebpf.frequency_hz");
 	expect_bad("{\"version\":1,\"rules\":{\"ebpf\":{\"hz\":1}}}", "rules.ebpf.hz");
 	expect_bad("{\"version\":1,\"rules\":{\"ebpf\":{\"python\":1}}}", "rules.ebpf.python");
+	expect_bad("{\"version\":1,\"rules\":{\"ebpf\":{\"unwind\":\"dwarf\"}}}", "rules.ebpf.unwind");
+	expect_bad("{\"version\":1,\"rules\":{\"services\":[{\"match\":{\"service\":\"a\"},\"ebpf\":{\"unwind\":1}}]}}",
+		   "rules.services[0].ebpf.unwind");
 	expect_bad("{\"version\":1,\"rules\":{\"sample_types\":{\"cpu\":1}}}", "rules.sample_types.cpu");
 	expect_bad("{\"version\":1,\"rules\":{\"sample_types\":{\"cycles\":true}}}", "rules.sample_types.cycles");
 	expect_bad("{\"version\":1,\"rules\":{\"services\":[{\"match\":{}}]}}", "rules.services[0].match");
