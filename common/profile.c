@@ -17,16 +17,20 @@
 #include <xxhash.h>
 
 /* ---- hash index ---------------------------------------------------------
- * Slots hold id+1 (0 = empty) and the full 64-bit hash, so most mismatches
- * are rejected without touching the table the id points into. */
+ * Slots are 8 bytes: id+1 (0 = empty) and the high 32 bits of the element's
+ * 64-bit hash, so most mismatches are rejected without touching the table
+ * the id points into, and growing rehashes from the slots alone. The home
+ * slot is (tag * cap) >> 32 (multiply-shift: any capacity, not only powers
+ * of two, so wt_profile_reserve can size an index to what the input
+ * declares), linear probing after it. Load stays under 3/4. */
 typedef struct idx_slot {
-	uint64_t hash;
+	uint32_t tag;
 	uint32_t id1;
 } idx_slot;
 
 typedef struct hindex {
 	idx_slot *slots;
-	size_t cap, n; /* cap is a power of two (or 0) */
+	size_t cap, n;
 } hindex;
 
 typedef int (*idx_eq_fn)(const wt_profile *p, uint32_t id, const void *key);
@@ -35,21 +39,31 @@ typedef struct profile_priv {
 	hindex strings, mappings, functions, frames, stacks, labelsets, samples;
 } profile_priv;
 
-static int hindex_grow(hindex *h, const uint64_t *unused)
+static inline uint32_t hindex_tag(uint64_t hash)
 {
-	size_t ncap = h->cap ? h->cap * 2 : 64, i;
-	idx_slot *ns = calloc(ncap, sizeof(*ns));
+	return (uint32_t)(hash >> 32);
+}
 
-	(void)unused;
+static inline size_t hindex_home(uint32_t tag, size_t cap)
+{
+	return (size_t)(((uint64_t)tag * cap) >> 32);
+}
+
+/* Rehash into ncap slots (ncap * 3 / 4 > h->n). */
+static int hindex_resize(hindex *h, size_t ncap)
+{
+	idx_slot *ns = calloc(ncap, sizeof(*ns));
+	size_t i;
+
 	if (!ns)
 		return WT_ENOMEM;
 	for (i = 0; i < h->cap; i++) {
 		size_t j;
 		if (!h->slots[i].id1)
 			continue;
-		j = h->slots[i].hash & (ncap - 1);
+		j = hindex_home(h->slots[i].tag, ncap);
 		while (ns[j].id1)
-			j = (j + 1) & (ncap - 1);
+			j = j + 1 == ncap ? 0 : j + 1;
 		ns[j] = h->slots[i];
 	}
 	free(h->slots);
@@ -58,11 +72,19 @@ static int hindex_grow(hindex *h, const uint64_t *unused)
 	return 0;
 }
 
+/* Room for at least n entries under the 3/4 load bound. */
+static int hindex_reserve(hindex *h, size_t n)
+{
+	size_t need = n + n / 3 + 2;
+	return need > h->cap ? hindex_resize(h, need) : 0;
+}
+
 /* Find key; returns the slot index where it is or would be inserted. */
 static size_t hindex_find(const wt_profile *p, const hindex *h, uint64_t hash,
 			  const void *key, idx_eq_fn eq, uint32_t *found)
 {
-	size_t j = hash & (h->cap - 1);
+	uint32_t tag = hindex_tag(hash);
+	size_t j = hindex_home(tag, h->cap);
 
 	for (;;) {
 		const idx_slot *s = &h->slots[j];
@@ -70,11 +92,11 @@ static size_t hindex_find(const wt_profile *p, const hindex *h, uint64_t hash,
 			*found = UINT32_MAX;
 			return j;
 		}
-		if (s->hash == hash && eq(p, s->id1 - 1, key)) {
+		if (s->tag == tag && eq(p, s->id1 - 1, key)) {
 			*found = s->id1 - 1;
 			return j;
 		}
-		j = (j + 1) & (h->cap - 1);
+		j = j + 1 == h->cap ? 0 : j + 1;
 	}
 }
 
@@ -85,7 +107,7 @@ static int hindex_lookup(const wt_profile *p, hindex *h, uint64_t hash, const vo
 			 idx_eq_fn eq, uint32_t *id, size_t *slot)
 {
 	if ((h->n + 1) * 4 > h->cap * 3) {
-		if (hindex_grow(h, NULL))
+		if (hindex_resize(h, h->cap ? h->cap * 2 : 64))
 			return WT_ENOMEM;
 	}
 	*slot = hindex_find(p, h, hash, key, eq, id);
@@ -94,7 +116,7 @@ static int hindex_lookup(const wt_profile *p, hindex *h, uint64_t hash, const vo
 
 static void hindex_put(hindex *h, size_t slot, uint64_t hash, uint32_t id)
 {
-	h->slots[slot].hash = hash;
+	h->slots[slot].tag = hindex_tag(hash);
 	h->slots[slot].id1 = id + 1;
 	h->n++;
 }
@@ -202,6 +224,28 @@ void wt_profile_free(wt_profile *p)
 	for (size_t i = 0; i < p->nwarnings; i++)
 		free(p->warnings[i]);
 	free(p);
+}
+
+int wt_profile_reserve(wt_profile *p, const wt_profile_sizes *n)
+{
+	profile_priv *pv = PRIV(p);
+	size_t ns = n->strings < p->lim.max_strings ? n->strings : p->lim.max_strings;
+	size_t nsa = n->samples < p->lim.max_samples ? n->samples : p->lim.max_samples;
+	size_t nst = n->stacks < p->lim.max_samples ? n->stacks : p->lim.max_samples;
+	size_t nfn = n->functions < p->lim.max_strings ? n->functions : p->lim.max_strings;
+	size_t nfr = n->frames < p->lim.max_strings ? n->frames : p->lim.max_strings;
+
+	if ((ns && (hindex_reserve(&pv->strings, ns) ||
+		    grow((void **)&p->str_off, &p->str_cap, ns, sizeof(uint32_t)))) ||
+	    (nfn && (hindex_reserve(&pv->functions, nfn) ||
+		     grow((void **)&p->functions, &p->function_cap, nfn, sizeof(wt_function)))) ||
+	    (nfr && (hindex_reserve(&pv->frames, nfr) ||
+		     grow((void **)&p->frames, &p->frame_cap, nfr, sizeof(wt_frame)))) ||
+	    (nst && (hindex_reserve(&pv->stacks, nst) ||
+		     grow((void **)&p->stacks, &p->stack_cap, nst, sizeof(wt_span)))) ||
+	    (nsa && hindex_reserve(&pv->samples, nsa)))
+		return WT_ENOMEM;
+	return 0;
 }
 
 /* ---- strings ------------------------------------------------------------- */

@@ -12,6 +12,7 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,18 @@ typedef struct hub_repl_server {
 	hub_ctx *ctx;
 	wt_tls_server *tls;
 } hub_repl_server;
+
+
+/* After a large batch the heap pages its decoding used go back to the
+ * kernel (glibc keeps each thread's arena at its high-water mark), as
+ * hub/server.c does after a large request. */
+#define REPL_TRIM_AFTER_BYTES ((size_t)1 << 20)
+
+static void trim_after(size_t body_len, size_t plain_len)
+{
+	if (body_len >= REPL_TRIM_AFTER_BYTES || plain_len >= REPL_TRIM_AFTER_BYTES)
+		malloc_trim(0);
+}
 
 static pthread_mutex_t prog_mu = PTHREAD_MUTEX_INITIALIZER;
 static edge_prog progs[MAX_EDGES];
@@ -182,6 +195,7 @@ static int handle(void *vctx, const wt_tls_request *req, wt_tls_response *resp)
 			      res.other_incarnation, res.other_last_seq); /* both hex/digits: no escaping */
 	wt_buf_putc(&resp->body, '}');
 	free(plain);
+	trim_after(req->body_len, plen);
 	return 0;
 fail:
 	pthread_mutex_lock(&prog_mu);
@@ -193,6 +207,7 @@ fail:
 	}
 	pthread_mutex_unlock(&prog_mu);
 	free(plain);
+	trim_after(req->body_len, plen);
 	if (rc == WT_EUNAVAIL && res.retry_after_s > 0) {
 		/* being applied (here or by another hub): not an error, the
 		 * edge asks again after Retry-After */
