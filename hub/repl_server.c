@@ -12,7 +12,6 @@
 
 #include <inttypes.h>
 #include <jansson.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "edge_config.h"
 #include "hub.h"
 #include "log.h"
+#include "server.h"
 #include "tls_server.h"
 
 #define MAX_BATCH_DECOMPRESSED (1024u << 20) /* 1 GiB of protobuf per batch */
@@ -50,7 +50,7 @@ typedef struct hub_repl_server {
 static void trim_after(size_t body_len, size_t plain_len)
 {
 	if (body_len >= REPL_TRIM_AFTER_BYTES || plain_len >= REPL_TRIM_AFTER_BYTES)
-		malloc_trim(0);
+		hub_memory_trim();
 }
 
 static pthread_mutex_t prog_mu = PTHREAD_MUTEX_INITIALIZER;
