@@ -16,9 +16,10 @@ original again to apply it), then uploaded directly to the hub. Each
 daemon's RSS is read from /proc every 50 ms: the peak while it works must
 stay under PEAK_MB and the RSS must fall under BACK_MB within 30 s after.
 
-`make test` runs N = 320 000 (peak under 350 MB, back under 200 MB: before
-this, the edge peaked at 383 MB and held 131 MB, the hub applying it held
-254 MB); tests/soak/test_large_upload.py runs the full 3 200 000 with the
+`make test` runs N = 320 000 (peaks under 340 MB at the edge, 280 MB at
+the hub applying it, 400 MB at the hub taking it directly; back under 200
+MB: before this, the edge peaked at 383 MB, the hub applying it at 302 MB
+and held 254 MB); tests/soak/test_large_upload.py runs the full 3 200 000 with the
 goal's 1 GB peak, which is not met yet (docs/operations.md).
 WT_LARGE_SAMPLES overrides N.
 """
@@ -60,7 +61,10 @@ def expected_total(n):
 
 class LargeUpload(unittest.TestCase):
     N = int(os.environ.get("WT_LARGE_SAMPLES", "320000"))
-    PEAK_MB = 350
+    # peak bounds per phase at N = 320 000 (measured now: edge 236-278,
+    # hub applying 215, hub direct 271-332; before: edge 383, hub applying
+    # 302 and 254 MB held afterwards); one bound for all at full size
+    PEAK_MB = {"edge": 340, "apply": 280, "direct": 400}
     BACK_MB = 200
     SETTLE_S = 30
 
@@ -85,11 +89,12 @@ class LargeUpload(unittest.TestCase):
             time.sleep(0.5)
         self.fail(what)
 
-    def check(self, who, peak, back):
+    def check(self, phase, who, peak, back):
         print(f"\n{who}: N={self.N} peak {peak:.0f} MB, {back:.0f} MB after", file=sys.stderr)
         if SANITIZED:
             return
-        self.assertLess(peak, self.PEAK_MB, f"{who}: peak RSS {peak:.0f} MB (N={self.N})")
+        limit = self.PEAK_MB[phase] if isinstance(self.PEAK_MB, dict) else self.PEAK_MB
+        self.assertLess(peak, limit, f"{who}: peak RSS {peak:.0f} MB (N={self.N})")
         self.assertLess(back, self.BACK_MB, f"{who}: RSS {back:.0f} MB {self.SETTLE_S} s after (peak {peak:.0f})")
 
     def test_edge_and_hub(self):
@@ -126,9 +131,9 @@ class LargeUpload(unittest.TestCase):
                   f"replicated; edge log: {edge.read_log()[-1500:]}; hub log: {hub.read_log()[-1500:]}", budget)
         self.wait(lambda: hub_total("big") == total, "stored at the hub", budget)
         edge_peak = se.done()
-        self.check("edge (upload + replication)", edge_peak, self.settle(edge.proc.pid))
+        self.check("edge", "edge (upload + replication)", edge_peak, self.settle(edge.proc.pid))
         hub_peak = sh.done()
-        self.check("hub (replication apply)", hub_peak, self.settle(hub.proc.pid))
+        self.check("apply", "hub (replication apply)", hub_peak, self.settle(hub.proc.pid))
 
         # 2. the same file directly to the hub
         sh = Sampler(hub.proc.pid)
@@ -136,7 +141,7 @@ class LargeUpload(unittest.TestCase):
                              timeout=1800)
         self.assertEqual(st, 200, js)
         self.assertEqual(hub_total("direct"), total)
-        self.check("hub (direct upload)", sh.done(), self.settle(hub.proc.pid))
+        self.check("direct", "hub (direct upload)", sh.done(), self.settle(hub.proc.pid))
 
 
 if __name__ == "__main__":
