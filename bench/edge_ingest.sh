@@ -5,6 +5,8 @@
 # prints the ratio sync/nosync. Then compares rollup_mode merge vs rmw
 # (RocksDB merge operator vs read-modify-write in the group commit) on a
 # larger folded file with sync off.
+# After each run the edge's peak (VmHWM) and current RSS are printed, and
+# again 10 s after the last run on each edge (steady).
 # Needs $BUILD/bin/wt-edge and $BUILD/bench/ingest_load (make bench builds both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +43,13 @@ CFG
 	done
 	echo "edge_ingest: wt-edge did not start"; cat "$tmp/edge.log"; exit 1
 }
-stop_edge() { kill "$pid"; wait "$pid" || true; pid=; }
+# the edge's peak (VmHWM) and current RSS in MB, from /proc
+rss_mb() { awk '/^VmHWM|^VmRSS/ { printf "%s %.0f MB  ", $1, $2 / 1024 }' "/proc/$pid/status"; }
+stop_edge() { # RSS 10 s after the load (steady) before stopping
+	sleep 10
+	echo "  edge RSS after 10 s quiet: $(rss_mb)"
+	kill "$pid"; wait "$pid" || true; pid=
+}
 
 samples_of() { # file format → samples per upload as the edge counts them
 	curl -s -XPOST -H 'Authorization: Bearer bench-up' --data-binary @"$1" \
@@ -58,6 +66,7 @@ run() { # label file format → sets RATE (uploads/s)
 	RATE=$(awk -v n="$n" -v s="$s" 'BEGIN{printf "%.1f", n/s}')
 	printf '  %-28s %9s uploads/s %12s samples/s   (%s)\n' "$1" "$RATE" \
 		"$(awk -v r="$RATE" -v k="$spu" 'BEGIN{printf "%.0f", r*k}')" "$out"
+	echo "    edge RSS under load: $(rss_mb)"
 }
 
 echo "edge_ingest: $clients clients, ${secs}s per run, loopback"

@@ -6,6 +6,8 @@
 # total equals the sum of the uploads. Baseline measured in the same run:
 # the same uploads POSTed straight to the hub's /v1/profiles (direct ingest),
 # so the ratio says what replication costs over direct ingest.
+# Peak (VmHWM) and current RSS of the hub and the edge are printed after
+# direct ingest and after the drain, and again 10 s later (steady).
 # Starts a private ClickHouse, a hub with mTLS and an edge on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +40,15 @@ pki = tempfile.mkdtemp(prefix="wt-bench-pki-")
 ch = ClickHouse().start()
 hub = edge = None
 
+def rss(proc):
+    """peak (VmHWM) and current (VmRSS) RSS of a daemon in MB, from /proc"""
+    out = {}
+    with open(f"/proc/{proc.pid}/status") as f:
+        for line in f:
+            if line.startswith(("VmHWM:", "VmRSS:")):
+                out[line[:5]] = int(line.split()[1]) / 1024
+    return f"peak {out.get('VmHWM', 0):.0f} MB, now {out.get('VmRSS', 0):.0f} MB"
+
 def total(h, tok, svc):
     st, js = h.query("demo", "table", tok, service=svc, **{"from": "0", "until": str(int(time.time()) + 3600)})
     return js["total"] if st == 200 else None
@@ -64,6 +75,9 @@ try:
         st, js = hub.upload(data, up, "direct", format="folded")
         assert st == 200, js
     direct_s = time.perf_counter() - t
+    rss_direct = rss(hub.proc)
+    time.sleep(10)
+    rss_direct_quiet = rss(hub.proc)
 
     hub.allow_edge("bench-edge")
     edge = Edge(None, edge_id="bench-edge",
@@ -79,6 +93,9 @@ try:
     backlog = m0.get("wt_edge_repl_backlog_uploads", 0)
     hub.start()
     drain_s = wait_total(hub, rd, "repl", expected)
+    rss_drain = (rss(edge.proc), rss(hub.proc))
+    time.sleep(10)
+    rss_quiet = (rss(edge.proc), rss(hub.proc))
     m = edge.metrics()
     wire = m.get("wt_edge_repl_bytes_sent_total", 0)
     raw = m.get("wt_edge_repl_bytes_uncompressed_total", 0)
@@ -87,6 +104,9 @@ try:
     print(f"direct ingest at the hub : {N / direct_s:8.1f} uploads/s  {samples / direct_s:10.0f} samples/s")
     print(f"replication drain        : {N / drain_s:8.1f} uploads/s  {samples / drain_s:10.0f} samples/s")
     print(f"ratio drain/direct       : {direct_s / drain_s:.2f}")
+    print(f"hub RSS after direct ingest : {rss_direct}; 10 s later {rss_direct_quiet}")
+    print(f"edge RSS after the drain    : {rss_drain[0]}; 10 s later {rss_quiet[0]}")
+    print(f"hub RSS after the drain     : {rss_drain[1]}; 10 s later {rss_quiet[1]}")
     if wire:
         print(f"bytes on the wire        : {wire / samples:.1f} B per sample, {wire / orig_bytes:.3f} B per original byte"
               f" (uncompressed batches {raw / orig_bytes:.3f} B per original byte)")

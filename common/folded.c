@@ -536,6 +536,18 @@ int wt_folded_decode(const uint8_t *buf, size_t len, const wt_folded_opts *opts,
 	s += skip;
 	if (opts && opts->time_ns)
 		d.p->time_ns = opts->time_ns;
+	{
+		/* each line is at most one stack and one sample: size those
+		 * tables once (wt_profile_reserve) instead of doubling them */
+		wt_profile_sizes n = {0};
+		for (const char *q = s; q < end && (q = memchr(q, '\n', (size_t)(end - q))); q++)
+			n.stacks++;
+		n.samples = ++n.stacks;
+		if (wt_profile_reserve(d.p, &n)) {
+			rc = wt_err_set(err, WT_ENOMEM, "folded: out of memory");
+			goto cleanup;
+		}
+	}
 	while (s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *le = nl ? nl : end, *ls = s;

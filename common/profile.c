@@ -120,6 +120,28 @@ void wt_profile_free(wt_profile *p)
 	free(p);
 }
 
+int wt_profile_reserve(wt_profile *p, const wt_profile_sizes *n)
+{
+	profile_priv *pv = PRIV(p);
+	size_t ns = n->strings < p->lim.max_strings ? n->strings : p->lim.max_strings;
+	size_t nsa = n->samples < p->lim.max_samples ? n->samples : p->lim.max_samples;
+	size_t nst = n->stacks < p->lim.max_samples ? n->stacks : p->lim.max_samples;
+	size_t nfn = n->functions < p->lim.max_strings ? n->functions : p->lim.max_strings;
+	size_t nfr = n->frames < p->lim.max_strings ? n->frames : p->lim.max_strings;
+
+	if ((ns && (wt_hindex_reserve(&pv->strings, ns) ||
+		    grow((void **)&p->str_off, &p->str_cap, ns, sizeof(uint32_t)))) ||
+	    (nfn && (wt_hindex_reserve(&pv->functions, nfn) ||
+		     grow((void **)&p->functions, &p->function_cap, nfn, sizeof(wt_function)))) ||
+	    (nfr && (wt_hindex_reserve(&pv->frames, nfr) ||
+		     grow((void **)&p->frames, &p->frame_cap, nfr, sizeof(wt_frame)))) ||
+	    (nst && (wt_hindex_reserve(&pv->stacks, nst) ||
+		     grow((void **)&p->stacks, &p->stack_cap, nst, sizeof(wt_span)))) ||
+	    (nsa && wt_hindex_reserve(&pv->samples, nsa)))
+		return WT_ENOMEM;
+	return 0;
+}
+
 /* ---- strings ------------------------------------------------------------- */
 typedef struct { const char *s; size_t len; } str_key;
 

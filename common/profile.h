@@ -160,6 +160,17 @@ typedef struct wt_profile {
 wt_profile *wt_profile_new(const wt_limits *lim);
 void wt_profile_free(wt_profile *p);
 
+/* Size the tables for an input that declares (or bounds) how many distinct
+ * entries it has, so they are allocated once instead of doubling: each
+ * count is clamped to the limits (max_samples, max_strings); 0 leaves a
+ * table as it is. Pages of a reserved table are touched only as entries
+ * are added, so an upper bound costs address space, not memory. Returns 0
+ * or WT_ENOMEM (the profile stays usable). */
+typedef struct wt_profile_sizes {
+	size_t strings, functions, frames, stacks, samples;
+} wt_profile_sizes;
+int wt_profile_reserve(wt_profile *p, const wt_profile_sizes *n);
+
 /* Intern a string of len bytes (need not be NUL-terminated; must not contain
  * NUL — embedded NULs are rejected with WT_EINVAL). *id receives the id.
  * Errors: WT_ELIMIT when a string or table limit is hit, WT_ENOMEM. */

@@ -290,6 +290,66 @@ void edge_commit_error(const edge_buffer *s, int rc, wt_err *err)
 		wt_err_set(err, WT_EIO, "writing the upload to the buffer failed; nothing was stored");
 }
 
+/* A group whose records add up to this many bytes is flushed at once. */
+#define EDGE_FLUSH_AFTER_BYTES (32u << 20)
+/* A group whose operations add up to this many bytes is split: the batch
+ * holds the raw records, rolluplog, puts and seq (atomic, as always); its
+ * derived merges follow in batches of at most EDGE_CHUNK_BYTES. */
+#define EDGE_SPLIT_BYTES (32u << 20)
+#define EDGE_CHUNK_BYTES (8u << 20)
+
+/* Which merges of a split group are chunked: the stacks, and the rollups
+ * unless they are read-modify-write (those need the batch's view). */
+static int chunked_op(int rmw, int cf)
+{
+	return cf == EDGE_CF_STACKS || (cf == EDGE_CF_ROLLUP && !rmw);
+}
+
+/* The chunked merges of a split group, after its batch was written. Each
+ * chunk is its own write, so memtables switch and flush between them and
+ * RocksDB holds at most its write buffers, not the whole upload a second
+ * time. A crash between the batch and the last chunk leaves the edge's
+ * local stacks/rollup views short of part of that upload (its original,
+ * rolluplog and replication are whole); a failed chunk is logged. */
+static void write_chunked(edge_buffer *s, edge_commit *list, int rmw)
+{
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	size_t bytes = 0, chunks = 0;
+	char *err = NULL;
+
+	for (edge_commit *c = list; c && !err; c = c->next) {
+		const uint8_t *p = c->ops.data, *e = c->ops.data + c->ops.len;
+		while (p + 10 <= e && !err) {
+			int cf = p[0], kind = p[1];
+			uint32_t kl = rd32(p + 2), vl = rd32(p + 6);
+			const uint8_t *k = p + 10, *v = k + kl;
+			if (v + vl > e)
+				break;
+			if (kind == EDGE_OP_MERGE && chunked_op(rmw, cf)) {
+				rocksdb_writebatch_merge_cf(wb, s->cf[cf], (const char *)k, kl, (const char *)v, vl);
+				bytes += kl + vl + 16;
+			}
+			p = v + vl;
+			if (bytes >= EDGE_CHUNK_BYTES || (p + 10 > e && !c->next && bytes)) {
+				rocksdb_write(s->db, s->wopts, wb, &err);
+				rocksdb_writebatch_clear(wb);
+				bytes = 0;
+				chunks++;
+			}
+		}
+	}
+	if (bytes && !err) {
+		rocksdb_write(s->db, s->wopts, wb, &err);
+		chunks++;
+	}
+	if (err) {
+		wt_error("writing the stacks/rollup merges of a large group failed after %zu chunks: %s", chunks, err);
+		atomic_fetch_add(&s->errors, 1);
+		free(err);
+	}
+	rocksdb_writebatch_destroy(wb);
+}
+
 static void commit_group(edge_buffer *s, edge_commit *list)
 {
 	int rmw = s->cfg->rollup_mode == EDGE_ROLLUP_RMW;
@@ -299,6 +359,13 @@ static void commit_group(edge_buffer *s, edge_commit *list)
 	uint8_t key[8];
 	int rc = 0;
 	size_t n = 0;
+	uint64_t opsz = 0;
+
+	for (edge_commit *c = list; c; c = c->next)
+		opsz += c->ops.len;
+	/* A large group writes its derived merges (stacks, and rollups unless
+	 * read-modify-write) after the atomic batch, in chunks (write_chunked). */
+	int split = opsz >= EDGE_SPLIT_BYTES;
 
 #define WB_PUT(cfi, k, kl, v, vl) \
 	(rmw ? rocksdb_writebatch_wi_put_cf(wbi, s->cf[cfi], (const char *)(k), kl, (const char *)(v), vl) \
@@ -323,6 +390,8 @@ static void commit_group(edge_buffer *s, edge_commit *list)
 			}
 			if (kind == EDGE_OP_PUT)
 				WB_PUT(cf, k, kl, v, vl);
+			else if (split && chunked_op(rmw, cf))
+				; /* write_chunked, after the batch */
 			else if (rmw && cf == EDGE_CF_ROLLUP)
 				rc = rmw_rollup(s, wbi, k, kl, v, vl);
 			else
@@ -333,11 +402,21 @@ static void commit_group(edge_buffer *s, edge_commit *list)
 	edge_be64_put(key, seq);
 	WB_PUT(EDGE_CF_META, EDGE_META_SEQ, strlen(EDGE_META_SEQ), key, 8);
 
+	/* what the group will take, twice (the WAL, then the memtable's flush);
+	 * the batch holds a copy of everything now: the commits' buffers are
+	 * given back before the write, so a large upload is not held three
+	 * times (ops, batch, memtable) at once. */
+	uint64_t need = 0;
+	for (edge_commit *c = list; c; c = c->next) {
+		need += 2 * ((uint64_t)c->raw_len + c->rolluplog_len + c->ops.len);
+		free(c->raw);
+		free(c->rolluplog);
+		if (!split)
+			wt_buf_free(&c->ops);
+		c->raw = c->rolluplog = NULL;
+		c->raw_len = c->rolluplog_len = 0;
+	}
 	if (rc == 0) {
-		/* what the group will take, twice (the WAL, then the memtable's flush) */
-		uint64_t need = 0;
-		for (edge_commit *c = list; c; c = c->next)
-			need += 2 * ((uint64_t)c->raw_len + c->rolluplog_len + c->ops.len);
 		if (disk_room(s, need) != 0) {
 			rc = EDGE_COMMIT_DISK_FULL;
 			atomic_fetch_add(&s->disk_full_refused, n);
@@ -359,9 +438,31 @@ static void commit_group(edge_buffer *s, edge_commit *list)
 		rocksdb_writebatch_destroy(wb);
 	if (wbi)
 		rocksdb_writebatch_wi_destroy(wbi);
+	if (split) {
+		if (rc == 0)
+			write_chunked(s, list, rmw);
+		for (edge_commit *c = list; c; c = c->next)
+			wt_buf_free(&c->ops);
+	}
 	if (rc == 0) {
 		s->seq = seq;
 		atomic_store(&s->last_seq, seq);
+		/* A group past the write buffer (one large upload) sits whole in
+		 * the memtables until the next flush, which a quiet edge may not
+		 * reach for hours: ask for it now (in the background) so that
+		 * memory is given back once the SST files are written. */
+		if (need / 2 >= EDGE_FLUSH_AFTER_BYTES) {
+			rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+			char *ferr = NULL;
+			rocksdb_flushoptions_set_wait(fo, 0);
+			for (int i = 0; i < EDGE_CF_COUNT && !ferr; i++)
+				rocksdb_flush_cf(s->db, fo, s->cf[i], &ferr);
+			if (ferr) {
+				wt_warn("msg=\"flush after a large group failed\" error=\"%s\"", ferr);
+				free(ferr);
+			}
+			rocksdb_flushoptions_destroy(fo);
+		}
 	} else {
 		atomic_fetch_add(&s->errors, 1);
 	}

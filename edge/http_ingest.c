@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <xxhash.h>
+#include <zstd.h>
 
 #include "buf.h"
 #include "clock.h"
@@ -81,7 +82,7 @@ static uint64_t agg_hash(uint32_t type, uint32_t ls, uint32_t stack, int64_t min
 
 static int agg_add(agg *a, uint32_t type, uint32_t ls, uint32_t stack, int64_t minute, int64_t v)
 {
-	if ((a->n + 1) * 2 > a->cap) {
+	if ((a->n + 1) * 4 > a->cap * 3) {
 		size_t nc = a->cap ? a->cap * 2 : 1024;
 		agg_ent *ne = calloc(nc, sizeof(*ne));
 		if (!ne)
@@ -140,22 +141,19 @@ static void cache_free(cache *c)
 	wt_buf_free(&c->data);
 }
 
-/* frames of stack s, root first, NUL-terminated names */
-static void stack_payload(const wt_profile *p, cache *c, uint32_t s)
+/* Append the frames of stack s, root first, NUL-terminated names, to b.
+ * Not cached: one stack usually has one (type, minute) entry, and a cache
+ * of every payload doubled the memory of an upload with millions of
+ * distinct stacks. */
+static void stack_payload(const wt_profile *p, wt_buf *b, uint32_t s)
 {
-	if (c->done[s])
-		return;
-	size_t n, start = c->data.len;
+	size_t n;
 	const uint32_t *fr = wt_profile_stack(p, s, &n);
 	char buf[512];
 	for (size_t i = n; i-- > 0;) {
 		const char *name = wt_profile_frame_key(p, fr[i], buf, sizeof(buf));
-		wt_buf_append(&c->data, name, strlen(name) + 1);
+		wt_buf_append(b, name, strlen(name) + 1);
 	}
-	c->off[s] = (uint32_t)start;
-	c->len[s] = (uint32_t)(c->data.len - start);
-	c->hash[s] = XXH3_64bits(c->data.data + start, c->data.len - start);
-	c->done[s] = 1;
 }
 
 typedef struct lkv {
@@ -233,11 +231,12 @@ static int64_t minute_of(int64_t ns)
 static int build_stacks(edge_task *t, ingest *in, const wt_profile *p)
 {
 	agg a = {0};
-	cache sc, lc;
+	cache lc;
 	int rc = 0;
 	wt_buf key = WT_BUF_INIT, val = WT_BUF_INIT;
 
-	if ((rc = cache_init(&sc, p->nstacks)) || (rc = cache_init(&lc, p->nlabelsets)))
+	memset(&lc, 0, sizeof(lc));
+	if ((rc = cache_init(&lc, p->nlabelsets)))
 		goto out;
 	for (size_t i = 0; i < p->nsamples && rc == 0; i++) {
 		const int64_t *v = wt_profile_values(p, i);
@@ -250,19 +249,19 @@ static int build_stacks(edge_task *t, ingest *in, const wt_profile *p)
 		agg_ent *e = &a.e[j];
 		if (!e->used)
 			continue;
-		stack_payload(p, &sc, e->stack);
 		labels_payload(p, in, &lc, e->ls);
 		wt_buf_reset(&key);
 		wt_buf_reset(&val);
-		edge_key_stack(&key, in->project, in->u.service,
-			       wt_profile_str(p, p->types[e->type].canonical), e->minute, lc.hash[e->ls],
-			       sc.hash[e->stack]);
 		uint8_t v8[8];
 		edge_le64_put(v8, e->value);
 		wt_buf_append(&val, v8, 8);
 		wt_buf_append(&val, lc.data.data + lc.off[e->ls], lc.len[e->ls]);
-		wt_buf_append(&val, sc.data.data + sc.off[e->stack], sc.len[e->stack]);
-		if (key.oom || val.oom || sc.data.oom || lc.data.oom)
+		size_t sp = val.len;
+		stack_payload(p, &val, e->stack);
+		edge_key_stack(&key, in->project, in->u.service,
+			       wt_profile_str(p, p->types[e->type].canonical), e->minute, lc.hash[e->ls],
+			       val.oom ? 0 : XXH3_64bits(val.data + sp, val.len - sp));
+		if (key.oom || val.oom || lc.data.oom)
 			rc = WT_ENOMEM;
 		else
 			rc = edge_commit_op(&t->commit, EDGE_CF_STACKS, EDGE_OP_MERGE, key.data, key.len, val.data, val.len);
@@ -271,7 +270,6 @@ out:
 	if (rc)
 		wt_err_set(&t->err, rc, "out of memory building stacks");
 	free(a.e);
-	cache_free(&sc);
 	cache_free(&lc);
 	wt_buf_free(&key);
 	wt_buf_free(&val);
@@ -286,19 +284,146 @@ static json_t *labels_json(const ingest *in)
 	return o;
 }
 
+/* ---- the rollup delta, streamed ---------------------------------------------
+ * The rolluplog value is LE64 received_ns, then zstd of the JSON
+ * {project, service, received_ns, labels, rows: [[type, unit, function,
+ * minute, self, total], ...]} (read back by edge/repl_client.c). It is
+ * written row by row into a zstd stream, never as a JSON tree nor as the
+ * whole text: a profile with millions of functions costs its compressed
+ * size plus one chunk (DELTA_CHUNK), not a jansson node per value. */
+#define DELTA_CHUNK (256u << 10)
+
+typedef struct delta_w {
+	ZSTD_CCtx *z;
+	wt_buf txt; /* text not yet compressed (< DELTA_CHUNK after each row) */
+	wt_buf out; /* LE64 received_ns, then the compressed stream */
+	int rc;
+} delta_w;
+
+/* Valid UTF-8 (no overlongs, no surrogates): what jansson accepts as a
+ * string; a row whose function is not is written as null (the reader skips
+ * it), as json_pack did. */
+static int utf8_valid(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned c = s[i], need, min;
+		uint32_t cp;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			need = 1, cp = c & 0x1f, min = 0x80;
+		else if (c >= 0xe0 && c <= 0xef)
+			need = 2, cp = c & 0x0f, min = 0x800;
+		else if (c >= 0xf0 && c <= 0xf4)
+			need = 3, cp = c & 0x07, min = 0x10000;
+		else
+			return 0;
+		for (unsigned k = 1; k <= need; k++) {
+			if (i + k >= n || (s[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		i += need + 1;
+	}
+	return 1;
+}
+
+/* A JSON string literal of s (valid UTF-8), or null. */
+static void delta_str(wt_buf *b, const char *s)
+{
+	size_t n = strlen(s), i, run = 0;
+	if (!utf8_valid((const unsigned char *)s, n)) {
+		wt_buf_puts(b, "null");
+		return;
+	}
+	wt_buf_putc(b, '"');
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		wt_buf_append(b, s + run, i - run);
+		if (c == '"' || c == '\\') {
+			wt_buf_putc(b, '\\');
+			wt_buf_putc(b, (char)c);
+		} else {
+			wt_buf_printf(b, "\\u%04x", c);
+		}
+		run = i + 1;
+	}
+	wt_buf_append(b, s + run, n - run);
+	wt_buf_putc(b, '"');
+}
+
+/* Compress what is in w->txt (end: finish the frame). */
+static void delta_flush(delta_w *w, int end)
+{
+	ZSTD_inBuffer zin = {w->txt.data, w->txt.len, 0};
+	size_t left;
+
+	if (w->rc)
+		return;
+	if (w->txt.oom) {
+		w->rc = WT_ENOMEM;
+		return;
+	}
+	do {
+		if (wt_buf_reserve(&w->out, ZSTD_CStreamOutSize())) {
+			w->rc = WT_ENOMEM;
+			return;
+		}
+		ZSTD_outBuffer zout = {w->out.data + w->out.len, w->out.cap - w->out.len, 0};
+		left = ZSTD_compressStream2(w->z, &zout, &zin, end ? ZSTD_e_end : ZSTD_e_continue);
+		if (ZSTD_isError(left)) {
+			w->rc = WT_ENOMEM;
+			return;
+		}
+		w->out.len += zout.pos;
+	} while (end ? left != 0 : zin.pos < zin.size);
+	wt_buf_reset(&w->txt);
+}
+
+static void delta_labels(wt_buf *b, const ingest *in)
+{
+	wt_buf_putc(b, '{');
+	for (size_t i = 0; i < in->u.nlabels; i++) {
+		if (i)
+			wt_buf_putc(b, ',');
+		delta_str(b, in->u.labels[i].key);
+		wt_buf_putc(b, ':');
+		delta_str(b, in->u.labels[i].value);
+	}
+	wt_buf_putc(b, '}');
+}
+
 static int build_rollup(edge_task *t, ingest *in, const wt_profile *p)
 {
 	wt_rollup r = {0};
 	wt_buf key = WT_BUF_INIT;
+	delta_w w = {.txt = WT_BUF_INIT, .out = WT_BUF_INIT};
 	int rc = wt_rollup_build(p, in->received_ns, &r, &t->err);
-	json_t *rows = NULL, *log = NULL;
-	char *txt = NULL;
-	uint8_t *z = NULL;
-	size_t zl = 0;
+	uint8_t ns8[8];
 
 	if (rc)
 		return rc;
-	rows = json_array();
+	w.z = ZSTD_createCCtx();
+	if (!w.z || ZSTD_isError(ZSTD_CCtx_setParameter(w.z, ZSTD_c_compressionLevel, 3))) {
+		rc = wt_err_set(&t->err, WT_ENOMEM, "out of memory encoding the rollup delta");
+		goto out;
+	}
+	edge_le64_put(ns8, in->received_ns);
+	wt_buf_append(&w.out, ns8, 8);
+	wt_buf_puts(&w.txt, "{\"project\":");
+	delta_str(&w.txt, in->project);
+	wt_buf_puts(&w.txt, ",\"service\":");
+	delta_str(&w.txt, in->u.service);
+	wt_buf_printf(&w.txt, ",\"received_ns\":%lld,\"labels\":", (long long)in->received_ns);
+	delta_labels(&w.txt, in);
+	wt_buf_puts(&w.txt, ",\"rows\":[");
 	for (size_t i = 0; i < r.n && rc == 0; i++) {
 		const wt_rollup_row *row = &r.rows[i];
 		uint8_t v[16];
@@ -310,10 +435,20 @@ static int build_rollup(edge_task *t, ingest *in, const wt_profile *p)
 			rc = WT_ENOMEM;
 		else
 			rc = edge_commit_op(&t->commit, EDGE_CF_ROLLUP, EDGE_OP_MERGE, key.data, key.len, v, 16);
-		json_array_append_new(rows, json_pack("[sssIII]", row->type, row->unit ? row->unit : "",
-						      row->function, (json_int_t)row->minute, (json_int_t)row->self,
-						      (json_int_t)row->total) ?: json_null());
+		wt_buf_puts(&w.txt, i ? ",[" : "[");
+		delta_str(&w.txt, row->type);
+		wt_buf_putc(&w.txt, ',');
+		delta_str(&w.txt, row->unit ? row->unit : "");
+		wt_buf_putc(&w.txt, ',');
+		delta_str(&w.txt, row->function);
+		wt_buf_printf(&w.txt, ",%lld,%lld,%lld]", (long long)row->minute, (long long)row->self,
+			      (long long)row->total);
+		if (w.txt.len >= DELTA_CHUNK)
+			delta_flush(&w, 0);
+		if (!rc)
+			rc = w.rc;
 	}
+	wt_buf_puts(&w.txt, "]}");
 	/* series index for the services listing and retention */
 	for (size_t ty = 0; ty < p->ntypes && rc == 0; ty++) {
 		const char *canon = wt_profile_str(p, p->types[ty].canonical);
@@ -328,29 +463,16 @@ static int build_rollup(edge_task *t, ingest *in, const wt_profile *p)
 		wt_err_set(&t->err, rc, "out of memory building the rollup");
 		goto out;
 	}
-	log = json_pack("{s:s,s:s,s:I,s:o,s:o}", "project", in->project, "service", in->u.service, "received_ns",
-			(json_int_t)in->received_ns, "labels", labels_json(in), "rows", rows);
-	rows = NULL;
-	txt = log ? json_dumps(log, JSON_COMPACT) : NULL;
-	if (!txt) {
+	delta_flush(&w, 1);
+	if ((rc = w.rc) || w.out.oom) {
 		rc = wt_err_set(&t->err, WT_ENOMEM, "out of memory encoding the rollup delta");
 		goto out;
 	}
-	if ((rc = wt_zstd_compress((const uint8_t *)txt, strlen(txt), 3, &z, &zl, &t->err)))
-		goto out;
-	t->commit.rolluplog = malloc(8 + zl);
-	if (!t->commit.rolluplog) {
-		rc = wt_err_set(&t->err, WT_ENOMEM, "out of memory");
-		goto out;
-	}
-	edge_le64_put(t->commit.rolluplog, in->received_ns);
-	memcpy(t->commit.rolluplog + 8, z, zl);
-	t->commit.rolluplog_len = 8 + zl;
+	t->commit.rolluplog = wt_buf_steal(&w.out, &t->commit.rolluplog_len);
 out:
-	json_decref(rows);
-	json_decref(log);
-	free(txt);
-	free(z);
+	ZSTD_freeCCtx(w.z);
+	wt_buf_free(&w.txt);
+	wt_buf_free(&w.out);
 	wt_buf_free(&key);
 	wt_rollup_free(&r);
 	return rc;

@@ -14,8 +14,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 #include <time.h>
 
 #include "compress.h"
@@ -29,6 +31,10 @@
 #define MAX_STORED_DECOMPRESSED ((size_t)4096 << 20)
 /* Protobuf framing per row / upload, for the batch size estimate. */
 #define ROW_OVERHEAD 40
+#define REPL_TRIM_AFTER_BYTES ((size_t)1 << 20)
+/* A rolluplog whose JSON text is over this many bytes, about 150 000
+ * rows, is not decoded when the original goes along (edge_repl_batch_build). */
+#define ROWS_OMIT_BYTES ((size_t)8 << 20)
 #define UPLOAD_OVERHEAD 48
 /* While the hub stays unreachable, repeat the warning this often. */
 #define FAIL_LOG_PERIOD_NS (60LL * 1000000000LL)
@@ -199,6 +205,33 @@ static int decode_rolluplog(up *u, uint64_t seq, const uint8_t *v, size_t vl, wt
 	return 0;
 }
 
+/* Whether the zstd stream z decompresses to more than limit bytes: counted
+ * through a small window, nothing kept. A stream that does not decode says
+ * no (decode_rolluplog then reports it). */
+static int rolluplog_over(const uint8_t *z, size_t zl, size_t limit)
+{
+	ZSTD_DStream *d = ZSTD_createDStream();
+	uint8_t win[64 << 10];
+	ZSTD_inBuffer in = {z, zl, 0};
+	size_t total = 0, r = 1;
+	int over = 0;
+
+	if (!d)
+		return 0;
+	while (!over && r != 0) {
+		ZSTD_outBuffer out = {win, sizeof(win), 0};
+		r = ZSTD_decompressStream(d, &out, &in);
+		if (ZSTD_isError(r))
+			break;
+		total += out.pos;
+		over = total > limit;
+		if (!out.pos && in.pos == in.size)
+			break; /* cut short: no progress left */
+	}
+	ZSTD_freeDStream(d);
+	return over;
+}
+
 /* raw value: "WTR1" LE64 received_ns LE32 hdrlen header zstd(original).
  * Returns 1 when the record was used, 0 when it is malformed. */
 static int decode_raw(up *u, uint64_t seq, const uint8_t *v, size_t vl, wt_err *err, int *oom)
@@ -338,26 +371,43 @@ int edge_repl_batch_build(edge_buffer *s, const char *edge_id, uint64_t after, s
 		watchtower__repl__upload__init(&u->m);
 		u->m.seq = seq;
 		u->est = UPLOAD_OVERHEAD;
-		if ((rc = decode_rolluplog(u, seq, val, vl, err))) {
+		const uint8_t *rv = NULL;
+		size_t rvl = 0;
+		rocksdb_iter_seek(rit, (const char *)key, 8);
+		if (rocksdb_iter_valid(rit)) {
+			size_t rkl;
+			const char *rk = rocksdb_iter_key(rit, &rkl);
+			if (rkl == 8 && !memcmp(rk, key, 8))
+				rv = (const uint8_t *)rocksdb_iter_value(rit, &rvl);
+		}
+		/* With its original, a large upload goes without its rollup rows:
+		 * the hub builds its own rollup from the original and uses the
+		 * edge's rows only to cross-check them (hub/repl_apply.c), and
+		 * millions of rows would cost the edge a JSON tree, the rows and
+		 * their encoding on top of the original. */
+		int omit = rv && vl > 8 && rolluplog_over(val + 8, vl - 8, ROWS_OMIT_BYTES);
+		if (omit && vl >= 8) {
+			u->m.received_ns = edge_le64_get(val);
+		} else if ((rc = decode_rolluplog(u, seq, val, vl, err))) {
 			up_free(u);
 			break;
 		}
-		if (!u->log)
-			b->corrupt++;
 		int used = 0, oom = 0;
-		rocksdb_iter_seek(rit, (const char *)key, 8);
-		if (rocksdb_iter_valid(rit)) {
-			size_t rkl, rvl;
-			const char *rk = rocksdb_iter_key(rit, &rkl);
-			const uint8_t *rv = (const uint8_t *)rocksdb_iter_value(rit, &rvl);
-			if (rkl == 8 && !memcmp(rk, key, 8))
-				used = decode_raw(u, seq, rv, rvl, err, &oom);
-		}
+		if (rv)
+			used = decode_raw(u, seq, rv, rvl, err, &oom);
 		if (oom) {
 			rc = WT_ENOMEM;
 			up_free(u);
 			break;
 		}
+		if (!used && omit && (rc = decode_rolluplog(u, seq, val, vl, err))) {
+			up_free(u);
+			break;
+		}
+		if (!u->log && !(used && omit))
+			b->corrupt++;
+		if (used && omit)
+			b->rows_omitted++;
 		if (!used) {
 			if ((rc = synth_header(u, edge_id, err))) {
 				up_free(u);
@@ -368,8 +418,10 @@ int edge_repl_batch_build(edge_buffer *s, const char *edge_id, uint64_t after, s
 		if (n && est + u->est > max_bytes) {
 			if (!used)
 				b->raw_missing--;
-			if (!u->log)
+			if (!u->log && !(used && omit))
 				b->corrupt--;
+			if (used && omit)
+				b->rows_omitted--;
 			up_free(u);
 			break;
 		}
@@ -427,8 +479,13 @@ int edge_repl_batch_build(edge_buffer *s, const char *edge_id, uint64_t after, s
 
 void edge_repl_batch_free(edge_repl_batch *b)
 {
+	int large = b->pb_len >= REPL_TRIM_AFTER_BYTES;
 	free(b->pb);
 	memset(b, 0, sizeof(*b));
+	/* building a large batch decompressed its originals: give the pages
+	 * back (glibc keeps this thread's arena at its high-water mark) */
+	if (large)
+		malloc_trim(0);
 }
 
 /* ---- ack and cursor ------------------------------------------------------------ */

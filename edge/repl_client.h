@@ -41,6 +41,7 @@ typedef struct edge_repl_batch {
 	size_t nrows;           /* rollup rows over all uploads */
 	size_t raw_missing;     /* uploads sent rollup-only: raw dropped by the quota or unreadable */
 	size_t corrupt;         /* rolluplog values that could not be decoded (sent without rows) */
+	size_t rows_omitted;    /* uploads sent with their original but without rollup rows (large) */
 	uint64_t original_bytes; /* sum of the originals' sizes */
 } edge_repl_batch;
 

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "server.h"
 
 static hub_ch_health *the_store;
 
@@ -100,6 +101,7 @@ static void *monitor(void *arg)
 		struct timespec until;
 		pthread_mutex_unlock(&s->mu);
 		probe(s, ch, &logged_down);
+		hub_memory_trim_tick(); /* a periodic thread: the delayed trim of server.c */
 		pthread_mutex_lock(&s->mu);
 		if (s->stop)
 			break;

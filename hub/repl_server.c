@@ -23,6 +23,7 @@
 #include "listen_addr.h"
 #include "log.h"
 #include "prom.h"
+#include "server.h"
 #include "tls_server.h"
 
 #define MAX_BATCH_DECOMPRESSED (1024u << 20) /* 1 GiB of protobuf per batch */
@@ -42,6 +43,18 @@ typedef struct hub_repl_server {
 	hub_ctx *ctx;
 	hub_tls_server *tls;
 } hub_repl_server;
+
+
+/* After a large batch the heap pages its decoding used go back to the
+ * kernel (glibc keeps each thread's arena at its high-water mark), as
+ * hub/server.c does after a large request. */
+#define REPL_TRIM_AFTER_BYTES ((size_t)1 << 20)
+
+static void trim_after(size_t body_len, size_t plain_len)
+{
+	if (body_len >= REPL_TRIM_AFTER_BYTES || plain_len >= REPL_TRIM_AFTER_BYTES)
+		hub_memory_trim();
+}
 
 static pthread_mutex_t prog_mu = PTHREAD_MUTEX_INITIALIZER;
 static edge_prog progs[MAX_EDGES];
@@ -191,6 +204,7 @@ static int handle(void *vctx, const hub_tls_request *req, hub_tls_response *resp
 		reply_json(resp, 200, o);
 	}
 	free(plain);
+	trim_after(req->body_len, plen);
 	return 0;
 fail:
 	pthread_mutex_lock(&prog_mu);
@@ -202,6 +216,7 @@ fail:
 	}
 	pthread_mutex_unlock(&prog_mu);
 	free(plain);
+	trim_after(req->body_len, plen);
 	if (rc == WT_EUNAVAIL && res.retry_after_s > 0) {
 		/* being applied (here or by another hub): not an error, the
 		 * edge asks again after Retry-After */

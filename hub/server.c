@@ -14,6 +14,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "http_guard.h"
 #include "http_route.h"
 #include "http_server.h"
@@ -392,6 +394,23 @@ static void route_request(struct evhttp_request *req, void *arg)
  * thread's arena at its high-water mark otherwise. */
 #define HUB_TRIM_AFTER_BYTES ((size_t)1 << 20)
 
+#define HUB_TRIM_AGAIN_S 10
+
+static _Atomic int64_t trim_again_ms; /* 0 = nothing pending */
+
+void hub_memory_trim(void)
+{
+	malloc_trim(0);
+	atomic_store(&trim_again_ms, wt_now_ms(CLOCK_MONOTONIC) + HUB_TRIM_AGAIN_S * 1000);
+}
+
+void hub_memory_trim_tick(void)
+{
+	int64_t t = atomic_load(&trim_again_ms);
+	if (t && wt_now_ms(CLOCK_MONOTONIC) >= t && atomic_compare_exchange_strong(&trim_again_ms, &t, 0))
+		malloc_trim(0);
+}
+
 static void route(struct evhttp_request *req, void *arg)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -399,7 +418,7 @@ static void route(struct evhttp_request *req, void *arg)
 
 	route_request(req, arg);
 	if (body >= HUB_TRIM_AFTER_BYTES)
-		malloc_trim(0);
+		hub_memory_trim();
 }
 
 static void *worker_main(void *arg)

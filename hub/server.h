@@ -18,4 +18,12 @@ int hub_server_start(hub_ctx *ctx, hub_server **out, wt_err *err);
 /* Stop accepting, let the workers finish, join them, free. */
 void hub_server_stop(hub_server *s);
 
+/* Give freed heap back to the kernel after a large request or batch: now
+ * (malloc_trim), and once more HUB_TRIM_AGAIN_S later from
+ * hub_memory_trim_tick(), which the ClickHouse monitor thread calls every
+ * health interval (work that ends after the request, a replication
+ * batch's day buffers or ClickHouse inserts, frees memory later). */
+void hub_memory_trim(void);
+void hub_memory_trim_tick(void);
+
 #endif

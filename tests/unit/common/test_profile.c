@@ -177,10 +177,52 @@ static void test_unsymbolized_frame_name(void **state)
 	wt_profile_free(p);
 }
 
+/* wt_profile_reserve sizes the tables once; interning after it (and past
+ * it, when the hint was short) still finds every entry again. */
+static void test_reserve_and_index(void **state)
+{
+	(void)state;
+	for (int hint = 0; hint < 3; hint++) {
+		wt_profile *p = wt_profile_new(NULL);
+		wt_err err = {0};
+		wt_profile_sizes n = {0};
+		size_t ty;
+		char name[32];
+		enum { N = 50000 };
+		n.strings = n.functions = n.frames = n.stacks = n.samples = hint == 0 ? 0 : hint == 1 ? N / 7 : N;
+		assert_int_equal(wt_profile_reserve(p, &n), 0);
+		assert_int_equal(wt_profile_add_type(p, "samples", "count", NULL, &ty, &err), 0);
+		uint32_t base = (uint32_t)p->nstrings;
+		for (int round = 0; round < 2; round++) {
+			for (uint32_t i = 0; i < N; i++) {
+				wt_frame fr = {0, WT_NO_MAPPING, 0, 0};
+				uint32_t fid, st, sid;
+				int64_t v = 1;
+				snprintf(name, sizeof(name), "fn%u", i);
+				assert_int_equal(wt_profile_intern_cstr(p, name, &sid, &err), 0);
+				assert_int_equal(sid, base + i);
+				assert_int_equal(wt_profile_add_function_named(p, name, strlen(name), NULL, &fr.function, &err), 0);
+				assert_int_equal(fr.function, i);
+				assert_int_equal(wt_profile_add_frame(p, &fr, &fid, &err), 0);
+				assert_int_equal(fid, i);
+				assert_int_equal(wt_profile_add_stack(p, &fid, 1, &st, &err), 0);
+				assert_int_equal(st, i);
+				assert_int_equal(wt_profile_add_sample(p, st, 0, 0, &v, &err), 0);
+			}
+		}
+		assert_int_equal(p->nfunctions, N);
+		assert_int_equal(p->nstacks, N);
+		assert_int_equal(p->nsamples, N);
+		assert_int_equal(wt_profile_total(p, 0), 2 * N);
+		wt_profile_free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strings_interned),
+		cmocka_unit_test(test_reserve_and_index),
 		cmocka_unit_test(test_samples_merge),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_unsymbolized_frame_name),

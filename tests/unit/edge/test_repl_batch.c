@@ -24,6 +24,8 @@
 #include "edge/keys.h"
 #include "edge/repl_client.h"
 #include "edge/buffer.h"
+#include "edge/server.h"
+#include "profile.h"
 #include "proto/repl.pb-c.h"
 
 #define NUP 10
@@ -379,6 +381,121 @@ static void cursor_and_ledger_drive_retention(void **state)
 	edge_repl_batch_free(&b);
 }
 
+/* Commit profile p as an upload of service svc through the ingest path
+ * (edge_ingest_prepare_fmt: raw record, streamed rollup delta, stacks). */
+static uint64_t commit_profile(fx *f, edge_server *srv, const char *svc, wt_profile *p)
+{
+	edge_commit c;
+	wt_err err = {0};
+	int done = 0;
+	static const uint8_t orig[] = "main;leaf 1\n";
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(edge_ingest_prepare_fmt(srv, &c, "demo", svc, BASE_NS, "/v1/profiles", WT_FMT_FOLDED, orig,
+						 sizeof(orig) - 1, p, &err), 0);
+	c.done = commit_done;
+	c.arg = &done;
+	edge_buffer_submit(f->s, &c);
+	pthread_mutex_lock(&done_mu);
+	while (!done)
+		pthread_cond_wait(&done_cv, &done_mu);
+	pthread_mutex_unlock(&done_mu);
+	assert_int_equal(c.rc, 0);
+	free(c.raw);
+	free(c.rolluplog);
+	wt_buf_free(&c.ops);
+	return c.seq;
+}
+
+/* A profile of one-frame stacks, one per name, count 1 each. */
+static wt_profile *named_profile(const char *const *names, size_t n)
+{
+	wt_profile *p = wt_profile_new(NULL);
+	wt_err err = {0};
+	size_t ty;
+	assert_int_equal(wt_profile_add_type(p, "samples", "count", NULL, &ty, &err), 0);
+	for (size_t i = 0; i < n; i++) {
+		wt_frame fr = {0, WT_NO_MAPPING, 0, 0};
+		uint32_t st;
+		int64_t v = 1;
+		assert_int_equal(wt_profile_add_function_named(p, names[i], strlen(names[i]), NULL, &fr.function, &err), 0);
+		uint32_t fid;
+		assert_int_equal(wt_profile_add_frame(p, &fr, &fid, &err), 0);
+		assert_int_equal(wt_profile_add_stack(p, &fid, 1, &st, &err), 0);
+		assert_int_equal(wt_profile_add_sample(p, st, 0, 0, &v, &err), 0);
+	}
+	p->time_ns = BASE_NS;
+	return p;
+}
+
+/* The rollup delta is written as JSON text row by row (http_ingest.c):
+ * names that need escaping come back as they were; a name that is not
+ * UTF-8 is written as null and its row skipped, as jansson did. */
+static void streamed_rolluplog_escapes(void **state)
+{
+	fx *f = *state;
+	edge_server srv;
+	edge_repl_batch b;
+	const char *names[] = {"quo\"te", "back\\slash", "tab\there", "nl\nx", "caf\xc3\xa9", "bad\xff", "/slash"};
+	memset(&srv, 0, sizeof(srv));
+	srv.cfg = &f->cfg;
+	wt_profile *p = named_profile(names, 7);
+	uint64_t seq = commit_profile(f, &srv, "esc", p);
+	wt_profile_free(p);
+	Watchtower__Repl__Batch *m = build(f, seq - 1, 1, 8u << 20, &b);
+	assert_int_equal(b.rows_omitted, 0);
+	const Watchtower__Repl__Upload *u = m->uploads[0];
+	assert_string_equal(u->header->service, "esc");
+	/* the 6 valid names' self rows, and no row for "bad\xff" */
+	size_t found = 0;
+	for (size_t r = 0; r < u->n_rollup; r++) {
+		assert_string_equal(u->rollup[r]->type, "samples");
+		for (int i = 0; i < 7; i++)
+			if (i != 5 && !strcmp(u->rollup[r]->function, names[i])) {
+				assert_int_equal(u->rollup[r]->self, 1);
+				found++;
+			}
+		assert_null(strstr(u->rollup[r]->function, "bad"));
+	}
+	assert_int_equal(found, 6);
+	watchtower__repl__batch__free_unpacked(m, NULL);
+	edge_repl_batch_free(&b);
+}
+
+/* A large upload (rolluplog over 1 MiB compressed) goes with its original
+ * and without rollup rows (the hub builds its own from the original). */
+static void large_rolluplog_rows_omitted(void **state)
+{
+	fx *f = *state;
+	edge_server srv;
+	edge_repl_batch b;
+	enum { NFN = 200000 };
+	char (*buf)[24] = malloc(NFN * sizeof(*buf));
+	const char **names = malloc(NFN * sizeof(*names));
+	uint64_t x = 88172645463325252ULL;
+	for (int i = 0; i < NFN; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift: names that do not compress */
+		snprintf(buf[i], sizeof(buf[i]), "f%016llx", (unsigned long long)x);
+		names[i] = buf[i];
+	}
+	memset(&srv, 0, sizeof(srv));
+	srv.cfg = &f->cfg;
+	wt_profile *p = named_profile(names, NFN);
+	uint64_t seq = commit_profile(f, &srv, "big", p);
+	wt_profile_free(p);
+	Watchtower__Repl__Batch *m = build(f, seq - 1, 1, 64u << 20, &b);
+	assert_int_equal(b.rows_omitted, 1);
+	assert_int_equal(b.corrupt, 0);
+	assert_int_equal(b.raw_missing, 0);
+	assert_int_equal(m->uploads[0]->n_rollup, 0);
+	assert_int_equal(m->uploads[0]->received_ns, BASE_NS);
+	assert_string_equal(m->uploads[0]->header->service, "big");
+	assert_int_equal(m->uploads[0]->original.len, strlen("main;leaf 1\n"));
+	watchtower__repl__batch__free_unpacked(m, NULL);
+	edge_repl_batch_free(&b);
+	free(buf);
+	free(names);
+}
+
 static void ack_parsing(void **state)
 {
 	edge_repl_ack a;
@@ -406,6 +523,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(quota_keeps_rollups, setup, teardown),
 		cmocka_unit_test_setup_teardown(corrupt_rolluplog_still_sent, setup, teardown),
 		cmocka_unit_test_setup_teardown(cursor_and_ledger_drive_retention, setup, teardown),
+		cmocka_unit_test_setup_teardown(streamed_rolluplog_escapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(large_rolluplog_rows_omitted, setup, teardown),
 		cmocka_unit_test(ack_parsing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

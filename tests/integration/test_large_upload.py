@@ -1,0 +1,148 @@
+"""test_large_upload.py — memory of one large folded upload is bounded and
+given back, at the edge and at the hub (docs/operations.md "Memory of large
+uploads").
+
+The input is a deterministic folded profile of N distinct stacks: six
+frames each, the first five shared in a 7 x 11 x 13 x 17 tree under
+"main", the leaf unique per line ("leaf<i>"), counts 1..5. Every line is a
+new stack, a new leaf function and string, and a new rollup row: the
+interning tables, the rollup and the stacks column family grow with N, as
+with a long-running service's collapsed output. At N = 3 200 000 it is
+~12 MB gzip, ~216 MB of text.
+
+One edge replicating to one hub (real daemons, real ClickHouse): the file is
+uploaded to the edge, which stores it and replicates it (the hub decodes the
+original again to apply it), then uploaded directly to the hub. Each
+daemon's RSS is read from /proc every 50 ms: the peak while it works must
+stay under PEAK_MB and the RSS must fall under BACK_MB within 30 s after.
+
+`make test` runs N = 320 000 (peaks under 340 MB at the edge, 280 MB at
+the hub applying it, 400 MB at the hub taking it directly; back under 200
+MB: before this, the edge peaked at 383 MB, the hub applying it at 302 MB
+and held 254 MB); tests/soak/test_large_upload.py runs the full 3 200 000 with the
+goal's 1 GB peak, which is not met yet (docs/operations.md).
+WT_LARGE_SAMPLES overrides N.
+"""
+import zlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness.clickhouse import ClickHouse  # noqa: E402
+from harness.edge import UPLOAD_TOKEN, Edge  # noqa: E402
+from harness.hub import Hub  # noqa: E402
+from test_bounds import SANITIZED, Sampler, rss_mb  # noqa: E402
+from test_replication import pki_edge, pki_init  # noqa: E402
+
+
+def large_folded_gz(n):
+    """The folded profile described above, gzip level 6 (deterministic)."""
+    lines = (f"main;svc.handler{i % 7};lib.process{(i // 7) % 11};core.step{(i // 77) % 13};"
+             f"util.work{(i // 1001) % 17};leaf{i} {1 + i % 5}\n" for i in range(n))
+    c = zlib.compressobj(6, zlib.DEFLATED, 31)
+    out, chunk = [], []
+    for i, line in enumerate(lines):
+        chunk.append(line)
+        if len(chunk) == 65536:
+            out.append(c.compress("".join(chunk).encode()))
+            chunk = []
+    out.append(c.compress("".join(chunk).encode()))
+    out.append(c.flush())
+    return b"".join(out)
+
+
+def expected_total(n):
+    return sum(1 + i % 5 for i in range(n))
+
+
+class LargeUpload(unittest.TestCase):
+    N = int(os.environ.get("WT_LARGE_SAMPLES", "320000"))
+    # peak bounds per phase at N = 320 000 (measured now: edge 236-278,
+    # hub applying 215, hub direct 271-332; before: edge 383, hub applying
+    # 302 and 254 MB held afterwards); one bound for all at full size
+    PEAK_MB = {"edge": 340, "apply": 280, "direct": 400}
+    BACK_MB = 200
+    SETTLE_S = 30
+
+    @classmethod
+    def setUpClass(cls):
+        cls.data = large_folded_gz(cls.N)
+
+    def settle(self, pid):
+        """RSS once it is under BACK_MB, or the last reading after SETTLE_S."""
+        deadline = time.time() + self.SETTLE_S
+        rss = rss_mb(pid)
+        while time.time() < deadline and rss >= self.BACK_MB:
+            time.sleep(0.5)
+            rss = rss_mb(pid)
+        return rss
+
+    def wait(self, cond, what, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if cond():
+                return
+            time.sleep(0.5)
+        self.fail(what)
+
+    def check(self, phase, who, peak, back):
+        print(f"\n{who}: N={self.N} peak {peak:.0f} MB, {back:.0f} MB after", file=sys.stderr)
+        if SANITIZED:
+            return
+        limit = self.PEAK_MB[phase] if isinstance(self.PEAK_MB, dict) else self.PEAK_MB
+        self.assertLess(peak, limit, f"{who}: peak RSS {peak:.0f} MB (N={self.N})")
+        self.assertLess(back, self.BACK_MB, f"{who}: RSS {back:.0f} MB {self.SETTLE_S} s after (peak {peak:.0f})")
+
+    def test_edge_and_hub(self):
+        pki = tempfile.mkdtemp(prefix="wt-pki-")
+        self.addCleanup(shutil.rmtree, pki, True)
+        pki_init(pki)
+        ch = ClickHouse(self).start()
+        # the query side's frames cache (hub.stack_cache_bytes, 256 MiB by
+        # default) fills from this test's own queries: kept small so that
+        # what is measured is the uploads' memory
+        hub = Hub(self, ch, pki=pki, hub_extra="stack_cache_bytes = 16777216;", ch_timeout_ms=300000).start()
+        self.assertIn(hub.create_project("demo")[0], (200, 201))
+        hub.allow_edge("edge1")
+        read, up = hub.create_token("demo", "read"), hub.create_token("demo", "upload")
+        c = pki_edge(pki, "edge1")
+        edge = Edge(self, edge_id="edge1",
+                    hub={"url": hub.repl_url, "ca": os.path.join(pki, "ca.crt"), "cert": c["crt"], "key": c["key"]},
+                    replication="backoff_initial_ms = 50; backoff_max_ms = 500; interval_ms = 100;").start()
+        total = expected_total(self.N)
+        until = str(int(time.time()) + 3600)
+
+        def hub_total(svc):
+            st, js = hub.query("demo", "table", read, service=svc, **{"from": "0", "until": until})
+            return js.get("total") if st == 200 else None
+
+        # 1. upload to the edge; the hub applies it through replication
+        se, sh = Sampler(edge.proc.pid), Sampler(hub.proc.pid)
+        st, body = edge.request("POST", "/v1/profiles?format=folded&service=big", body=self.data,
+                                headers={"Authorization": f"Bearer {UPLOAD_TOKEN}"}, timeout=900)
+        self.assertEqual(st, 200, body)
+        print(f"\nedge: upload answered, peak so far {se.peak:.0f} MB", file=sys.stderr)
+        budget = max(600, self.N // 1000)  # a shared 2-core machine: seconds of replication allowed
+        self.wait(lambda: edge.metrics()["wt_edge_unreplicated_uploads"] == 0,
+                  f"replicated; edge log: {edge.read_log()[-1500:]}; hub log: {hub.read_log()[-1500:]}", budget)
+        self.wait(lambda: hub_total("big") == total, "stored at the hub", budget)
+        edge_peak = se.done()
+        self.check("edge", "edge (upload + replication)", edge_peak, self.settle(edge.proc.pid))
+        hub_peak = sh.done()
+        self.check("apply", "hub (replication apply)", hub_peak, self.settle(hub.proc.pid))
+
+        # 2. the same file directly to the hub
+        sh = Sampler(hub.proc.pid)
+        st, js = hub.request("POST", "/v1/profiles?service=direct&format=folded", self.data, token=up,
+                             timeout=1800)
+        self.assertEqual(st, 200, js)
+        self.assertEqual(hub_total("direct"), total)
+        self.check("direct", "hub (direct upload)", sh.done(), self.settle(hub.proc.pid))
+
+
+if __name__ == "__main__":
+    unittest.main()
