@@ -150,11 +150,23 @@ class EbpfPython(unittest.TestCase):
         js = self.table(self.edge, truth["pid"], view="flamegraph")
         found = []
 
+        def native_below(node):
+            # the native frames under a Python frame, down to the next
+            # Python frame: with frame pointers only the library's frames
+            # follow at once; unwound with tables, the interpreter's call
+            # path (PyObject_Vectorcall, the module's C function) comes first
+            for c in node.get("children", []):
+                name = c.get("name", "")
+                if name.startswith("pywork.") or c.get("total", c.get("value", 0)) <= 0:
+                    continue
+                found.append((name, c.get("total", c.get("value", 0))))
+                native_below(c)
+
         def walk(node, parent):
             name = node.get("name", "")
-            if parent is not None and fn_rows([{"function": parent.get("name", "")}], "compress_loop"):
-                if not name.startswith("pywork.") and node.get("total", node.get("value", 0)) > 0:
-                    found.append((name, node.get("total", node.get("value", 0))))
+            if fn_rows([{"function": name}], "compress_loop"):
+                native_below(node)
+                return
             for c in node.get("children", []):
                 walk(c, node)
 
