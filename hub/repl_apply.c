@@ -972,6 +972,12 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 			res->duplicates++;
 			continue;
 		}
+		/* preparing (decoding; in recovery, queries per upload) may take
+		 * longer than the lease: renew it as the INSERTs do, else every
+		 * resend of a big batch would lose its claim before its INSERTs */
+		if ((rc = hub_repl_claim_keep(ch, &claim, err)))
+			goto out;
+		hub_failpoint_slow(b->edge_id);
 		memset(&st, 0, sizeof(st));
 		if (recovery) {
 			size_t k, nrows = 0;

@@ -37,13 +37,17 @@ stored in "secret" or "other" nor from the foreign edge in "demo".
 
 Before the chaos it measures replication throughput: a backlog of
 WT_SOAK_TPUT_UPLOADS uploads (default 60) drained by an edge over the link
-and by one on loopback, on a third hub with default settings; samples/s
-and bytes/s are printed.
+and by one on loopback, on a third hub with default settings, alternately
+for WT_SOAK_TPUT_ROUNDS rounds (default 2); samples/s and bytes/s are
+printed.
 
-Cleanup: processes are stopped by the harness cleanups, then every
-namespace of this run is removed (its veths and qdiscs go with it) — in
-tearDown, on failure, at exit (atexit) and on SIGTERM/SIGINT; namespaces
-left by an earlier run whose process is gone are removed at start.
+Cleanup: every process the run starts lives in one of its namespaces. The
+harness cleanups stop them, then Net.teardown kills whatever is left in the
+namespaces and removes them (their veths and qdiscs go with them) — after
+the test passed or failed (addCleanup), on SIGTERM (turned into an exit),
+and at interpreter exit (atexit: also after Ctrl-C, which unittest does not
+clean up after). Namespaces of an earlier run whose process is gone are
+removed at start.
 Needs root (ip netns). Run: `make soak` or
 `python3 tests/soak/test_repl_wan.py -v`.
 """
@@ -356,6 +360,7 @@ class ReplicationWan(unittest.TestCase):
     def measure_drain(self, e, hub_url, service, n, data, per):
         """Fill e's buffer with n uploads while it has no reachable hub,
         then give it hub_url and time until the hub holds them all."""
+        e.set_hub_urls(["https://127.0.0.1:9"])  # nothing listens there: the backlog builds up
         e.start()
         for _ in range(n):
             st, body = e.upload(data, service=service, format="folded")
@@ -420,9 +425,8 @@ class ReplicationWan(unittest.TestCase):
         # -- 1. throughput over the link and on loopback (a third hub, default settings)
         thub = WanHub(self, self.ch, pki=self.pki)
         thub.start()
-        dead = "https://127.0.0.1:9"  # nothing listens: the backlog builds up
-        e_lo = self.edge(None, "tput-lo", [dead], "batch_max_uploads = 64;")
-        e_wan = self.edge(9, "tput-wan", [dead], "batch_max_uploads = 64;")
+        e_lo = self.edge(None, "tput-lo", [thub.repl_url], "batch_max_uploads = 64;")
+        e_wan = self.edge(9, "tput-wan", [thub.wan_url], "batch_max_uploads = 64;")
         if self.net.netem_error:
             msg = (f"wan soak: netem is NOT available here: `tc qdisc add dev wh9 root netem "
                    f"{self.net.netem}` -> {self.net.netem_error!r}; the edges run over plain veth pairs"
@@ -431,13 +435,18 @@ class ReplicationWan(unittest.TestCase):
             if os.environ.get("WT_SOAK_REQUIRE_NETEM") == "1":
                 self.fail(msg)
         link = "200 ms RTT, 2 % loss" if self.net.shaped() else "plain veth, no netem"
-        tp_lo = self.measure_drain(e_lo, thub.repl_url, "tput-lo", n_tput, big, per[BIG])
-        tp_wan = self.measure_drain(e_wan, thub.wan_url, "tput-wan", n_tput, big, per[BIG])
-        for name, t in (("loopback", tp_lo), (f"link ({link})", tp_wan)):
-            print(f"wan soak: drain of {n_tput} uploads x {per[BIG]} samples over {name}: {t['s']:.1f} s,"
-                  f" {t['samples_s']:,.0f} samples/s, {t['bytes_s'] / 1e6:.2f} MB/s sent (zstd),"
-                  f" {t['raw_bytes_s'] / 1e6:.2f} MB/s uncompressed, {t['batches']:.0f} batches", flush=True)
-        print(f"wan soak: link/loopback drain rate {tp_wan['samples_s'] / tp_lo['samples_s']:.2f}", flush=True)
+        rates = {"loopback": [], "link": []}
+        for r in range(int(os.environ.get("WT_SOAK_TPUT_ROUNDS", "2"))):  # interleaved: load changes alike
+            for name, e, url in (("loopback", e_lo, thub.repl_url), ("link", e_wan, thub.wan_url)):
+                t = self.measure_drain(e, url, f"tput-{name}-{r}", n_tput, big, per[BIG])
+                rates[name].append(t["samples_s"])
+                print(f"wan soak: round {r + 1}: drain of {n_tput} uploads x {per[BIG]} samples over"
+                      f" {name if name == 'loopback' else 'the link (' + link + ')'}: {t['s']:.1f} s,"
+                      f" {t['samples_s']:,.0f} samples/s, {t['bytes_s'] / 1e6:.2f} MB/s sent (zstd),"
+                      f" {t['raw_bytes_s'] / 1e6:.2f} MB/s uncompressed, {t['batches']:.0f} batches", flush=True)
+        print(f"wan soak: link/loopback drain rate {sum(rates['link']) / sum(rates['loopback']):.2f}"
+              f" (mean samples/s: link {sum(rates['link']) / len(rates['link']):,.0f},"
+              f" loopback {sum(rates['loopback']) / len(rates['loopback']):,.0f})", flush=True)
         thub.cleanup()
 
         # -- 2. the edges
