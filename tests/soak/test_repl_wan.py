@@ -643,7 +643,11 @@ class ReplicationWan(unittest.TestCase):
                 backlog = {e.edge_id: e.metrics().get("wt_edge_repl_backlog_uploads") for e in (wan1, slow, wipe)}
                 print(f"wan soak: draining {time.time() - drain_t0:.0f}s: (stored, expected) {missing},"
                       f" edge backlogs {backlog}", flush=True)
-            return all(got.get(s, 0) >= v for s, v in want.items())
+            if not all(got.get(s, 0) >= v for s, v in want.items()):
+                return False
+            # and acknowledged to the edges: the ledger's "applied" rows are
+            # written after the data rows, before the answer
+            return all(e.metrics().get("wt_edge_repl_backlog_uploads") == 0 for e in (wan1, slow, wipe))
         try:
             self.wait(drained, 600, "every acknowledged upload at the hub")
         finally:
