@@ -1,5 +1,5 @@
 /*
- * failpoint.c — WT_FAILPOINT_WAIT (see failpoint.h).
+ * failpoint.c — WT_FAILPOINT_WAIT and WT_FAILPOINT_SLOW (see failpoint.h).
  */
 #include "failpoint.h"
 
@@ -35,4 +35,21 @@ void hub_failpoint_wait(const char *name)
 		nanosleep(&ts, NULL);
 	}
 	wt_warn("msg=\"failpoint released\" failpoint=%s", name);
+}
+
+void hub_failpoint_slow(const char *edge_id)
+{
+	const char *fp = getenv("WT_FAILPOINT_SLOW"), *colon;
+	size_t nl = strlen(edge_id);
+	struct timespec ts;
+	long ms;
+
+	if (!fp || !(colon = strrchr(fp, ':')) || (size_t)(colon - fp) != nl || strncmp(fp, edge_id, nl))
+		return;
+	ms = atol(colon + 1);
+	if (ms <= 0 || ms > HUB_FAILPOINT_MAX_WAIT_S * 1000L)
+		return;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
 }

@@ -15,4 +15,11 @@
 
 void hub_failpoint_wait(const char *name);
 
+/* WT_FAILPOINT_SLOW=<edge_id>:<ms> makes the preparation of every upload
+ * and every data-block INSERT of a replication batch from that edge take
+ * <ms> longer (a sleep), so an apply can outlast the edge's
+ * replication.timeout_s or the claim's lease (tests/soak/test_repl_wan.py,
+ * test_repl_exactly_once.py). Unset: one getenv per call. */
+void hub_failpoint_slow(const char *edge_id);
+
 #endif

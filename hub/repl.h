@@ -13,8 +13,10 @@
  *      sample row (upload_id) and in marker rows of the rollup table; the
  *      incarnation is a random id the edge creates with its data dir, so a
  *      wiped edge whose seqs restart at 1 is a new stream, not duplicates;
- *   2. one apply at a time per seq: an apply first writes a claim on its
- *      seq range (repl_claim.c, table repl_claims_v1: token, claim_ns,
+ *   2. one apply at a time per seq: an apply of an admitted batch (valid
+ *      headers, edge registered to its projects, seqs within bound:
+ *      edge_projects.h; a refused batch writes nothing) first writes a
+ *      claim on its seq range (repl_claim.c, table repl_claims_v1: token, claim_ns,
  *      lease) and, replication.claim_settle_ms (S) after writing it, reads
  *      the live claims overlapping its range; only the earliest (claim_ns,
  *      token) proceeds, the others answer 503 with Retry-After. A claimant

@@ -3,7 +3,9 @@
  * and the argument for exactness are in repl.h; docs/operations.md
  * "## Replication" has the operator's view).
  *
- * Per batch: claim its seqs (repl_claim.c); look up the ledger for them;
+ * Per batch: check its headers and that the edge may write its projects
+ * and seqs (edge_projects.c: a refused batch writes nothing, not even a
+ * claim); claim its seqs (repl_claim.c); look up the ledger for them;
  * for every seq not yet applied decode the original (with the same options
  * the edge used), put it in the object store, and collect sample rows and
  * the edge's rollup rows into per-day buffers cut into bounded blocks; once
@@ -27,6 +29,7 @@
 
 #include "ch_format.h"
 #include "edge_projects.h"
+#include "failpoint.h"
 #include "format.h"
 #include "hub.h"
 #include "ch_rows.h"
@@ -660,6 +663,7 @@ static int insert_block(hub_ch *ch, hub_repl_claim *claim, const char *sql, cons
 	if ((rc = hub_repl_claim_keep(ch, claim, err)) || (rc = hub_ch_insert(ch, sql, data, len, err)))
 		return rc;
 	failpoint_block();
+	hub_failpoint_slow(claim->edge);
 	return 0;
 }
 
@@ -883,16 +887,7 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
-	/* Claim the seqs first: the settle wait (hub_repl_claim_decide) then
-	 * overlaps the header checks, the ledger lookup and decoding. */
-	t0 = hub_now_ns();
-	hub_repl_claim_flush(ch);
-	if ((rc = hub_repl_claim_insert(ch, &claim, b->edge_id, inc, b->uploads[0]->seq,
-					b->uploads[b->n_uploads - 1]->seq, ctx->cfg.repl_claim_ttl_s,
-					ctx->cfg.repl_claim_settle_ms, hub_config_insert_budget_ms(&ctx->cfg), err)))
-		goto out;
-	res->ledger_ns += hub_now_ns() - t0;
-	/* Headers next: a malformed batch is refused before anything is written. */
+	/* Headers first: a malformed batch is refused before anything is written. */
 	for (i = 0; i < b->n_uploads; i++) {
 		up_state *s = &ups[i];
 
@@ -919,6 +914,16 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	 * which projects exist */
 	if ((rc = hub_edge_batch_admit(ch, b->edge_id, inc, b->last_seq, b->n_uploads, edge_project_of, ups, err)))
 		goto out;
+	/* Then claim the seqs — only for a batch the edge may write, so a refusal
+	 * is a 403 whatever the load and leaves no row behind: the settle wait
+	 * (hub_repl_claim_decide) overlaps the ledger lookup and decoding. */
+	t0 = hub_now_ns();
+	hub_repl_claim_flush(ch);
+	if ((rc = hub_repl_claim_insert(ch, &claim, b->edge_id, inc, b->uploads[0]->seq,
+					b->uploads[b->n_uploads - 1]->seq, ctx->cfg.repl_claim_ttl_s,
+					ctx->cfg.repl_claim_settle_ms, hub_config_insert_budget_ms(&ctx->cfg), err)))
+		goto out;
+	res->ledger_ns += hub_now_ns() - t0;
 	for (i = 0; i < b->n_uploads; i++) {
 		up_state *s = &ups[i];
 		size_t r;
@@ -969,6 +974,12 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 			res->duplicates++;
 			continue;
 		}
+		/* preparing (decoding; in recovery, queries per upload) may take
+		 * longer than the lease: renew it as the INSERTs do, else every
+		 * resend of a big batch would lose its claim before its INSERTs */
+		if ((rc = hub_repl_claim_keep(ch, &claim, err)))
+			goto out;
+		hub_failpoint_slow(b->edge_id);
 		memset(&st, 0, sizeof(st));
 		if (recovery) {
 			size_t k, nrows = 0;

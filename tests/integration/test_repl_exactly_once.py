@@ -261,6 +261,33 @@ class ExactlyOnceTest(unittest.TestCase):
             self.assertEqual(self.sums(svc), (total1 + total2, 4500, total1 + total2), f"after block {k}")
         self.assertIn("recovering interrupted replicated upload", self.hub.read_log())
 
+    def test_batch_preparing_longer_than_the_claim_lease_is_applied(self):
+        """Preparing a batch (decoding, and in recovery counting what each
+        upload has stored: ClickHouse queries per upload) can take longer
+        than replication.claim_ttl_s on a busy hub. The claim must be
+        renewed while preparing; else every resend of the same batch dies
+        with "claim expired while applying" and the edge never gets past
+        it. Here each upload's preparation takes 1.5 s more
+        (WT_FAILPOINT_SLOW), six uploads 9 s, the lease is 5 s."""
+        self.start_hub(repl_extra="claim_ttl_s = 5;", ch_timeout_ms=2000,
+                       env={"WT_FAILPOINT_SLOW": "edge-lease:1500"})
+        cert = self.cert("edge-lease")
+        data, total, leaves = folded("ls", 300)
+        now = time.time_ns()
+        body = batch_msg("edge-lease", [upload_msg(s, "demo", "lease", data, leaves, now, typed=True)
+                                        for s in range(1, 7)], 1, 6)
+        answers = []
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            st, js, ra = self.post(cert, body)
+            answers.append((st, (js or {}).get("detail") or (js or {}).get("applied")))
+            if st == 200:
+                break
+            time.sleep(min(float(ra or 1), 5.0))
+        self.assertEqual(answers[-1][0], 200, f"never applied: {answers}")
+        self.assertEqual(self.sums("lease"), (6 * total, 6 * 300, 6 * total))
+        self.assertEqual(self.applied_rows("edge-lease"), 6)
+
     def set_server_block_rows(self, rows):
         """The ClickHouse default profile's INSERT block size (users.xml is
         re-read by the server within seconds); None restores it."""

@@ -231,7 +231,11 @@ class TenancyTest(unittest.TestCase):
         st, js = self.tls(hub, "edge1", "POST", "/v1/replicate", body)
         self.assertEqual(st, 403, js)
         self.assertIn('edge "edge1" is not registered to project "other"', js["detail"])
-        for t in ("profile_samples_v1", "function_rollup_v1", "raw_objects_v1", "repl_ledger_v1"):
+        # nothing at all is written for it, not even a claim on its seqs (the
+        # refusal comes before the claim, so it cannot turn into a 503 "busy"
+        # when writing the claim is slow)
+        for t in ("profile_samples_v1", "function_rollup_v1", "raw_objects_v1", "repl_ledger_v2",
+                  "repl_claims_v1"):
             self.assertEqual(self.q(f"SELECT count() FROM {t}"), "0", t)
         self.assertIn("edge1", self.audit("other", "repl.refused"))
         # a project that does not exist is refused the same way (no probing which ones exist)
@@ -302,7 +306,8 @@ class TenancyTest(unittest.TestCase):
         st, js = post([900000001])
         self.assertEqual(st, 403, js)
         self.assertIn("seqs jump", js["detail"])
-        self.assertEqual(self.q("SELECT count() FROM repl_ledger_v1"), "0")
+        self.assertEqual(self.q("SELECT count() FROM repl_ledger_v2"), "0")
+        self.assertEqual(self.q("SELECT count() FROM repl_claims_v1"), "0")
         self.assertIn("seqs jump", self.audit("demo", "repl.refused"))
         self.assertEqual(post([1])[0], 200)
         st, js = post([3])  # skips 2
