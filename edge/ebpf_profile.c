@@ -23,6 +23,7 @@
 #include "ebpf_probe.h"
 #include "ebpf_procs.h"
 #include "ebpf_unwind.h"
+#include "hindex.h"
 #include "log.h"
 #include "u64map.h"
 
@@ -35,16 +36,26 @@
 
 /* ---- user-space aggregation (ring mode) -------------------------------- */
 
+/* ring mode's user-side aggregation: key → summed value, the entries in a
+ * dense array found through a hash index over it (common/hindex.h) */
 typedef struct agg_ent {
 	struct wt_stack_key key;
 	uint64_t value;
-	int used;
 } agg_ent;
 
 typedef struct agg {
 	agg_ent *e;
 	size_t cap, n, max;
+	wt_hindex idx;
 } agg;
+
+static void agg_free(agg *a)
+{
+	free(a->e);
+	wt_hindex_free(&a->idx);
+	a->e = NULL;
+	a->cap = a->n = 0;
+}
 
 static void key_seen(edge_ebpf_seen fn, void *arg, const struct wt_stack_key *k)
 {
@@ -63,55 +74,41 @@ static uint64_t key_hash(const struct wt_stack_key *k)
 	return XXH3_64bits(k, sizeof(*k));
 }
 
+static int agg_eq(const void *ctx, uint32_t id, const void *key)
+{
+	return !memcmp(&((const agg *)ctx)->e[id].key, key, sizeof(struct wt_stack_key));
+}
+
 /* 1 = added, 0 = full (dropped), <0 = ENOMEM */
 static int agg_add(agg *a, const struct wt_stack_key *k, uint64_t v, int *is_new)
 {
+	uint64_t h = key_hash(k);
+	uint32_t id;
+	size_t slot;
+	int r = wt_hindex_lookup(&a->idx, h, k, agg_eq, a, &id, &slot);
+
 	*is_new = 0;
-	if ((a->n + 1) * 2 > a->cap) {
-		if (a->n >= a->max)
-			goto find_only;
+	if (r < 0)
+		return r;
+	if (r) {
+		a->e[id].value += v;
+		return 1;
+	}
+	if (a->n >= a->max)
+		return 0;
+	if (a->n == a->cap) {
 		size_t nc = a->cap ? a->cap * 2 : 1024;
-		agg_ent *ne = calloc(nc, sizeof(*ne));
+		agg_ent *ne = realloc(a->e, nc * sizeof(*ne));
 		if (!ne)
 			return WT_ENOMEM;
-		for (size_t i = 0; i < a->cap; i++) {
-			if (!a->e[i].used)
-				continue;
-			size_t j = key_hash(&a->e[i].key) & (nc - 1);
-			while (ne[j].used)
-				j = (j + 1) & (nc - 1);
-			ne[j] = a->e[i];
-		}
-		free(a->e);
 		a->e = ne;
 		a->cap = nc;
 	}
-	size_t j = key_hash(k) & (a->cap - 1);
-	while (a->e[j].used) {
-		if (!memcmp(&a->e[j].key, k, sizeof(*k))) {
-			a->e[j].value += v;
-			return 1;
-		}
-		j = (j + 1) & (a->cap - 1);
-	}
-	a->e[j].key = *k;
-	a->e[j].value = v;
-	a->e[j].used = 1;
-	a->n++;
+	a->e[a->n].key = *k;
+	a->e[a->n].value = v;
+	wt_hindex_put(&a->idx, slot, h, (uint32_t)a->n++);
 	*is_new = 1;
 	return 1;
-find_only:
-	if (a->cap) {
-		j = key_hash(k) & (a->cap - 1);
-		while (a->e[j].used) {
-			if (!memcmp(&a->e[j].key, k, sizeof(*k))) {
-				a->e[j].value += v;
-				return 1;
-			}
-			j = (j + 1) & (a->cap - 1);
-		}
-	}
-	return 0;
 }
 
 /* ---- stacks on the user side ---------------------------------------------- */
@@ -771,14 +768,11 @@ int edge_ebpf_cpu_drain(edge_ebpf_cpu *c, edge_ebpf_sink fn, void *arg, wt_err *
 		free(vals);
 		return wt_err_set(err, WT_ENOMEM, "out of memory draining the ring aggregation");
 	}
-	for (size_t i = 0; i < c->ua.cap; i++)
-		if (c->ua.e[i].used) {
-			keys[n] = c->ua.e[i].key;
-			vals[n++] = c->ua.e[i].value;
-		}
-	free(c->ua.e);
-	c->ua.e = NULL;
-	c->ua.cap = c->ua.n = 0;
+	for (size_t i = 0; i < c->ua.n; i++) {
+		keys[n] = c->ua.e[i].key;
+		vals[n++] = c->ua.e[i].value;
+	}
+	agg_free(&c->ua);
 	rc = drain_entries(keys, vals, n, &c->ustk, EDGE_EBPF_CPU, fn, arg, c->ctr);
 	stk_free(&c->ustk);
 	free(keys);
@@ -797,7 +791,7 @@ void edge_ebpf_cpu_close(edge_ebpf_cpu *c)
 		ring_buffer__free(c->procs_ring);
 	if (c->skel)
 		wt_profile_bpf__destroy(c->skel);
-	free(c->ua.e);
+	agg_free(&c->ua);
 	stk_free(&c->ustk);
 	edge_unwind_loader_free(c->unwind);
 	free(c->links);

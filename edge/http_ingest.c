@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "compress.h"
 #include "format.h"
+#include "hindex.h"
 #include "http_server.h"
 #include "keys.h"
 #include "log.h"
@@ -64,54 +65,59 @@ static void ingest_free(edge_task *t)
 
 /* ---- building the commit (worker) ---------------------------------------- */
 
+/* (type, label set, stack, minute) → summed value: the entries in a dense
+ * array, found through a hash index over it (common/hindex.h). */
 typedef struct agg_ent {
-	uint32_t type, ls, stack, used;
+	uint32_t type, ls, stack;
 	int64_t minute, value;
 } agg_ent;
 
 typedef struct agg {
 	agg_ent *e;
 	size_t cap, n;
+	wt_hindex idx;
 } agg;
 
-static uint64_t agg_hash(uint32_t type, uint32_t ls, uint32_t stack, int64_t minute)
+static int agg_eq(const void *ctx, uint32_t id, const void *key)
 {
-	uint64_t k[3] = {(uint64_t)type << 32 | ls, stack, (uint64_t)minute};
-	return XXH3_64bits(k, sizeof(k));
+	const agg_ent *x = &((const agg *)ctx)->e[id], *k = key;
+	return x->type == k->type && x->ls == k->ls && x->stack == k->stack && x->minute == k->minute;
 }
 
 static int agg_add(agg *a, uint32_t type, uint32_t ls, uint32_t stack, int64_t minute, int64_t v)
 {
-	if ((a->n + 1) * 4 > a->cap * 3) {
+	agg_ent k = {type, ls, stack, minute, v};
+	uint64_t key[3] = {(uint64_t)type << 32 | ls, stack, (uint64_t)minute};
+	uint64_t h = XXH3_64bits(key, sizeof(key));
+	uint32_t id;
+	size_t slot;
+	int r = wt_hindex_lookup(&a->idx, h, &k, agg_eq, a, &id, &slot);
+
+	if (r < 0)
+		return r;
+	if (r) {
+		agg_ent *x = &a->e[id];
+		if (__builtin_add_overflow(x->value, v, &x->value))
+			x->value = v > 0 ? INT64_MAX : INT64_MIN;
+		return 0;
+	}
+	if (a->n == a->cap) {
 		size_t nc = a->cap ? a->cap * 2 : 1024;
-		agg_ent *ne = calloc(nc, sizeof(*ne));
+		agg_ent *ne = realloc(a->e, nc * sizeof(*ne));
 		if (!ne)
 			return WT_ENOMEM;
-		for (size_t i = 0; i < a->cap; i++) {
-			if (!a->e[i].used)
-				continue;
-			size_t j = agg_hash(a->e[i].type, a->e[i].ls, a->e[i].stack, a->e[i].minute) & (nc - 1);
-			while (ne[j].used)
-				j = (j + 1) & (nc - 1);
-			ne[j] = a->e[i];
-		}
-		free(a->e);
 		a->e = ne;
 		a->cap = nc;
 	}
-	size_t j = agg_hash(type, ls, stack, minute) & (a->cap - 1);
-	while (a->e[j].used) {
-		agg_ent *x = &a->e[j];
-		if (x->type == type && x->ls == ls && x->stack == stack && x->minute == minute) {
-			if (__builtin_add_overflow(x->value, v, &x->value))
-				x->value = v > 0 ? INT64_MAX : INT64_MIN;
-			return 0;
-		}
-		j = (j + 1) & (a->cap - 1);
-	}
-	a->e[j] = (agg_ent){type, ls, stack, 1, minute, v};
-	a->n++;
+	a->e[a->n] = k;
+	wt_hindex_put(&a->idx, slot, h, (uint32_t)a->n++);
 	return 0;
+}
+
+static void agg_free(agg *a)
+{
+	free(a->e);
+	wt_hindex_free(&a->idx);
 }
 
 typedef struct cache {
@@ -245,10 +251,8 @@ static int build_stacks(edge_task *t, ingest *in, const wt_profile *p)
 			if (v[ty])
 				rc = agg_add(&a, (uint32_t)ty, p->samples[i].labelset, p->samples[i].stack, m, v[ty]);
 	}
-	for (size_t j = 0; j < a.cap && rc == 0; j++) {
+	for (size_t j = 0; j < a.n && rc == 0; j++) {
 		agg_ent *e = &a.e[j];
-		if (!e->used)
-			continue;
 		labels_payload(p, in, &lc, e->ls);
 		wt_buf_reset(&key);
 		wt_buf_reset(&val);
@@ -269,7 +273,7 @@ static int build_stacks(edge_task *t, ingest *in, const wt_profile *p)
 out:
 	if (rc)
 		wt_err_set(&t->err, rc, "out of memory building stacks");
-	free(a.e);
+	agg_free(&a);
 	cache_free(&lc);
 	wt_buf_free(&key);
 	wt_buf_free(&val);
