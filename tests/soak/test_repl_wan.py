@@ -687,13 +687,14 @@ class ReplicationWan(unittest.TestCase):
                 revive()
                 if not partitioned and not part_done and now_t >= part_at:
                     self.net.partition(True)
-                    partitioned = True
+                    partitioned, part_from = True, now_t  # lasts part_s from when it began, not from part_at
                     events.append(f"{now_t - t0:.0f}s partition: every edge link down")
-                elif partitioned and now_t >= part_at + part_s:
+                elif partitioned and now_t >= part_from + part_s:
                     wan1_backlog_at_heal = wan1.metrics().get("wt_edge_repl_backlog_uploads")
                     self.net.partition(False)
                     partitioned, part_done = False, True
-                    events.append(f"{now_t - t0:.0f}s partition healed (wan1 backlog {wan1_backlog_at_heal:.0f})")
+                    events.append(f"{now_t - t0:.0f}s partition healed after {now_t - part_from:.0f}s"
+                                  f" (wan1 backlog {wan1_backlog_at_heal:.0f})")
                 if wipe_at and now_t >= wipe_at[0] and not partitioned:
                     wipe_at.pop(0)
                     do_wipe()
