@@ -6,13 +6,18 @@ Network: the test creates network namespaces named wtwan<pid>h (hubs,
 ClickHouse and this test process itself) and wtwan<pid>e<k> (one per edge),
 joined by veth pairs with addresses from 10.77.0.0/16 that exist only
 inside those namespaces; the hubs' replication address is 10.77.0.1 on the
-hub namespace's loopback, so nothing reaches any other network. Each veth
-end gets `tc qdisc ... netem delay 100ms loss 2%` (200 ms RTT, 2 % loss
-each way) when the kernel has netem; when it has not the test says so with
-tc's exact error and runs over the plain veth (no emulated delay or loss;
-WT_SOAK_REQUIRE_NETEM=1 makes that a failure). In the middle of the run
-every edge link goes down for a partition (60 s at the default duration)
-and comes back.
+hub namespace's loopback, so nothing reaches any other network. The link
+is 200 ms RTT with 2 % loss each way: when the kernel has netem, each veth
+end gets `tc qdisc ... netem delay 100ms loss 2%`; when it has not (the
+test prints tc's exact error; WT_SOAK_REQUIRE_NETEM=1 makes that a
+failure) each edge is joined to the hub namespace by tests/soak/wanlink.py
+instead of a veth: a userspace emulator holding a TUN device in each of
+the two namespaces that forwards every packet after 100 ms and drops 2 %
+of them (seeded by WT_SOAK_SEED). The test prints which one it used, the
+link's TCP connect time and, for wanlink, its packet counters. In the
+middle of the run every edge link is cut for a partition (60 s at the
+default duration: netem links go down, wanlink drops everything) and
+comes back.
 
 At once, for WT_SOAK_SECONDS (default 300; WT_SOAK_SEED picks the random
 choices): two hubs on one ClickHouse (insert blocks of 1500 rows, so every
@@ -39,11 +44,12 @@ Before the chaos it measures replication throughput: a backlog of
 WT_SOAK_TPUT_UPLOADS uploads (default 60) drained by an edge over the link
 and by one on loopback, on a third hub with default settings, alternately
 for WT_SOAK_TPUT_ROUNDS rounds (default 2); samples/s and bytes/s are
-printed.
+printed, with the TCP retransmissions in the link edge's namespace.
 
 Cleanup: every process the run starts lives in one of its namespaces. The
 harness cleanups stop them, then Net.teardown kills whatever is left in the
-namespaces and removes them (their veths and qdiscs go with them) — after
+namespaces and removes them (their veths and qdiscs go with them; the
+wanlink processes get SIGTERM first and their TUN devices go with them) — after
 the test passed or failed (addCleanup), on SIGTERM (turned into an exit),
 and at interpreter exit (atexit: also after Ctrl-C, which unittest does not
 clean up after). Namespaces of an earlier run whose process is gone are
@@ -58,8 +64,10 @@ import json
 import os
 import random
 import re
+import select
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -129,16 +137,25 @@ def in_ns(ns, fn, *a, **kw):
     return res["v"]
 
 
-class Net:
-    """The namespaces, veths and qdiscs of one run; teardown() is
-    idempotent and safe to call from atexit or a signal handler."""
+WANLINK = os.path.join(HERE, "wanlink.py")
 
-    def __init__(self, netem="delay 100ms loss 2%"):
+
+class Net:
+    """The namespaces, veths, qdiscs and wanlink processes of one run;
+    teardown() is idempotent and safe to call from atexit or a signal
+    handler. The link is netem on veth when the kernel has it, else
+    wanlink.py (same delay and loss)."""
+
+    def __init__(self, netem="delay 100ms loss 2%", delay_ms=100, loss=0.02, seed=1):
         self.tag = f"{PREFIX}{os.getpid()}"
         self.hub_ns = self.tag + "h"
         self.edge_ns = {}   # k -> ns name
         self.netem = netem
         self.netem_error = None
+        self.delay_ms, self.loss, self.seed = delay_ms, loss, seed
+        self.emulator = None  # "netem" or "wanlink", chosen by setup_hub
+        self.links = {}       # k -> wanlink Popen
+        self.link_dir = None  # wanlink logs and counters
         self.created = []
         self.root_fd = os.open("/proc/self/ns/net", os.O_RDONLY)
         self.lock = threading.Lock()
@@ -178,6 +195,52 @@ class Net:
         ip("ip", "addr", "add", HUB_ADDR + "/32", "dev", "lo", ns=self.hub_ns)
         # this process (and every process it starts from now) lives there
         setns("/run/netns/" + self.hub_ns)
+        # does the kernel have netem? (a veth pair that exists for the question)
+        ip("ip", "link", "add", "wprobe0", "type", "veth", "peer", "name", "wprobe1", ns=self.hub_ns)
+        out = ip("tc", "qdisc", "add", "dev", "wprobe0", "root", "netem", *self.netem.split(), ns=self.hub_ns,
+                 check=False)
+        ip("ip", "link", "del", "wprobe0", ns=self.hub_ns, check=False)
+        if out.returncode != 0:
+            self.netem_error = out.stderr.strip() or f"tc exited {out.returncode}"
+            self.emulator = "wanlink"
+            self.link_dir = tempfile.mkdtemp(prefix="wt-soak-wanlink-")
+        else:
+            self.emulator = "netem"
+
+    def _start_wanlink(self, k, ns):
+        """wanlink.py between ns (device te<k>) and the hub namespace (th<k>);
+        it runs in the hub namespace (this process's)."""
+        h, e = f"th{k}", f"te{k}"
+        err = open(os.path.join(self.link_dir, f"wanlink{k}.log"), "ab")
+        p = subprocess.Popen([sys.executable, WANLINK, "--edge-ns", ns, "--edge-dev", e, "--hub-ns", self.hub_ns,
+                              "--hub-dev", h, "--delay-ms", str(self.delay_ms), "--loss", str(self.loss),
+                              "--seed", str(self.seed * 1000 + k), "--stats", self.stats_path(k)],
+                             stdout=subprocess.PIPE, stderr=err)
+        err.close()
+        self.links[k] = p
+        r, _, _ = select.select([p.stdout], [], [], 10)
+        line = p.stdout.readline() if r else b""
+        if line.strip() != b"ready":
+            raise RuntimeError(f"wanlink for edge {k} did not start: {line!r}, exit {p.poll()}: "
+                               + open(os.path.join(self.link_dir, f"wanlink{k}.log")).read()[-2000:])
+        ip("ip", "addr", "add", f"10.77.{k}.1", "peer", f"10.77.{k}.2", "dev", h, ns=self.hub_ns)
+        ip("ip", "link", "set", h, "up", ns=self.hub_ns)
+        ip("ip", "addr", "add", f"10.77.{k}.2", "peer", f"10.77.{k}.1", "dev", e, ns=ns)
+        ip("ip", "link", "set", e, "up", ns=ns)
+        ip("ip", "route", "add", HUB_ADDR + "/32", "via", f"10.77.{k}.1", ns=ns)
+
+    def stats_path(self, k):
+        return os.path.join(self.link_dir, f"wanlink{k}.json")
+
+    def link_stats(self, k):
+        """wanlink's counters for edge k (refreshed every second), or None."""
+        if self.emulator != "wanlink":
+            return None
+        try:
+            with open(self.stats_path(k)) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
 
     def add_edge(self, k):
         ns = f"{self.tag}e{k}"
@@ -186,6 +249,9 @@ class Net:
         self.edge_ns[k] = ns
         h, e = f"wh{k}", f"we{k}"
         ip("ip", "link", "set", "lo", "up", ns=ns)
+        if self.emulator == "wanlink":
+            self._start_wanlink(k, ns)
+            return ns
         ip("ip", "link", "add", h, "netns", self.hub_ns, "type", "veth", "peer", "name", e, "netns", ns)
         ip("ip", "addr", "add", f"10.77.{k}.1/24", "dev", h, ns=self.hub_ns)
         ip("ip", "link", "set", h, "up", ns=self.hub_ns)
@@ -203,10 +269,19 @@ class Net:
 
     def partition(self, down):
         for k in self.edge_ns:
-            ip("ip", "link", "set", f"wh{k}", "down" if down else "up", ns=self.hub_ns)
+            if self.emulator == "wanlink":
+                self.links[k].send_signal(signal.SIGUSR1 if down else signal.SIGUSR2)
+            else:
+                ip("ip", "link", "set", f"wh{k}", "down" if down else "up", ns=self.hub_ns)
 
     def shaped(self):
-        return bool(self.netem) and self.netem_error is None
+        return self.emulator == "wanlink" or (bool(self.netem) and self.netem_error is None)
+
+    def describe(self):
+        if self.emulator == "wanlink":
+            return (f"wanlink.py userspace TUN emulator: {2 * self.delay_ms} ms RTT, {self.loss * 100:g} % loss"
+                    " each way")
+        return f"netem {self.netem}: {2 * self.delay_ms} ms RTT, {self.loss * 100:g} % loss each way"
 
     def teardown(self):
         with self.lock:
@@ -215,10 +290,27 @@ class Net:
                     _libc.setns(self.root_fd, CLONE_NEWNET)  # leave the hub namespace
                 except Exception:
                     pass
+            for p in self.links.values():
+                if p.poll() is None:
+                    p.terminate()
+            for p in self.links.values():
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                p.stdout.close()
+            self.links = {}
             for ns in reversed(self.created):
                 self._kill_in(ns)
                 ip("ip", "netns", "del", ns, check=False)
             self.created = []
+            if self.link_dir:
+                keep = os.environ.get("WT_SOAK_LOGS")
+                if keep:
+                    shutil.copytree(self.link_dir, os.path.join(keep, "wanlink"), dirs_exist_ok=True)
+                shutil.rmtree(self.link_dir, True)
+                self.link_dir = None
             if self.root_fd is not None:
                 os.close(self.root_fd)
                 self.root_fd = None
@@ -285,7 +377,7 @@ class ReplicationWan(unittest.TestCase):
         if os.geteuid() != 0:
             self.fail("needs root for ip netns (network namespaces, veth, tc)")
         Net.remove_leftovers()
-        self.net = Net()
+        self.net = Net(seed=int(os.environ.get("WT_SOAK_SEED", "1")))
         atexit.register(self.net.teardown)
         self.addCleanup(self.net.teardown)  # runs last: after the harness stopped its processes
         self._old_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -428,25 +520,53 @@ class ReplicationWan(unittest.TestCase):
         e_lo = self.edge(None, "tput-lo", [thub.repl_url], "batch_max_uploads = 64;")
         e_wan = self.edge(9, "tput-wan", [thub.wan_url], "batch_max_uploads = 64;")
         if self.net.netem_error:
-            msg = (f"wan soak: netem is NOT available here: `tc qdisc add dev wh9 root netem "
-                   f"{self.net.netem}` -> {self.net.netem_error!r}; the edges run over plain veth pairs"
-                   " (no emulated delay or loss; the partition is a link down)")
+            msg = (f"wan soak: netem is NOT available here: `tc qdisc add dev wprobe0 root netem "
+                   f"{self.net.netem}` -> {self.net.netem_error!r}; the edges are joined by tests/soak/wanlink.py"
+                   " (userspace TUN link emulator; the partition drops everything)")
             print(msg, flush=True)
             if os.environ.get("WT_SOAK_REQUIRE_NETEM") == "1":
                 self.fail(msg)
-        link = "200 ms RTT, 2 % loss" if self.net.shaped() else "plain veth, no netem"
+        link = self.net.describe()
+        print(f"wan soak: link: {link}", flush=True)
+        # the link really has the delay: a TCP connect takes one round trip
+        rtts = []
+        for _ in range(5):
+            def connect():
+                t = time.monotonic()
+                socket.create_connection((HUB_ADDR, thub.repl_port), timeout=10).close()
+                return (time.monotonic() - t) * 1000
+            rtts.append(in_ns(e_wan.ns, connect))
+        print(f"wan soak: TCP connect over the link: {', '.join(f'{r:.0f}' for r in rtts)} ms", flush=True)
+        self.assertGreaterEqual(min(rtts), 1.9 * self.net.delay_ms, "the link delays packets")
         rates = {"loopback": [], "link": []}
+
+        def tcp_counters(ns):
+            lines = [ln.split() for ln in ip("cat", "/proc/net/snmp", ns=ns).stdout.splitlines()
+                     if ln.startswith("Tcp:")]
+            return dict(zip(lines[0][1:], map(int, lines[1][1:])))
         for r in range(int(os.environ.get("WT_SOAK_TPUT_ROUNDS", "2"))):  # interleaved: load changes alike
             for name, e, url in (("loopback", e_lo, thub.repl_url), ("link", e_wan, thub.wan_url)):
+                c0 = tcp_counters(e.ns) if e.ns else None
                 t = self.measure_drain(e, url, f"tput-{name}-{r}", n_tput, big, per[BIG])
+                if c0 is not None:
+                    c1 = tcp_counters(e.ns)
+                    # the namespace's loopback (the test talking to the edge) retransmits nothing
+                    t["batches"] = f"{t['batches']:.0f} batches, TCP retransmitted segments in the edge's" \
+                        f" namespace {c1['RetransSegs'] - c0['RetransSegs']}"
+                else:
+                    t["batches"] = f"{t['batches']:.0f} batches"
                 rates[name].append(t["samples_s"])
                 print(f"wan soak: round {r + 1}: drain of {n_tput} uploads x {per[BIG]} samples over"
                       f" {name if name == 'loopback' else 'the link (' + link + ')'}: {t['s']:.1f} s,"
                       f" {t['samples_s']:,.0f} samples/s, {t['bytes_s'] / 1e6:.2f} MB/s sent (zstd),"
-                      f" {t['raw_bytes_s'] / 1e6:.2f} MB/s uncompressed, {t['batches']:.0f} batches", flush=True)
+                      f" {t['raw_bytes_s'] / 1e6:.2f} MB/s uncompressed, {t['batches']}", flush=True)
         print(f"wan soak: link/loopback drain rate {sum(rates['link']) / sum(rates['loopback']):.2f}"
               f" (mean samples/s: link {sum(rates['link']) / len(rates['link']):,.0f},"
               f" loopback {sum(rates['loopback']) / len(rates['loopback']):,.0f})", flush=True)
+        ls = self.net.link_stats(9)
+        if ls is not None:
+            print(f"wan soak: wanlink counters of the throughput link: {ls}", flush=True)
+            self.assertGreater(ls["edge_to_hub"]["lost"] + ls["hub_to_edge"]["lost"], 0, "the link drops packets")
         thub.cleanup()
 
         # -- 2. the edges
@@ -567,18 +687,20 @@ class ReplicationWan(unittest.TestCase):
                 revive()
                 if not partitioned and not part_done and now_t >= part_at:
                     self.net.partition(True)
-                    partitioned = True
+                    partitioned, part_from = True, now_t  # lasts part_s from when it began, not from part_at
                     events.append(f"{now_t - t0:.0f}s partition: every edge link down")
-                elif partitioned and now_t >= part_at + part_s:
+                elif partitioned and now_t >= part_from + part_s:
                     wan1_backlog_at_heal = wan1.metrics().get("wt_edge_repl_backlog_uploads")
                     self.net.partition(False)
                     partitioned, part_done = False, True
-                    events.append(f"{now_t - t0:.0f}s partition healed (wan1 backlog {wan1_backlog_at_heal:.0f})")
+                    events.append(f"{now_t - t0:.0f}s partition healed after {now_t - part_from:.0f}s"
+                                  f" (wan1 backlog {wan1_backlog_at_heal:.0f})")
                 if wipe_at and now_t >= wipe_at[0] and not partitioned:
                     wipe_at.pop(0)
                     do_wipe()
                     continue
-                foreign_try()
+                if not partitioned:  # over a cut wanlink each crafted batch would wait out its timeout
+                    foreign_try()
                 # kill one hub (the other is running): SIGKILL now, or arm its crash switch
                 i = rnd.randrange(2)
                 h = hubs[i]
@@ -618,6 +740,13 @@ class ReplicationWan(unittest.TestCase):
         print(f"wan soak: {chaos_s:.0f}s of chaos ({link}), partition {part_s}s, actions {actions}", flush=True)
         for ev in events:
             print("  " + ev, flush=True)
+        for k in (1, 2, 3, 4):
+            ls = self.net.link_stats(k)
+            if ls is not None:
+                print(f"  wanlink edge {k}: " + ", ".join(
+                    f"{d} {v['packets']} packets {v['lost']} lost {v['partitioned']} partitioned"
+                    for d, v in ls.items() if isinstance(v, dict)), flush=True)
+                self.assertEqual(ls["partitions"], 1, "the partition reached the emulator")
         print(f"wan soak: acknowledged uploads {dict(sorted(acked.items()))} (of {dict(sorted(tried.items()))}"
               " tried)", flush=True)
 
