@@ -244,7 +244,9 @@ class EbpfPython(unittest.TestCase):
                   f"({got / truth['slept_ns']:.3f}), <module> {mod}", file=sys.stderr)
             self.assertGreater(got, 0.85 * truth["slept_ns"], f"top rows {top}")
             self.assertLess(got, 1.15 * truth["slept_ns"], f"top rows {top}")
-            self.assertGreaterEqual(mod, got)
+            # as on-CPU: a few % of stacks may end below <module> (a
+            # thread state not yet cached when the thread blocked)
+            self.assertGreaterEqual(mod, 0.97 * got)
         finally:
             e.cleanup()
 
