@@ -747,7 +747,6 @@ static int parse_pyroscope(ingest *in, struct evhttp_request *req, const struct 
 
 void edge_ingest_handle(edge_server *srv, struct evhttp_request *req, int pyroscope)
 {
-	char tok[512];
 	struct evkeyvalq q;
 	wt_err err = {0};
 	const edge_project_cfg *proj;
@@ -756,14 +755,8 @@ void edge_ingest_handle(edge_server *srv, struct evhttp_request *req, int pyrosc
 	int rc;
 
 	TAILQ_INIT(&q);
-	if (wt_http_bearer(req, tok, sizeof(tok)) != 0) {
-		edge_reject(srv, req, WT_EAUTH, "missing or malformed Authorization: Bearer <upload token>");
+	if (!(proj = edge_upload_auth(srv, req)))
 		return;
-	}
-	if (!(proj = edge_config_auth(srv->cfg, tok, EDGE_ROLE_UPLOAD))) {
-		edge_reject(srv, req, WT_EAUTH, "the token is not an upload token of any project on this edge");
-		return;
-	}
 	if (wt_http_query(req, &q) != 0) {
 		edge_reject(srv, req, WT_EINVAL, "the query string is malformed");
 		return;

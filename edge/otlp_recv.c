@@ -505,7 +505,6 @@ static void http_cb(struct evhttp_request *req, void *arg)
 	const edge_project_cfg *proj;
 	struct evkeyvalq q;
 	wt_err err = {0};
-	char tok[512];
 	job *j;
 
 	wt_http_guard_request(srv->guard, req);
@@ -521,14 +520,8 @@ static void http_cb(struct evhttp_request *req, void *arg)
 		wt_http_send_error(req, WT_EUNAVAIL, "the edge is shutting down");
 		return;
 	}
-	if (wt_http_bearer(req, tok, sizeof(tok)) != 0) {
-		edge_reject(srv, req, WT_EAUTH, "missing or malformed Authorization: Bearer <upload token>");
+	if (!(proj = edge_upload_auth(srv, req)))
 		return;
-	}
-	if (!(proj = edge_config_auth(srv->cfg, tok, EDGE_ROLE_UPLOAD))) {
-		edge_reject(srv, req, WT_EAUTH, "the token is not an upload token of any project on this edge");
-		return;
-	}
 	/* OTLP/JSON bodies are told apart by content (common/otlp.c) */
 	if (ctype && *ctype && strncasecmp(ctype, "application/x-protobuf", 22) &&
 	    strncasecmp(ctype, "application/json", 16) &&

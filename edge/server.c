@@ -63,6 +63,20 @@ void edge_reject(edge_server *srv, struct evhttp_request *req, int code, const c
 	wt_http_send_error(req, code, detail);
 }
 
+const edge_project_cfg *edge_upload_auth(edge_server *srv, struct evhttp_request *req)
+{
+	char tok[512];
+	const edge_project_cfg *proj;
+
+	if (wt_http_bearer(req, tok, sizeof(tok)) != 0) {
+		edge_reject(srv, req, WT_EAUTH, "missing or malformed Authorization: Bearer <upload token>");
+		return NULL;
+	}
+	if (!(proj = edge_config_auth(srv->cfg, tok, EDGE_ROLE_UPLOAD)))
+		edge_reject(srv, req, WT_EAUTH, "the token is not an upload token of any project on this edge");
+	return proj;
+}
+
 static void task_reply_cb(evutil_socket_t fd, short what, void *arg)
 {
 	edge_task *t = arg;

@@ -94,6 +94,11 @@ void edge_memory_trim(struct edge_server *srv, uint64_t request_bytes);
 /* Count a rejected request and send the JSON error (loop thread). */
 void edge_reject(edge_server *srv, struct evhttp_request *req, int code, const char *detail);
 
+/* The project whose upload token the request's Authorization header
+ * carries, or NULL after rejecting it (401) — the edge's HTTP upload
+ * endpoints (http_ingest.c, otlp_recv.c). Loop thread. */
+const edge_project_cfg *edge_upload_auth(edge_server *srv, struct evhttp_request *req);
+
 int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *store, struct wt_signals *signals,
 		     wt_err *err);
 /* Run the loop until SIGTERM/SIGINT and the in-flight tasks are done. */
