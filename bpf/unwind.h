@@ -27,15 +27,24 @@ enum wt_rbp_type {
 	WT_RBP_OTHER = 2, /* in a register or an expression: unknown to the unwinder */
 };
 
-/* 12 bytes; pc is the ELF virtual address (files whose executable code
- * lies above 4 GiB get no table) */
+/* 8 bytes (an array map stores values in 8-byte slots: a 12-byte row
+ * took 16). pc is the ELF virtual address (files whose executable code
+ * lies above 4 GiB get no table). Offsets are kept in units of 8 bytes,
+ * as x86-64 CFI states them in practice: the builder turns a rule whose
+ * offset is not a multiple of 8 or out of range into WT_CFA_EXPR (frame
+ * pointers) or WT_RBP_OTHER and counts it. Read through the accessors. */
 struct wt_unwind_row {
 	__u32 pc;
-	__s32 cfa_off;
-	__s16 rbp_off;
-	__u8 cfa_type;
-	__u8 rbp_type;
+	__u16 cfa_off8; /* CFA offset / 8 (WT_CFA_RSP, WT_CFA_RBP, WT_CFA_PLT): 0 .. 524,280 bytes */
+	__u8 types;     /* enum wt_cfa_type in the low 4 bits, enum wt_rbp_type in the high 4 */
+	__s8 rbp_off8;  /* WT_RBP_CFA: the caller's rbp at CFA + rbp_off8 * 8; WT_CFA_PLT: the pc & 15 threshold */
 };
+
+#define WT_ROW_CFA_TYPE(r) ((r)->types & 15)
+#define WT_ROW_RBP_TYPE(r) ((r)->types >> 4)
+#define WT_ROW_CFA_OFF(r) ((__s64)(r)->cfa_off8 * 8)
+#define WT_ROW_RBP_OFF(r) ((__s64)(r)->rbp_off8 * 8)
+#define WT_ROW_PLT_THR(r) ((__u64)(__u8)(r)->rbp_off8)
 
 /* Executable mappings of one process that have a table, sorted by start:
  * pc in [start, end) has ELF address pc - bias and its rows are

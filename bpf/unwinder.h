@@ -111,7 +111,7 @@ static long unwind_step(__u32 i, void *arg)
 	c->s->ips[idx & 127] = c->pc;
 	c->s->len = idx + 1;
 	const struct wt_unwind_row *r = c->proc ? find_row(c->proc, c->exact ? c->pc : c->pc - 1) : NULL;
-	__u8 type = r ? r->cfa_type : WT_CFA_NONE;
+	__u8 type = r ? WT_ROW_CFA_TYPE(r) : WT_CFA_NONE;
 	__u64 cfa;
 	switch (type) {
 	case WT_CFA_END:
@@ -126,13 +126,13 @@ static long unwind_step(__u32 i, void *arg)
 	case WT_CFA_RSP:
 	case WT_CFA_RBP:
 	case WT_CFA_PLT:
-		cfa = (type == WT_CFA_RBP ? c->bp : c->sp) + (__s64)r->cfa_off;
-		if (type == WT_CFA_PLT && (c->pc & 15) >= (__u64)r->rbp_off)
+		cfa = (type == WT_CFA_RBP ? c->bp : c->sp) + WT_ROW_CFA_OFF(r);
+		if (type == WT_CFA_PLT && (c->pc & 15) >= WT_ROW_PLT_THR(r))
 			cfa += 8;
 		c->pc = read_user(cfa - 8, &ok);
-		if (type != WT_CFA_PLT && r->rbp_type == WT_RBP_CFA)
-			c->bp = read_user(cfa + (__s64)r->rbp_off, &ok);
-		else if (type != WT_CFA_PLT && r->rbp_type == WT_RBP_OTHER)
+		if (type != WT_CFA_PLT && WT_ROW_RBP_TYPE(r) == WT_RBP_CFA)
+			c->bp = read_user(cfa + WT_ROW_RBP_OFF(r), &ok);
+		else if (type != WT_CFA_PLT && WT_ROW_RBP_TYPE(r) == WT_RBP_OTHER)
 			c->bp = 0;
 		c->sp = cfa;
 		c->exact = 0;

@@ -39,7 +39,7 @@
 #define DW_RA 16
 #define REMEMBER_MAX 16
 #define CIE_CACHE 64
-#define CACHE_MAGIC "WTU2"
+#define CACHE_MAGIC "WTU3"
 
 /* ---- bounded reader ---------------------------------------------------------- */
 
@@ -165,6 +165,7 @@ typedef struct builder {
 	raw_row *rows;
 	size_t n, cap;
 	size_t fdes;
+	size_t coarse; /* rules the 8-byte row cannot hold (see bpf/unwind.h) */
 	int full;
 } builder;
 
@@ -220,39 +221,53 @@ static int row_push(builder *b, uint64_t pc, uint8_t prio, const struct wt_unwin
 	return 0;
 }
 
+/* the CFA offset in the row's units of 8 bytes, or -1 where it does not fit */
+static int32_t cfa_off8(int64_t off)
+{
+	return off >= 0 && off % 8 == 0 && off / 8 <= UINT16_MAX ? (int32_t)(off / 8) : -1;
+}
+
 static int emit(builder *b, const cie *c, const state *s, uint64_t pc, uint8_t prio)
 {
 	struct wt_unwind_row r;
+	uint8_t cfa_type, rbp_type = WT_RBP_SAME;
+	int32_t off8 = 0;
 	memset(&r, 0, sizeof(r));
 	if (pc > UINT32_MAX)
 		return 0;
 	r.pc = (uint32_t)pc;
 	if (c->signal)
-		r.cfa_type = WT_CFA_SIGNAL;
+		cfa_type = WT_CFA_SIGNAL;
 	else if (s->ra.type == R_UNDEF)
-		r.cfa_type = WT_CFA_END;
+		cfa_type = WT_CFA_END;
 	else if (s->ra.type != R_OFFSET || s->ra.off != -8)
-		r.cfa_type = WT_CFA_EXPR;
-	else if (s->cfa == C_PLT) {
-		r.cfa_type = WT_CFA_PLT;
-		r.cfa_off = (int32_t)s->cfa_off;
-		r.rbp_off = s->plt_thr;
-	} else if (s->cfa == C_REG && (s->cfa_reg == DW_RSP || s->cfa_reg == DW_RBP) && s->cfa_off >= INT32_MIN &&
-		   s->cfa_off <= INT32_MAX) {
-		r.cfa_type = s->cfa_reg == DW_RSP ? WT_CFA_RSP : WT_CFA_RBP;
-		r.cfa_off = (int32_t)s->cfa_off;
+		cfa_type = WT_CFA_EXPR;
+	else if (s->cfa == C_PLT && (off8 = cfa_off8(s->cfa_off)) >= 0 && s->plt_thr <= 15) {
+		cfa_type = WT_CFA_PLT;
+		r.cfa_off8 = (uint16_t)off8;
+		r.rbp_off8 = (int8_t)s->plt_thr;
+	} else if (s->cfa == C_REG && (s->cfa_reg == DW_RSP || s->cfa_reg == DW_RBP) &&
+		   (off8 = cfa_off8(s->cfa_off)) >= 0) {
+		cfa_type = s->cfa_reg == DW_RSP ? WT_CFA_RSP : WT_CFA_RBP;
+		r.cfa_off8 = (uint16_t)off8;
 	} else {
-		r.cfa_type = WT_CFA_EXPR;
+		/* another expression, or an offset the row cannot hold (counted) */
+		b->coarse += s->cfa == C_PLT || (s->cfa == C_REG && (s->cfa_reg == DW_RSP || s->cfa_reg == DW_RBP));
+		cfa_type = WT_CFA_EXPR;
 	}
-	if (r.cfa_type != WT_CFA_PLT) {
+	if (cfa_type != WT_CFA_PLT) {
 		if (s->rbp.type == R_SAME)
-			r.rbp_type = WT_RBP_SAME;
-		else if (s->rbp.type == R_OFFSET && s->rbp.off >= INT16_MIN && s->rbp.off <= INT16_MAX) {
-			r.rbp_type = WT_RBP_CFA;
-			r.rbp_off = (int16_t)s->rbp.off;
-		} else
-			r.rbp_type = WT_RBP_OTHER;
+			rbp_type = WT_RBP_SAME;
+		else if (s->rbp.type == R_OFFSET && s->rbp.off % 8 == 0 && s->rbp.off / 8 >= INT8_MIN &&
+			 s->rbp.off / 8 <= INT8_MAX) {
+			rbp_type = WT_RBP_CFA;
+			r.rbp_off8 = (int8_t)(s->rbp.off / 8);
+		} else {
+			b->coarse += s->rbp.type == R_OFFSET;
+			rbp_type = WT_RBP_OTHER;
+		}
 	}
+	r.types = (uint8_t)(cfa_type | rbp_type << 4);
 	return row_push(b, pc, prio, &r);
 }
 
@@ -577,8 +592,7 @@ static int row_cmp(const void *a, const void *b)
 
 static int same_rule(const struct wt_unwind_row *a, const struct wt_unwind_row *b)
 {
-	return a->cfa_type == b->cfa_type && a->cfa_off == b->cfa_off && a->rbp_type == b->rbp_type &&
-	       a->rbp_off == b->rbp_off;
+	return a->types == b->types && a->cfa_off8 == b->cfa_off8 && a->rbp_off8 == b->rbp_off8;
 }
 
 static int finish(builder *b, edge_unwind_table *t)
@@ -594,7 +608,7 @@ static int finish(builder *b, edge_unwind_table *t)
 			continue; /* the first of a pc is the one that counts */
 		if (n > 0 && same_rule(&t->rows[n - 1], &b->rows[i].r))
 			continue;
-		if (n == 0 && b->rows[i].r.cfa_type == WT_CFA_NONE)
+		if (n == 0 && WT_ROW_CFA_TYPE(&b->rows[i].r) == WT_CFA_NONE)
 			continue;
 		t->rows[n++] = b->rows[i].r;
 	}
@@ -663,6 +677,7 @@ int edge_unwind_build(const char *path, edge_unwind_table **out, wt_err *err)
 		goto out;
 	}
 	t->fdes = b.fdes;
+	t->coarse = b.coarse;
 	if ((rc = finish(&b, t)))
 		wt_err_set(err, rc, "out of memory");
 out:
@@ -685,7 +700,7 @@ typedef struct cache_hdr {
 	uint32_t row_size;
 	uint64_t n, fdes, cfi_bytes;
 	uint64_t load_off[8], load_vaddr[8], load_filesz[8];
-	uint32_t nloads, pad;
+	uint32_t nloads, coarse;
 } cache_hdr;
 
 static int cache_read(const char *file, edge_unwind_table **out)
@@ -708,6 +723,7 @@ static int cache_read(const char *file, edge_unwind_table **out)
 		goto out;
 	t->n = h.n;
 	t->fdes = h.fdes;
+	t->coarse = h.coarse;
 	t->cfi_bytes = h.cfi_bytes;
 	t->nloads = h.nloads > 8 ? 8 : h.nloads;
 	memcpy(t->load_off, h.load_off, sizeof(h.load_off));
@@ -738,6 +754,7 @@ static void cache_write(const char *file, const edge_unwind_table *t)
 	h.row_size = sizeof(struct wt_unwind_row);
 	h.n = t->n;
 	h.fdes = t->fdes;
+	h.coarse = t->coarse > UINT32_MAX ? UINT32_MAX : (uint32_t)t->coarse;
 	h.cfi_bytes = t->cfi_bytes;
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", file, (int)getpid());
 	FILE *f = fopen(tmp, "wbe");

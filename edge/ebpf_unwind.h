@@ -27,6 +27,7 @@ typedef struct edge_unwind_table {
 	struct wt_unwind_row *rows; /* sorted by pc; consecutive rows differ */
 	size_t n;
 	size_t fdes;       /* FDEs interpreted */
+	size_t coarse;     /* rules an 8-byte row cannot hold, unwound by frame pointers instead */
 	size_t cfi_bytes;  /* bytes of .eh_frame + .debug_frame read */
 	int from_cache;    /* edge_unwind_get found it on disk */
 	/* PT_LOAD segments (file offset → ELF address of a mapping) */
