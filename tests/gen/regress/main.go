@@ -8,7 +8,10 @@
 // between versions: v1 spends ~80% of its time in funcA and ~20% in funcB,
 // v2 the reverse. With -span/-trace, v2 runs funcB under the pprof labels
 // span_id/trace_id (what a tracing integration sets with pprof.Do), so the
-// profile links that work to the span.
+// profile links that work to the span. Durations are the process's CPU
+// time (getrusage), not wall time: the profiler samples CPU time, so the
+// profile holds the same number of samples (~100 per CPU second) however
+// loaded the machine is.
 //
 // leak: N heap profiles (runtime.MemProfileRate = 1, so inuse values are
 // exact) written after each step of a program that leaks 256 KiB per step in
@@ -25,19 +28,29 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"syscall"
 	"time"
 )
 
+// cpuNow is the process's CPU time (user + system) so far.
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		die(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 var sink uint64
 
-// funcA and funcB burn CPU in their own loops (no callees), so their time is
+// funcA and funcB burn d of CPU time in their own loops (no callees), so their time is
 // self time: that is what the rollup and the regression worker compare.
 
 //go:noinline
 func funcA(d time.Duration) {
 	x := sink | 1
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		for i := 0; i < 20000; i++ {
+	for end := cpuNow() + d; cpuNow() < end; {
+		for i := 0; i < 200000; i++ {
 			x ^= x << 13
 			x ^= x >> 7
 			x ^= x << 17
@@ -49,8 +62,8 @@ func funcA(d time.Duration) {
 //go:noinline
 func funcB(d time.Duration) {
 	x := sink | 1
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		for i := 0; i < 20000; i++ {
+	for end := cpuNow() + d; cpuNow() < end; {
+		for i := 0; i < 200000; i++ {
 			x ^= x << 13
 			x ^= x >> 7
 			x ^= x << 17
@@ -103,7 +116,7 @@ func cpuMode(version, out string, secs float64, span, trace string) {
 	total := time.Duration(secs * float64(time.Second))
 	const slot = 50 * time.Millisecond
 	ctx := context.Background()
-	for start := time.Now(); time.Since(start) < total; {
+	for start := cpuNow(); cpuNow()-start < total; {
 		hot(slot * 8 / 10)
 		if version == "v2" && span != "" {
 			// only funcB carries the span in v2: its hot path under the labels
