@@ -74,6 +74,11 @@ typedef int (*hub_handler)(hub_req *r, wt_err *err);
 #define HUB_AUTH_TOKEN 0x100
 #define HUB_AUTH_BADNAME_400 0x200
 #define HUB_AUTH_NOQUERY 0x400
+/* HUB_AUTH_CONNECT: the Connect protocol's routes (Pyroscope's query API):
+ * the token may also come as basic auth's password and the project from
+ * the X-Scope-OrgID header (else the token's own); errors are answered in
+ * Connect's {"code","message"} shape (connect.h). */
+#define HUB_AUTH_CONNECT 0x800
 #define HUB_AUTH_ROLES (HUB_ROLE_UPLOAD | HUB_ROLE_READ | HUB_ROLE_ADMIN | HUB_ROLE_DELETE)
 
 /* Handlers (http_*.c). */
@@ -116,9 +121,10 @@ int hub_handle_leaks(hub_req *r, wt_err *err);
 int hub_handle_analysis_run(hub_req *r, wt_err *err);
 
 /* Pyroscope's query API (pyroscope_api.c): POST
- * [hub.pyroscope_prefix]/querier.v1.QuerierService/<Method>; returns 1
- * when it handled the request. */
-int hub_pyroscope_route(hub_req *r);
+ * [hub.pyroscope_prefix]/querier.v1.QuerierService/{id = Method}, a
+ * HUB_AUTH_CONNECT row of server.c's table. */
+#define PYRO_SERVICE "/querier.v1.QuerierService/"
+int hub_handle_pyroscope(hub_req *r, wt_err *err);
 
 /* Authenticate the request's bearer token; on failure the error reply has
  * been sent and a negative code is returned. */
