@@ -20,6 +20,7 @@
 #include "ch_rows.h"
 #include "log.h"
 #include "prom.h"
+#include "upload.h"
 
 #define RULES_MAX 100          /* rules per project */
 #define RULE_LABELS_MAX 8      /* kept labels per rule */
@@ -91,15 +92,19 @@ static int rule_parse(json_t *o, size_t i, rule *r, wt_err *err)
 		return wt_err_set(err, WT_EINVAL, "rules[%zu].labels: at most %d labels", i, RULE_LABELS_MAX);
 	json_array_foreach(labels, k, l) {
 		const char *s = json_string_value(l);
-		if (!s || !hub_label_key_valid(s) || strchr(s, '.') || strchr(s, '-') || strchr(s, '/'))
-			return wt_err_set(err, WT_EINVAL, "rules[%zu].labels[%zu]: expected a label name [A-Za-z_][A-Za-z0-9_]*",
-					  i, k);
+		/* the upload's label rule; on /metrics the key is written as a
+		 * Prometheus label name (wt_prom_label_name), which must be
+		 * neither reserved nor another label's */
+		if (!s || !wt_upload_label_key_valid(s))
+			return wt_err_set(err, WT_EINVAL, "rules[%zu].labels[%zu]: expected a label key "
+					  "[A-Za-z_][A-Za-z0-9_./-]* of at most %d bytes", i, k, WT_UPLOAD_LABEL_KEY_MAX);
 		for (j = 0; j < sizeof(reserved_labels) / sizeof(reserved_labels[0]); j++)
-			if (!strcmp(s, reserved_labels[j]))
+			if (wt_prom_label_name_eq(s, reserved_labels[j]))
 				return wt_err_set(err, WT_EINVAL, "rules[%zu].labels[%zu]: \"%s\" is reserved", i, k, s);
 		for (j = 0; j < r->nlabels; j++)
-			if (!strcmp(s, r->labels[j]))
-				return wt_err_set(err, WT_EINVAL, "rules[%zu].labels[%zu]: \"%s\" twice", i, k, s);
+			if (wt_prom_label_name_eq(s, r->labels[j]))
+				return wt_err_set(err, WT_EINVAL, "rules[%zu].labels[%zu]: \"%s\" twice (as a Prometheus "
+						  "label name, where '.', '-' and '/' are '_')", i, k, s);
 		r->labels[r->nlabels++] = s;
 	}
 	if ((rc = regcomp(&r->re, r->function, REG_EXTENDED | REG_NOSUB))) {
@@ -407,7 +412,9 @@ static int pend_rule(hub_rules_pending *pd, const char *service, const rule *r, 
 		wt_prom_escape(&lbl, unit);
 		wt_buf_putc(&lbl, '"');
 		for (k = 0; k < n && k < r->nlabels; k++) {
-			wt_buf_printf(&lbl, ",%s=\"", r->labels[k]);
+			wt_buf_putc(&lbl, ',');
+			wt_prom_label_name(&lbl, r->labels[k]);
+			wt_buf_puts(&lbl, "=\"");
 			wt_prom_escape(&lbl, vals[k]);
 			wt_buf_putc(&lbl, '"');
 		}
