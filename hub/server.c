@@ -175,7 +175,9 @@ static int connect_auth(hub_req *r, wt_err *err)
 	return 0;
 }
 
-int hub_req_auth(hub_req *r, hub_principal *p)
+/* Authenticate the request's bearer token; on failure the error reply has
+ * been sent and a negative code is returned. */
+static int hub_req_auth(hub_req *r, hub_principal *p)
 {
 	char tok[256];
 	wt_err err = {0, ""};
@@ -266,9 +268,7 @@ static int guard_decide(void *arg, const wt_http_head *h, wt_err *err)
 /* Adapters for handlers that authenticate and parse on their own. */
 static int h_healthz(hub_req *r, wt_err *e) { (void)e; hub_handle_healthz(r); return 0; }
 static int h_metrics(hub_req *r, wt_err *e) { (void)e; hub_handle_metrics(r); return 0; }
-static int h_upload(hub_req *r, wt_err *e) { (void)e; hub_handle_upload(r); return 0; }
 static int h_ui(hub_req *r, wt_err *e) { (void)e; hub_handle_ui(r); return 0; }
-static int h_deletion(hub_req *r, wt_err *e) { (void)e; hub_handle_deletion(r, r->project, r->id); return 0; }
 
 #define GET EVHTTP_REQ_GET
 #define HEAD EVHTTP_REQ_HEAD
@@ -281,28 +281,41 @@ static int h_deletion(hub_req *r, wt_err *e) { (void)e; hub_handle_deletion(r, r
 
 /* First match wins. Rows with a role: the wrapper checks the token, the
  * role on {project} and parses the query string before the handler runs.
- * Rows with HUB_AUTH_OPEN: open endpoints and handlers that still check
- * tokens themselves. HUB_AUTH_CONNECT rows take the token and project
- * as Pyroscope's clients send them (connect_auth) and answer errors in
- * Connect's shape. Paths not here are 404. */
+ * HUB_AUTH_TOKEN rows: the wrapper checks the token; the role is checked
+ * by the handler because the project it applies to is not in the path
+ * (the token's own, a query parameter or the JSON body), or the endpoint
+ * is the hub admin token's only. HUB_AUTH_OPEN: open endpoints only.
+ * HUB_AUTH_CONNECT rows take the token and project as Pyroscope's
+ * clients send them (connect_auth) and answer errors in Connect's shape.
+ * Paths not here are 404. */
 static const wt_route hub_routes[] = {
 	{GET | HEAD, "/healthz", HUB_AUTH_OPEN, H(h_healthz), NULL},
 	{GET, "/metrics", HUB_AUTH_OPEN, H(h_metrics), NULL},
-	{POST, "/v1/profiles", HUB_AUTH_OPEN, H(h_upload), NULL},
+	/* the project is the token's own (?project= for the hub admin token),
+	 * not in the path: the wrapper checks the token, the handler the
+	 * upload role on that project */
+	{POST, "/v1/profiles", HUB_AUTH_TOKEN | HUB_AUTH_UPLOAD, H(hub_handle_upload), NULL},
+	/* admin endpoints: the hub admin token, or a project admin token on
+	 * the project named in the query (?project=) or the body */
 	{GET | POST, "/v1/admin/projects", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_admin_projects), NULL},
 	{GET | POST, "/v1/admin/tokens", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_admin_tokens), NULL},
 	{DELETE, "/v1/admin/tokens/*", HUB_AUTH_TOKEN, H(hub_handle_admin_token_revoke), NULL},
+	/* edge registrations: GET's project is ?project= (none: the hub admin
+	 * token), POST's is in the body; DELETE's is in the path */
 	{GET, "/v1/admin/edges", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edges_get), NULL},
 	{GET, "/v1/admin/edges/", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edges_get), NULL},
 	{POST, "/v1/admin/edges/{id}/projects", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_allow), NULL},
 	{POST, "/v1/admin/edges/{id}/projects/", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_allow), NULL},
-	{DELETE, "/v1/admin/edges/{id}/projects/*", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_disallow), NULL},
+	{DELETE, "/v1/admin/edges/{id}/projects/{project}", HUB_ROLE_ADMIN | HUB_AUTH_BADNAME_400 | HUB_AUTH_NOQUERY,
+	 H(hub_handle_edge_disallow), NULL},
+	/* the hub admin token; analysis/run also a project admin token on ?project= */
 	{POST, "/v1/admin/worker/run", HUB_AUTH_TOKEN, H(hub_handle_worker_run), NULL},
 	{POST, "/v1/admin/analysis/run", HUB_AUTH_TOKEN, H(hub_handle_analysis_run), NULL},
 	{GET | PUT, "/v1/projects/{project}/policy", HUB_ROLE_ADMIN | HUB_AUTH_BADNAME_400 | HUB_AUTH_NOQUERY, H(hub_handle_policy), NULL},
 	{DELETE, "/v1/projects/{project}/profiles", HUB_ROLE_DELETE | HUB_AUTH_BADNAME_400, H(hub_handle_delete_profiles), NULL},
 	{GET, "/v1/projects/{project}/audit", HUB_ROLE_ADMIN | HUB_ROLE_DELETE | HUB_AUTH_BADNAME_400, H(hub_handle_audit), NULL},
-	{GET, "/v1/projects/{project}/deletions/{id}", HUB_AUTH_OPEN, H(h_deletion), NULL},
+	{GET, "/v1/projects/{project}/deletions/{id}", HUB_ROLE_ADMIN | HUB_ROLE_DELETE | HUB_AUTH_BADNAME_400 | HUB_AUTH_NOQUERY,
+	 H(hub_handle_deletion), NULL},
 	{GET, "/v1/projects/{project}/profiles/diff", HUB_ROLE_READ, H(hub_handle_diff), NULL},
 	{GET, "/v1/projects/{project}/profiles/timeline", HUB_ROLE_READ, H(hub_handle_timeline), NULL},
 	{GET, "/v1/projects/{project}/profiles/insights", HUB_ROLE_READ, H(hub_handle_insights), NULL},
@@ -313,8 +326,9 @@ static const wt_route hub_routes[] = {
 	{GET, "/v1/projects/{project}/debuginfo/{id}", HUB_ROLE_READ | HUB_ROLE_UPLOAD | DEBUGINFO,
 	 H(hub_handle_debuginfo), NULL},
 	{PUT | DELETE, "/v1/projects/{project}/debuginfo/{id}", HUB_ROLE_UPLOAD | DEBUGINFO, H(hub_handle_debuginfo), NULL},
-	{GET | PUT, "/v1/projects/{project}/recording-rules", HUB_AUTH_OPEN, H(hub_handle_rules), NULL},
-	{GET, "/v1/projects/{project}/recording-rules/{id}/series", HUB_AUTH_OPEN, H(hub_handle_rule_series), NULL},
+	{GET, "/v1/projects/{project}/recording-rules", HUB_ROLE_READ | HUB_AUTH_NOQUERY, H(hub_handle_rules), NULL},
+	{PUT, "/v1/projects/{project}/recording-rules", HUB_ROLE_ADMIN | HUB_AUTH_NOQUERY, H(hub_handle_rules), NULL},
+	{GET, "/v1/projects/{project}/recording-rules/{id}/series", HUB_ROLE_READ, H(hub_handle_rule_series), NULL},
 	{GET | HEAD, "/", HUB_AUTH_OPEN, H(h_ui), NULL},
 	{GET | HEAD, "/ui", HUB_AUTH_OPEN, H(h_ui), NULL},
 	{GET | HEAD, "/ui/*", HUB_AUTH_OPEN, H(h_ui), NULL},
@@ -404,8 +418,11 @@ static void dispatch(hub_req *r, const wt_route_match *m)
 		if (!(rc = connect_auth(r, &err)))
 			rc = allowed(r, rt->auth, &err);
 	} else if (rt->auth != HUB_AUTH_OPEN) {
-		if (hub_req_auth(r, &r->who))
+		if (hub_req_auth(r, &r->who)) {
+			if (rt->auth & HUB_AUTH_UPLOAD)
+				atomic_fetch_add(&r->ctx->metrics.uploads_rejected_total, 1);
 			goto done; /* replied */
+		}
 		if (r->project && !hub_project_name_valid(r->project))
 			rc = (rt->auth & HUB_AUTH_BADNAME_400)
 				     ? wt_err_set(&err, WT_EINVAL, "project: not a valid project name")
@@ -416,6 +433,8 @@ static void dispatch(hub_req *r, const wt_route_match *m)
 		else if (!(rt->auth & HUB_AUTH_NOQUERY) && wt_http_query(r->req, &r->q))
 			rc = wt_err_set(&err, WT_EINVAL, "query string is malformed");
 	}
+	if (rc && (rt->auth & HUB_AUTH_UPLOAD))
+		atomic_fetch_add(&r->ctx->metrics.uploads_rejected_total, 1);
 	if (!rc)
 		rc = ((hub_handler)rt->fn)(r, &err);
 	if (rc && !r->status) {
