@@ -265,7 +265,7 @@ static int guard_decide(void *arg, const wt_http_head *h, wt_err *err)
 
 /* ---- the route table (docs/api.md lists the endpoints) ------------------ */
 
-/* Adapters for handlers that authenticate and parse on their own. */
+/* Adapters for the open endpoints' handlers (they reply themselves). */
 static int h_healthz(hub_req *r, wt_err *e) { (void)e; hub_handle_healthz(r); return 0; }
 static int h_metrics(hub_req *r, wt_err *e) { (void)e; hub_handle_metrics(r); return 0; }
 static int h_ui(hub_req *r, wt_err *e) { (void)e; hub_handle_ui(r); return 0; }
