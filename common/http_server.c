@@ -14,25 +14,32 @@
 #include <sys/queue.h>
 #include <time.h>
 
+static __thread wt_http_reply_observer observer;
+static __thread void *observer_arg;
+
+void wt_http_set_reply_observer(wt_http_reply_observer fn, void *arg)
+{
+	observer = fn;
+	observer_arg = arg;
+}
+
 void wt_http_send_bytes(struct evhttp_request *req, int status, const char *ctype,
 			const void *data, size_t len)
 {
 	struct evbuffer *out = evbuffer_new();
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	int ok = out && (!len || evbuffer_add(out, data, len) == 0);
 
+	if (observer)
+		observer(req, ok ? status : 500, observer_arg);
 	evhttp_remove_header(h, "Content-Type");
 	evhttp_add_header(h, "Content-Type", ctype ? ctype : "application/octet-stream");
-	if (!out) {
+	if (ok)
+		evhttp_send_reply(req, status, NULL, out);
+	else
 		evhttp_send_reply(req, 500, "Internal Server Error", NULL);
-		return;
-	}
-	if (len && evbuffer_add(out, data, len) != 0) {
+	if (out)
 		evbuffer_free(out);
-		evhttp_send_reply(req, 500, "Internal Server Error", NULL);
-		return;
-	}
-	evhttp_send_reply(req, status, NULL, out);
-	evbuffer_free(out);
 }
 
 void wt_http_send_json(struct evhttp_request *req, int status, json_t *body)

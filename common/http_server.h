@@ -23,6 +23,13 @@ void wt_http_send_json(struct evhttp_request *req, int status, json_t *body);
 void wt_http_send_bytes(struct evhttp_request *req, int status, const char *ctype,
 			const void *data, size_t len);
 
+/* The reply observer of the calling thread: every wt_http_send_* on this
+ * thread calls fn(req, status, arg) just before its reply goes out (the
+ * edge counts its replies per route with it, edge/server.c, since most are
+ * sent long after its router returned). fn NULL: none. Thread-local. */
+typedef void (*wt_http_reply_observer)(struct evhttp_request *req, int status, void *arg);
+void wt_http_set_reply_observer(wt_http_reply_observer fn, void *arg);
+
 /* Copy the bearer token of the Authorization header into tok (NUL-terminated).
  * Returns 0, or WT_EAUTH when missing/malformed/too long. */
 int wt_http_bearer(struct evhttp_request *req, char *tok, size_t toklen);

@@ -125,3 +125,22 @@ void wt_prom_histogram(wt_buf *b, const char *name, const char *help, const doub
 	wt_buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)count);
 	wt_buf_printf(b, "%s_sum %.6f\n%s_count %llu\n", name, sum, name, (unsigned long long)count);
 }
+
+static char label_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ? c : '_';
+}
+
+void wt_prom_label_name(wt_buf *b, const char *key)
+{
+	for (; *key; key++)
+		wt_buf_putc(b, label_char(*key));
+}
+
+int wt_prom_label_name_eq(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++)
+		if (label_char(*a) != label_char(*b))
+			return 0;
+	return !*a && !*b;
+}

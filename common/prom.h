@@ -45,6 +45,14 @@ void wt_prom_gauge_f(wt_buf *b, const char *name, const char *help, int prec, do
 void wt_prom_histogram(wt_buf *b, const char *name, const char *help, const double *bounds,
 		       const uint64_t *counts, size_t n, uint64_t count, double sum);
 
+/* Append key as a Prometheus label name: every byte outside
+ * [A-Za-z0-9_] written as '_' ("k8s/pod" → k8s_pod, as Prometheus' own
+ * translation of OpenTelemetry attribute names does). key is a label key
+ * of the upload rule (common/upload.h), so it does not start with a digit. */
+void wt_prom_label_name(wt_buf *b, const char *key);
+/* 1 when a and b are written as the same label name. */
+int wt_prom_label_name_eq(const char *a, const char *b);
+
 /* Append v escaped as a label value (no quotes). */
 void wt_prom_escape(wt_buf *b, const char *v);
 

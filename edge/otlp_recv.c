@@ -32,6 +32,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
+#include <jansson.h>
 #include <nghttp2/nghttp2.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -204,17 +205,23 @@ static void commit_done(edge_commit *c)
 
 /* A protobuf request is split at its top level: ExportProfilesServiceRequest
  * field 1 (resource_profiles) entries apart, every other field (the shared
- * dictionary of OTLP >= 1.7) copied into each part. Which services an entry
+ * dictionary of OTLP >= 1.7) copied into each part. An OTLP/JSON request is
+ * split the same way: the elements of its top-level "resourceProfiles"
+ * array apart, every other member copied, each part written back as a JSON
+ * document (so the stored original stays OTLP/JSON). Which services an entry
  * holds is what the decoder itself says of "rest + that entry", so a
  * sample-level service.name is honoured too. */
 typedef struct split_entry {
-	size_t off, len; /* the whole field (tag, length, bytes) in the request */
+	size_t off, len; /* protobuf: the whole field (tag, length, bytes) in the request;
+			  * JSON: off = index in the array, len = 0 */
 	char **svc;      /* services the entry yields (owned) */
 	size_t nsvc;
 } split_entry;
 
 typedef struct split {
-	wt_buf rest; /* every top-level field but resource_profiles */
+	wt_buf rest;      /* protobuf: every top-level field but resource_profiles */
+	json_t *root;     /* JSON: the parsed document (owned); NULL for protobuf */
+	const char *key;  /* JSON: the array's member name as the document spells it */
 	split_entry *e;
 	size_t n;
 } split;
@@ -228,17 +235,87 @@ static void split_free(split *sp)
 	}
 	free(sp->e);
 	wt_buf_free(&sp->rest);
+	json_decref(sp->root);
 	memset(sp, 0, sizeof(*sp));
 }
 
-/* 1 when msg parses as top-level protobuf fields and holds at least two
- * resource_profiles entries; 0 otherwise (OTLP/JSON, one entry: no split);
+static int split_add(split *sp, size_t *cap, size_t off, size_t len)
+{
+	if (sp->n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 8;
+		split_entry *ne = realloc(sp->e, nc * sizeof(*ne));
+		if (!ne)
+			return WT_ENOMEM;
+		sp->e = ne;
+		*cap = nc;
+	}
+	sp->e[sp->n++] = (split_entry){off, len, NULL, 0};
+	return 0;
+}
+
+/* OTLP/JSON: 1 when msg is a JSON object whose resource profiles array
+ * ("resourceProfiles", or proto3 JSON's other spelling
+ * "resource_profiles", not both) has at least two entries; 0 otherwise
+ * (the decoder, which already accepted the document, then decides alone);
+ * WT_ENOMEM. The document was parsed by the decoder within the edge's
+ * limits already, so parsing it again is bounded the same way. */
+static int split_scan_json(const uint8_t *msg, size_t n, split *sp)
+{
+	json_t *a, *b;
+	size_t cap = 0;
+
+	sp->root = json_loadb((const char *)msg, n, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(sp->root))
+		return 0;
+	a = json_object_get(sp->root, "resourceProfiles");
+	b = json_object_get(sp->root, "resource_profiles");
+	if ((a && b) || !json_is_array(a ? a : b) || json_array_size(a ? a : b) < 2)
+		return 0;
+	sp->key = a ? "resourceProfiles" : "resource_profiles";
+	for (size_t i = 0; i < json_array_size(a ? a : b); i++)
+		if (split_add(sp, &cap, i, 0))
+			return WT_ENOMEM;
+	return 1;
+}
+
+/* JSON: the document with only the entries for which keep[i] is set, into
+ * out (compact). */
+static void split_json_part(const split *sp, const unsigned char *keep, wt_buf *out)
+{
+	json_t *all = json_object_get(sp->root, sp->key), *doc = json_copy(sp->root), *arr = json_array();
+	char *text = NULL;
+
+	wt_buf_reset(out);
+	for (size_t i = 0; doc && arr && i < sp->n; i++)
+		if (keep[i] && json_array_append(arr, json_array_get(all, sp->e[i].off))) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	if (doc && arr && !json_object_set(doc, sp->key, arr))
+		text = json_dumps(doc, JSON_COMPACT);
+	if (text)
+		wt_buf_puts(out, text);
+	else
+		out->oom = 1;
+	free(text);
+	json_decref(arr);
+	json_decref(doc);
+}
+
+/* 1 when msg parses as top-level protobuf fields (or, starting with '{',
+ * as OTLP/JSON: split_scan_json) and holds at least two
+ * resource_profiles entries; 0 otherwise (one entry: no split);
  * WT_ENOMEM. */
 static int split_scan(const uint8_t *msg, size_t n, split *sp)
 {
 	size_t off = 0, cap = 0;
 
 	memset(sp, 0, sizeof(*sp));
+	while (off < n && (msg[off] == ' ' || msg[off] == '\n' || msg[off] == '\r' || msg[off] == '\t'))
+		off++;
+	if (off < n && msg[off] == '{') /* as common/otlp.c tells JSON apart */
+		return split_scan_json(msg, n, sp);
+	off = 0;
 	while (off < n) {
 		size_t start = off;
 		uint64_t tag, v;
@@ -271,15 +348,8 @@ static int split_scan(const uint8_t *msg, size_t n, split *sp)
 			wt_buf_append(&sp->rest, msg + start, off - start);
 			continue;
 		}
-		if (sp->n == cap) {
-			size_t nc = cap ? 2 * cap : 8;
-			split_entry *ne = realloc(sp->e, nc * sizeof(*ne));
-			if (!ne)
-				return WT_ENOMEM;
-			sp->e = ne;
-			cap = nc;
-		}
-		sp->e[sp->n++] = (split_entry){start, off - start, NULL, 0};
+		if (split_add(sp, &cap, start, off - start))
+			return WT_ENOMEM;
 	}
 	if (sp->rest.oom)
 		return WT_ENOMEM;
@@ -290,6 +360,19 @@ static int split_scan(const uint8_t *msg, size_t n, split *sp)
  * that yield svc. */
 static void split_part(const uint8_t *msg, const split *sp, const char *svc, wt_buf *out)
 {
+	if (sp->root) {
+		unsigned char *keep = calloc(sp->n, 1);
+		for (size_t i = 0; keep && i < sp->n; i++)
+			for (size_t k = 0; k < sp->e[i].nsvc; k++)
+				if (!strcmp(sp->e[i].svc[k], svc))
+					keep[i] = 1;
+		if (keep)
+			split_json_part(sp, keep, out);
+		else
+			out->oom = 1;
+		free(keep);
+		return;
+	}
 	wt_buf_reset(out);
 	wt_buf_append(out, sp->rest.data, sp->rest.len);
 	for (size_t i = 0; i < sp->n; i++)
@@ -305,14 +388,23 @@ static void split_part(const uint8_t *msg, const split *sp, const char *svc, wt_
 static int split_services(const uint8_t *msg, split *sp, const wt_limits *lim, wt_err *err)
 {
 	wt_buf one = WT_BUF_INIT;
+	unsigned char *keep = sp->root ? calloc(sp->n, 1) : NULL;
 	int rc = 0;
 
+	if (sp->root && !keep)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	for (size_t i = 0; i < sp->n && !rc; i++) {
 		wt_otlp_result r;
 		memset(&r, 0, sizeof(r));
-		wt_buf_reset(&one);
-		wt_buf_append(&one, sp->rest.data, sp->rest.len);
-		wt_buf_append(&one, msg + sp->e[i].off, sp->e[i].len);
+		if (keep) {
+			keep[i] = 1;
+			split_json_part(sp, keep, &one);
+			keep[i] = 0;
+		} else {
+			wt_buf_reset(&one);
+			wt_buf_append(&one, sp->rest.data, sp->rest.len);
+			wt_buf_append(&one, msg + sp->e[i].off, sp->e[i].len);
+		}
 		if (one.oom) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 			break;
@@ -327,6 +419,7 @@ static int split_services(const uint8_t *msg, split *sp, const wt_limits *lim, w
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		wt_otlp_result_free(&r);
 	}
+	free(keep);
 	wt_buf_free(&one);
 	return rc;
 }

@@ -77,10 +77,17 @@ const edge_project_cfg *edge_upload_auth(edge_server *srv, struct evhttp_request
 	return proj;
 }
 
+static void routes_metrics_render(wt_buf *b);
+
 static void task_reply_cb(evutil_socket_t fd, short what, void *arg)
 {
 	edge_task *t = arg;
 	edge_server *srv = t->srv;
+
+	/* the reply below is the routed request's: count it under its route */
+	srv->route_req = t->route >= 0 ? t->req : NULL;
+	srv->route_idx = t->route;
+	srv->route_t0 = t->route_t0;
 
 	if (t->err.code) {
 		if (t->is_upload)
@@ -102,6 +109,7 @@ static void task_reply_cb(evutil_socket_t fd, short what, void *arg)
 		atomic_fetch_add(&srv->m.upload_bytes, t->bytes);
 		atomic_fetch_add(&srv->m.upload_samples, t->samples);
 	}
+	srv->route_req = NULL;
 	free(t->reply_text);
 	if (t->cleanup)
 		t->cleanup(t);
@@ -125,6 +133,8 @@ edge_task *edge_task_new(edge_server *srv, struct evhttp_request *req)
 	t->srv = srv;
 	t->req = req;
 	t->fmt = -1;
+	t->route = srv->route_req && srv->route_req == req ? srv->route_idx : -1;
+	t->route_t0 = srv->route_t0;
 	t->ev = event_new(srv->base, -1, 0, task_reply_cb, t);
 	if (!t->ev) {
 		free(t);
@@ -226,6 +236,7 @@ static void handle_metrics(edge_server *srv, struct evhttp_request *req)
 	wt_prom_counter(&b, "wt_edge_commit_groups_total", "Synced group commits.", (uint64_t)st.commit_groups);
 	wt_prom_counter(&b, "wt_edge_commit_uploads_total", "Uploads written by group commits.",
 			(uint64_t)st.commit_items);
+	routes_metrics_render(&b);
 	edge_repl_metrics(srv->repl, srv->store, &st, &b);
 	edge_ebpf_metrics(srv->ebpf, &b);
 	edge_config_client_metrics(NULL, &b);
@@ -337,6 +348,53 @@ static const wt_route edge_routes[] = {
 	{GET, "/v1/projects/{project}/profiles/flamegraph", 0, H(r_flamegraph), NULL},
 };
 
+#define NROUTES (sizeof(edge_routes) / sizeof(edge_routes[0]))
+
+/* Per-route counters: replies by status class and the time from the
+ * router taking the request to its reply going out (a worker's replies
+ * included). Loop thread only; /metrics reads them there too. */
+static uint64_t route_replies[NROUTES][3];
+static uint64_t route_ns[NROUTES];
+
+/* wt_http_send_* observer (common/http_server.h) on the loop thread: the
+ * reply of the routed request in flight is counted once under its route. */
+static void route_reply_seen(struct evhttp_request *req, int status, void *arg)
+{
+	edge_server *srv = arg;
+	int i = srv->route_idx;
+
+	if (!srv->route_req || req != srv->route_req || i < 0 || (size_t)i >= NROUTES)
+		return;
+	route_replies[i][status < 300 ? 0 : status < 500 ? 1 : 2]++;
+	route_ns[i] += (uint64_t)(wt_now_ns(CLOCK_MONOTONIC) - srv->route_t0);
+	srv->route_req = NULL;
+}
+
+static void routes_metrics_render(wt_buf *b)
+{
+	static const char *const cls[3] = {"2xx", "4xx", "5xx"};
+	char allow[64];
+
+	wt_prom_family(b, "wt_edge_route_responses_total", "counter",
+		       "HTTP responses by route and status class, counted when sent.");
+	for (size_t i = 0; i < NROUTES; i++) {
+		wt_route_allow_str(edge_routes[i].methods, allow, sizeof(allow));
+		for (int c = 0; c < 3; c++) {
+			const char *kv[] = {"method", allow, "route", edge_routes[i].pattern, "class", cls[c], NULL};
+			if (route_replies[i][c])
+				wt_prom_labels_u64(b, "wt_edge_route_responses_total", kv, route_replies[i][c]);
+		}
+	}
+	wt_prom_family(b, "wt_edge_route_seconds_total", "counter",
+		       "Time from taking a request to sending its reply, by route.");
+	for (size_t i = 0; i < NROUTES; i++) {
+		const char *kv[] = {"method", allow, "route", edge_routes[i].pattern, NULL};
+		wt_route_allow_str(edge_routes[i].methods, allow, sizeof(allow));
+		if (route_ns[i])
+			wt_prom_labels_f(b, "wt_edge_route_seconds_total", kv, 6, (double)route_ns[i] / 1e9);
+	}
+}
+
 /* The one entry of every request: shutdown, route lookup, errors in
  * docs/api.md's shape, {project} percent-decoded for the handler. */
 static void router(struct evhttp_request *req, void *arg)
@@ -369,12 +427,17 @@ static void router(struct evhttp_request *req, void *arg)
 		wt_http_send_error(req, WT_ENOTFOUND, "no such endpoint on the edge");
 		return;
 	}
+	/* from here on the reply is the route's, sent now or by a task
+	 * (edge_task_new carries the route along) */
+	srv->route_req = req;
+	srv->route_idx = (int)m.index;
+	srv->route_t0 = wt_now_ns(CLOCK_MONOTONIC);
 	proj = wt_route_param(&m, "project");
-	if (proj && !(dec = evhttp_uridecode(proj, 0, NULL))) {
+	if (proj && !(dec = evhttp_uridecode(proj, 0, NULL)))
 		wt_http_send_error(req, WT_ENOTFOUND, "no such endpoint on the edge");
-		return;
-	}
-	((edge_handler)m.route->fn)(srv, req, dec);
+	else
+		((edge_handler)m.route->fn)(srv, req, dec);
+	srv->route_req = NULL;
 	free(dec);
 }
 
@@ -478,6 +541,7 @@ int edge_server_init(edge_server *srv, const edge_config *cfg, edge_buffer *stor
 
 int edge_server_run(edge_server *srv)
 {
+	wt_http_set_reply_observer(route_reply_seen, srv); /* this thread runs the loop */
 	return event_base_dispatch(srv->base) < 0 ? WT_EIO : 0;
 }
 

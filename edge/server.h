@@ -58,6 +58,12 @@ typedef struct edge_server {
 	int shutting_down;
 	int64_t started_ns;
 	edge_metrics m;
+	/* the routed request whose reply the next wt_http_send_* on the loop
+	 * thread is (server.c: its router, then task_reply_cb), for the
+	 * per-route counters; route_req NULL = none */
+	struct evhttp_request *route_req;
+	int route_idx;
+	int64_t route_t0;
 } edge_server;
 
 typedef struct edge_task edge_task;
@@ -77,6 +83,8 @@ struct edge_task {
 	int fmt;                        /* detected format for metrics, -1 = n/a */
 	uint64_t bytes, samples;
 	edge_commit commit;
+	int route;                      /* edge_routes row of req (-1: none), for the per-route counters */
+	int64_t route_t0;               /* when the router took req (CLOCK_MONOTONIC ns) */
 };
 
 /* Create a task for req; NULL on OOM. */

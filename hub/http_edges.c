@@ -117,7 +117,10 @@ static void edges_set(hub_req *r, const hub_principal *who, const char *edge, co
 		wt_err_set(&err, WT_EINVAL, "project: required, a valid project name");
 		goto fail;
 	}
-	if (hub_auth_allows(who, project, HUB_ROLE_ADMIN, &err) || hub_ch_health_check(&r->ctx->store, &err))
+	/* the body's project is known only here; DELETE's is the path's,
+	 * which the route wrapper checked */
+	if ((allowed && hub_auth_allows(who, project, HUB_ROLE_ADMIN, &err)) ||
+	    hub_ch_health_check(&r->ctx->store, &err))
 		goto fail;
 	if (allowed && hub_project_retention(r->ch, project, &days, &err))
 		goto fail; /* WT_ENOTFOUND: create the project first */
@@ -159,12 +162,12 @@ int hub_handle_edge_allow(hub_req *r, wt_err *err)
 	return 0;
 }
 
+/* DELETE .../projects/{project}: the route wrapper has checked the admin
+ * role on the path's project (DELETE .../projects/ matches the POST row
+ * only: 405). */
 int hub_handle_edge_disallow(hub_req *r, wt_err *err)
 {
 	(void)err;
-	if (!r->rest || !*r->rest) /* .../projects/ is the POST endpoint */
-		hub_req_method_not_allowed(r, "POST");
-	else
-		edges_set(r, &r->who, r->id, r->rest, 0);
+	edges_set(r, &r->who, r->id, r->project, 0);
 	return 0;
 }

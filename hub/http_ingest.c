@@ -78,11 +78,13 @@ static int put_raw_index(hub_ch *ch, const char *project, const char *service, c
 	return rc;
 }
 
-void hub_handle_upload(hub_req *r)
+/* The route wrapper (server.c) has checked the token (r->who) and parsed
+ * the query (r->q); the upload role is checked here, on the project the
+ * upload goes to. */
+int hub_handle_upload(hub_req *r, wt_err *e)
 {
 	hub_ctx *ctx = r->ctx;
-	hub_principal who;
-	struct evkeyvalq q;
+	const hub_principal *who = &r->who;
 	const struct evkeyval *kv;
 	wt_upload up;
 	hub_label_param lp[WT_UPLOAD_MAX_LABELS];
@@ -102,16 +104,9 @@ void hub_handle_upload(hub_req *r)
 	json_t *types, *reply;
 	int days;
 
-	q.tqh_first = NULL; /* evhttp_clear_headers-safe before wt_http_query */
-	q.tqh_last = &q.tqh_first;
+	(void)e; /* answers its own errors (and counts them as rejected uploads) */
 	wt_upload_init(&up);
-	if (hub_req_auth(r, &who))
-		goto rejected;
-	if (wt_http_query(r->req, &q)) {
-		wt_err_set(&err, WT_EINVAL, "query string is malformed");
-		goto fail;
-	}
-	for (kv = q.tqh_first; kv; kv = kv->next.tqe_next)
+	for (kv = r->q.tqh_first; kv; kv = kv->next.tqe_next)
 		if (wt_upload_param(&up, 0, kv->key, kv->value, &err))
 			goto fail;
 	if (wt_upload_finish(&up, &err))
@@ -120,12 +115,12 @@ void hub_handle_upload(hub_req *r)
 		lp[t].key = up.labels[t].key;
 		lp[t].value = up.labels[t].value;
 	}
-	project = who.super ? wt_http_param(&q, "project") : who.project;
+	project = who->super ? wt_http_param(&r->q, "project") : who->project;
 	if (!project || !hub_project_name_valid(project)) {
 		wt_err_set(&err, WT_EINVAL, "project: the admin token must name a valid project");
 		goto fail;
 	}
-	if (hub_auth_allows(&who, project, HUB_ROLE_UPLOAD, &err))
+	if (hub_auth_allows(who, project, HUB_ROLE_UPLOAD, &err))
 		goto fail;
 	if (wt_http_body(r->req, ctx->cfg.max_body, &body, &len, &err))
 		goto fail;
@@ -199,11 +194,10 @@ void hub_handle_upload(hub_req *r)
 	goto done;
 fail:
 	hub_req_fail(r, &err);
-rejected:
 	atomic_fetch_add(&ctx->metrics.uploads_rejected_total, 1);
 done:
 	wt_profile_free(p);
 	free(body);
 	wt_upload_free(&up);
-	evhttp_clear_headers(&q);
+	return 0;
 }

@@ -63,7 +63,7 @@ typedef struct hub_req {
 typedef int (*hub_handler)(hub_req *r, wt_err *err);
 
 /* wt_route.auth of the hub's route table: 0 = the wrapper checks no token
- * (open endpoints, and handlers that authenticate themselves); otherwise
+ * (open endpoints: /healthz, /metrics, the explorer's files); otherwise
  * a bearer token is required and, when the route has a {project}, one of
  * the HUB_ROLE_* bits set must be allowed on it. HUB_AUTH_TOKEN alone:
  * any valid token (the handler decides). HUB_AUTH_BADNAME_400: an invalid
@@ -74,10 +74,19 @@ typedef int (*hub_handler)(hub_req *r, wt_err *err);
 #define HUB_AUTH_TOKEN 0x100
 #define HUB_AUTH_BADNAME_400 0x200
 #define HUB_AUTH_NOQUERY 0x400
+/* HUB_AUTH_CONNECT: the Connect protocol's routes (Pyroscope's query API):
+ * the token may also come as basic auth's password and the project from
+ * the X-Scope-OrgID header (else the token's own); errors are answered in
+ * Connect's {"code","message"} shape (connect.h). */
+#define HUB_AUTH_CONNECT 0x800
+/* HUB_AUTH_UPLOAD: POST /v1/profiles: what the wrapper refuses (token,
+ * query string) also counts in wt_hub_uploads_rejected_total, as the
+ * handler's own refusals do. */
+#define HUB_AUTH_UPLOAD 0x1000
 #define HUB_AUTH_ROLES (HUB_ROLE_UPLOAD | HUB_ROLE_READ | HUB_ROLE_ADMIN | HUB_ROLE_DELETE)
 
 /* Handlers (http_*.c). */
-void hub_handle_upload(hub_req *r);
+int hub_handle_upload(hub_req *r, wt_err *err);
 /* GET /v1/projects/{project}/profiles/{flamegraph|table|callgraph} (http_query.c) */
 int hub_handle_flamegraph(hub_req *r, wt_err *err);
 int hub_handle_table(hub_req *r, wt_err *err);
@@ -102,7 +111,7 @@ int hub_handle_edge_disallow(hub_req *r, wt_err *err);
 int hub_handle_policy(hub_req *r, wt_err *err);
 int hub_handle_audit(hub_req *r, wt_err *err);
 int hub_handle_delete_profiles(hub_req *r, wt_err *err);
-void hub_handle_deletion(hub_req *r, const char *project, const char *id);
+int hub_handle_deletion(hub_req *r, wt_err *err);
 int hub_handle_worker_run(hub_req *r, wt_err *err);
 
 /* Analysis (docs/api.md "### Analysis"): profiles/{diff,timeline,insights,leaks}, issues,
@@ -116,13 +125,11 @@ int hub_handle_leaks(hub_req *r, wt_err *err);
 int hub_handle_analysis_run(hub_req *r, wt_err *err);
 
 /* Pyroscope's query API (pyroscope_api.c): POST
- * [hub.pyroscope_prefix]/querier.v1.QuerierService/<Method>; returns 1
- * when it handled the request. */
-int hub_pyroscope_route(hub_req *r);
+ * [hub.pyroscope_prefix]/querier.v1.QuerierService/{id = Method}, a
+ * HUB_AUTH_CONNECT row of server.c's table. */
+#define PYRO_SERVICE "/querier.v1.QuerierService/"
+int hub_handle_pyroscope(hub_req *r, wt_err *err);
 
-/* Authenticate the request's bearer token; on failure the error reply has
- * been sent and a negative code is returned. */
-int hub_req_auth(hub_req *r, hub_principal *p);
 /* Count a reply of status sent by other means than the helpers here. */
 void hub_req_count(hub_req *r, int status);
 /* Send err as the JSON error reply and count it. */

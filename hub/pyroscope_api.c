@@ -10,7 +10,9 @@
  * Mapping (docs/api.md "Pyroscope query API"):
  *   - tenant: X-Scope-OrgID names the project; without it, the token's own
  *     project. Token from "Authorization: Bearer T" or basic auth with T as
- *     the password; the project's read role is needed.
+ *     the password; the project's read role is needed. The hub's route
+ *     wrapper checks all of this (server.c, HUB_AUTH_CONNECT row) and
+ *     answers its errors in Connect's shape before the handler runs.
  *   - profile type ids <name>:<sample_type>:<unit>:<period_type>:<period_unit>
  *     ↔ our canonical types (type_map below); unknown ids use their
  *     sample_type part as our type name, our unmapped types get
@@ -44,7 +46,6 @@
 #include "proto/pyroscope_types.pb-c.h"
 #include "selection.h"
 
-#define PYRO_SERVICE "/querier.v1.QuerierService/"
 #define PYRO_MAX_BODY (1 << 20)      /* requests are small: selectors and ids */
 #define PYRO_MAX_ROWS 10000          /* label names/values, series label sets */
 #define PYRO_MAX_SERIES_ROWS 200000  /* (series, point) rows of SelectSeries */
@@ -147,67 +148,6 @@ typedef struct pyro_call {
 	int enc;                        /* HUB_CONNECT_* of the request (and reply) */
 	char project[HUB_PROJECT_MAX + 1];
 } pyro_call;
-
-static int b64_decode(const char *s, char *out, size_t cap)
-{
-	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	uint32_t acc = 0;
-	int bits = 0;
-	size_t o = 0;
-
-	for (; *s && *s != '='; s++) {
-		const char *q = strchr(tbl, *s);
-		if (!q)
-			return -1;
-		acc = acc << 6 | (uint32_t)(q - tbl);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (o + 1 >= cap)
-				return -1;
-			out[o++] = (char)(acc >> bits);
-		}
-	}
-	out[o] = '\0';
-	return 0;
-}
-
-/* Token (Bearer, or basic auth's password) → principal; tenant → project. */
-static int pyro_auth(pyro_call *c, wt_err *err)
-{
-	struct evkeyvalq *h = evhttp_request_get_input_headers(c->r->req);
-	const char *a = evhttp_find_header(h, "Authorization"), *org = evhttp_find_header(h, "X-Scope-OrgID");
-	char tok[256], dec[512];
-	hub_principal who;
-	int rc;
-
-	if (a && !strncasecmp(a, "Bearer ", 7)) {
-		if (wt_http_bearer(c->r->req, tok, sizeof(tok)))
-			return wt_err_set(err, WT_EAUTH, "malformed Authorization: Bearer header");
-	} else if (a && !strncasecmp(a, "Basic ", 6)) {
-		const char *colon;
-		if (b64_decode(a + 6, dec, sizeof(dec)) || !(colon = strchr(dec, ':')) ||
-		    strlen(colon + 1) >= sizeof(tok) || !colon[1])
-			return wt_err_set(err, WT_EAUTH, "malformed Authorization: Basic header (the token is the password)");
-		snprintf(tok, sizeof(tok), "%s", colon + 1);
-	} else {
-		return wt_err_set(err, WT_EAUTH, "missing Authorization: Bearer <read token> (or basic auth with the token as password)");
-	}
-	if ((rc = hub_auth_lookup(c->r->ctx->auth, c->r->ch, tok, &who, err)))
-		return rc;
-	if (org && *org) {
-		if (strlen(org) > HUB_PROJECT_MAX || !hub_project_name_valid(org))
-			return wt_err_set(err, WT_ENOTFOUND, "X-Scope-OrgID: \"%.64s\" is not a valid project name", org);
-		snprintf(c->project, sizeof(c->project), "%s", org);
-	} else if (who.super) {
-		return wt_err_set(err, WT_EINVAL, "X-Scope-OrgID: the admin token needs the project as tenant id");
-	} else {
-		snprintf(c->project, sizeof(c->project), "%s", who.project);
-	}
-	if ((rc = hub_auth_allows(&who, c->project, HUB_ROLE_READ, err)))
-		return rc;
-	return hub_ch_health_check(&c->r->ctx->store, err);
-}
 
 /* [start, end] in ms → [from, until) ns; 0/0 = all time (open) or the
  * default range (select = 1). */
@@ -995,85 +935,84 @@ static const struct method {
 	{"Diff", &querier__v1__diff_request__descriptor, (pyro_fn)m_diff},
 };
 
-int hub_pyroscope_route(hub_req *r)
+static void free_msg(void *m)
 {
-	const char *prefix = r->ctx->cfg.pyroscope_prefix, *path = r->path, *ct, *ce;
+	protobuf_c_message_free_unpacked(m, NULL);
+}
+
+/* The route wrapper (server.c, HUB_AUTH_CONNECT) has checked the token
+ * and the read role on the tenant's project (r->project); body and
+ * decoded message belong to r->arena. */
+int hub_handle_pyroscope(hub_req *r, wt_err *err)
+{
 	struct evkeyvalq *h = evhttp_request_get_input_headers(r->req);
+	const char *ct, *ce;
 	pyro_call c;
-	wt_err err = {0, ""};
-	size_t i, plen = strlen(prefix), blen = 0;
+	size_t i, blen = 0;
 	uint8_t *body = NULL;
 	ProtobufCMessage *msg = NULL;
+	int rc;
 
-	if (plen && (strncmp(path, prefix, plen) || path[plen] != '/'))
-		return 0;
-	path += plen;
-	if (strncmp(path, PYRO_SERVICE, strlen(PYRO_SERVICE)))
-		return 0;
-	path += strlen(PYRO_SERVICE);
 	memset(&c, 0, sizeof(c));
 	c.r = r;
 	c.enc = HUB_CONNECT_JSON;
+	snprintf(c.project, sizeof(c.project), "%s", r->project);
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-		if (!strcmp(path, methods[i].name))
+		if (!strcmp(r->id, methods[i].name))
 			break;
 	if (i == sizeof(methods) / sizeof(methods[0])) {
 		/* Connect: an unknown procedure is 404 "unimplemented" */
-		json_t *o = json_pack("{s:s, s:s}", "code", "unimplemented", "message",
-				      "this QuerierService method is not served by Watchtower");
-		char *s = json_dumps(o, JSON_COMPACT);
+		json_t *o = hub_req_own_json(r, json_pack("{s:s, s:s}", "code", "unimplemented", "message",
+							  "this QuerierService method is not served by Watchtower"));
+		char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		if (!s || wt_arena_defer(&r->arena, free, s))
+			return wt_err_set(err, WT_ENOMEM, "out of memory");
 		hub_req_count(r, 404);
-		wt_http_send_bytes(r->req, 404, "application/json", s ? s : "", s ? strlen(s) : 0);
-		free(s);
-		json_decref(o);
-		return 1;
-	}
-	if (evhttp_request_get_command(r->req) != EVHTTP_REQ_POST) {
-		hub_req_method_not_allowed(r, "POST");
-		return 1;
+		wt_http_send_bytes(r->req, 404, "application/json", s, strlen(s));
+		return 0;
 	}
 	ct = evhttp_find_header(h, "Content-Type");
-	if (ct && !strncasecmp(ct, "application/proto", 17))
+	if (ct && !strncasecmp(ct, "application/proto", 17)) {
 		c.enc = HUB_CONNECT_PROTO;
-	else if (!ct || strncasecmp(ct, "application/json", 16)) {
-		json_t *o = json_pack("{s:s, s:s}", "code", "invalid_argument", "message",
-				      "Content-Type: use application/proto or application/json (Connect unary)");
-		char *s = json_dumps(o, JSON_COMPACT);
+	} else if (!ct || strncasecmp(ct, "application/json", 16)) {
+		json_t *o = hub_req_own_json(r, json_pack("{s:s, s:s}", "code", "invalid_argument", "message",
+							  "Content-Type: use application/proto or application/json (Connect unary)"));
+		char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		if (!s || wt_arena_defer(&r->arena, free, s))
+			return wt_err_set(err, WT_ENOMEM, "out of memory");
 		hub_req_count(r, 415);
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Accept-Post",
 				  "application/json, application/proto");
-		wt_http_send_bytes(r->req, 415, "application/json", s ? s : "", s ? strlen(s) : 0);
-		free(s);
-		json_decref(o);
-		return 1;
+		wt_http_send_bytes(r->req, 415, "application/json", s, strlen(s));
+		return 0;
 	}
-	if (pyro_auth(&c, &err))
-		goto fail;
-	if (wt_http_body(r->req, PYRO_MAX_BODY, &body, &blen, &err))
-		goto fail;
+	if ((rc = hub_ch_health_check(&r->ctx->store, err)))
+		return rc;
+	rc = wt_http_body(r->req, PYRO_MAX_BODY, &body, &blen, err);
+	if (body && wt_arena_defer(&r->arena, free, body))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if (rc)
+		return rc;
 	ce = evhttp_find_header(h, "Content-Encoding");
 	if (ce && !strcasecmp(ce, "gzip")) {
 		uint8_t *plain = NULL;
-		size_t plen2 = 0;
-		if (wt_gunzip(body, blen, PYRO_MAX_BODY, &plain, &plen2, &err))
-			goto fail;
-		free(body);
+		size_t plen = 0;
+		rc = wt_gunzip(body, blen, PYRO_MAX_BODY, &plain, &plen, err);
+		if (plain && wt_arena_defer(&r->arena, free, plain))
+			return wt_err_set(err, WT_ENOMEM, "out of memory");
+		if (rc)
+			return rc;
 		body = plain;
-		blen = plen2;
+		blen = plen;
 	} else if (ce && strcasecmp(ce, "identity")) {
-		wt_err_set(&err, WT_EINVAL, "Content-Encoding: \"%.32s\" is not supported (gzip, identity)", ce);
-		goto fail;
+		return wt_err_set(err, WT_EINVAL, "Content-Encoding: \"%.32s\" is not supported (gzip, identity)", ce);
 	}
-	if (hub_connect_decode(methods[i].in, c.enc, body, blen, &msg, &err))
-		goto fail;
+	rc = hub_connect_decode(methods[i].in, c.enc, body, blen, &msg, err);
+	if (msg && wt_arena_defer(&r->arena, free_msg, msg))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	if (rc)
+		return rc;
 	methods[i].fn(&c, msg);
 	atomic_fetch_add(&r->ctx->metrics.queries_total, 1);
-	goto out;
-fail:
-	hub_connect_fail(r, &err);
-out:
-	if (msg)
-		protobuf_c_message_free_unpacked(msg, NULL);
-	free(body);
-	return 1;
+	return 0;
 }

@@ -20,6 +20,7 @@
 #include "ch_rows.h"
 #include "log.h"
 #include "prom.h"
+#include "upload.h"
 
 #define RULES_MAX 100          /* rules per project */
 #define RULE_LABELS_MAX 8      /* kept labels per rule */
@@ -91,15 +92,19 @@ static int rule_parse(json_t *o, size_t i, rule *r, wt_err *err)
 		return wt_err_set(err, WT_EINVAL, "rules[%zu].labels: at most %d labels", i, RULE_LABELS_MAX);
 	json_array_foreach(labels, k, l) {
 		const char *s = json_string_value(l);
-		if (!s || !hub_label_key_valid(s) || strchr(s, '.') || strchr(s, '-') || strchr(s, '/'))
-			return wt_err_set(err, WT_EINVAL, "rules[%zu].labels[%zu]: expected a label name [A-Za-z_][A-Za-z0-9_]*",
-					  i, k);
+		/* the upload's label rule; on /metrics the key is written as a
+		 * Prometheus label name (wt_prom_label_name), which must be
+		 * neither reserved nor another label's */
+		if (!s || !wt_upload_label_key_valid(s))
+			return wt_err_set(err, WT_EINVAL, "rules[%zu].labels[%zu]: expected a label key "
+					  "[A-Za-z_][A-Za-z0-9_./-]* of at most %d bytes", i, k, WT_UPLOAD_LABEL_KEY_MAX);
 		for (j = 0; j < sizeof(reserved_labels) / sizeof(reserved_labels[0]); j++)
-			if (!strcmp(s, reserved_labels[j]))
+			if (wt_prom_label_name_eq(s, reserved_labels[j]))
 				return wt_err_set(err, WT_EINVAL, "rules[%zu].labels[%zu]: \"%s\" is reserved", i, k, s);
 		for (j = 0; j < r->nlabels; j++)
-			if (!strcmp(s, r->labels[j]))
-				return wt_err_set(err, WT_EINVAL, "rules[%zu].labels[%zu]: \"%s\" twice", i, k, s);
+			if (wt_prom_label_name_eq(s, r->labels[j]))
+				return wt_err_set(err, WT_EINVAL, "rules[%zu].labels[%zu]: \"%s\" twice (as a Prometheus "
+						  "label name, where '.', '-' and '/' are '_')", i, k, s);
 		r->labels[r->nlabels++] = s;
 	}
 	if ((rc = regcomp(&r->re, r->function, REG_EXTENDED | REG_NOSUB))) {
@@ -407,7 +412,9 @@ static int pend_rule(hub_rules_pending *pd, const char *service, const rule *r, 
 		wt_prom_escape(&lbl, unit);
 		wt_buf_putc(&lbl, '"');
 		for (k = 0; k < n && k < r->nlabels; k++) {
-			wt_buf_printf(&lbl, ",%s=\"", r->labels[k]);
+			wt_buf_putc(&lbl, ',');
+			wt_prom_label_name(&lbl, r->labels[k]);
+			wt_buf_puts(&lbl, "=\"");
 			wt_prom_escape(&lbl, vals[k]);
 			wt_buf_putc(&lbl, '"');
 		}
@@ -585,30 +592,13 @@ int hub_rules_metrics_render(wt_buf *out)
 
 /* ---- HTTP --------------------------------------------------------------------- */
 
-static int begin(hub_req *r, const char *project, int role, hub_principal *who, wt_err *err)
-{
-	if (hub_req_auth(r, who))
-		return -1;
-	if (!hub_project_name_valid(project))
-		return wt_err_set(err, WT_ENOTFOUND, "project: \"%.64s\" is not a valid project name", project);
-	if (hub_auth_allows(who, project, role, err))
-		return err->code ? err->code : WT_EFORBIDDEN;
-	return hub_ch_health_check(&r->ctx->store, err);
-}
-
 static void rules_get_http(hub_req *r, const char *project)
 {
-	hub_principal who;
 	wt_err err = {0, ""};
 	stored s = {0, NULL};
-	int rc, days;
+	int days;
 
-	if ((rc = begin(r, project, HUB_ROLE_READ, &who, &err))) {
-		if (rc != -1)
-			hub_req_fail(r, &err);
-		return;
-	}
-	if (hub_project_retention(r->ch, project, &days, &err) || rules_load(r->ch, project, &s, &err)) {
+	if (hub_ch_health_check(&r->ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err) || rules_load(r->ch, project, &s, &err)) {
 		hub_req_fail(r, &err);
 		return;
 	}
@@ -634,7 +624,7 @@ static int same_rule(json_t *a, json_t *b)
 
 static void rules_put_http(hub_req *r, const char *project)
 {
-	hub_principal who;
+	const hub_principal *who = &r->who;
 	wt_err err = {0, ""};
 	stored old = {0, NULL};
 	uint8_t *body = NULL;
@@ -645,14 +635,9 @@ static void rules_put_http(hub_req *r, const char *project)
 	wt_buf sql = WT_BUF_INIT, detail = WT_BUF_INIT;
 	char *text = NULL;
 	int64_t now = wt_now_ns(CLOCK_REALTIME);
-	int rc, days;
+	int days;
 
-	if ((rc = begin(r, project, HUB_ROLE_ADMIN, &who, &err))) {
-		if (rc != -1)
-			hub_req_fail(r, &err);
-		return;
-	}
-	if (wt_http_body(r->req, RULES_MAX_BODY, &body, &len, &err))
+	if (hub_ch_health_check(&r->ctx->store, &err) || wt_http_body(r->req, RULES_MAX_BODY, &body, &len, &err))
 		goto fail;
 	if (!(doc = json_loadb((const char *)body, len, 0, &je))) {
 		wt_err_set(&err, WT_EINVAL, "body: not JSON (line %d column %d: %s)", je.line, je.column, je.text);
@@ -694,16 +679,16 @@ static void rules_put_http(hub_req *r, const char *project)
 	wt_buf_printf(&sql, ", %llu, ", (unsigned long long)(old.revision + 1));
 	hub_sql_quote(&sql, text);
 	wt_buf_puts(&sql, ", ");
-	hub_sql_quote(&sql, who.token_id);
+	hub_sql_quote(&sql, who->token_id);
 	wt_buf_printf(&sql, ", %lld)", (long long)now);
 	/* audited before it takes effect */
-	if (hub_audit_record(r->ch, project, who.token_id, "recording_rules.update", (const char *)detail.data, NULL,
+	if (hub_audit_record(r->ch, project, who->token_id, "recording_rules.update", (const char *)detail.data, NULL,
 			     &err) ||
 	    hub_ch_query_buf(r->ch, &sql, NULL, &err))
 		goto fail;
 	cache_drop(project);
 	wt_info("msg=\"recording rules updated\" project=%s revision=%llu rules=%zu by=%s", project,
-		(unsigned long long)(old.revision + 1), n, who.token_id);
+		(unsigned long long)(old.revision + 1), n, who->token_id);
 	json_object_set_new(clean, "project", json_string(project));
 	json_object_set_new(clean, "revision", json_integer((json_int_t)(old.revision + 1)));
 	hub_req_json(r, 200, clean);
@@ -728,9 +713,7 @@ out:
  * from + k·step (as /profiles/series). */
 static void rule_series_http(hub_req *r, const char *project, const char *name)
 {
-	hub_principal who;
 	wt_err err = {0, ""};
-	struct evkeyvalq q;
 	hub_params hp;
 	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
 	json_t *doc = NULL, *rows, *row, *series = NULL, *cur = NULL, *out;
@@ -739,25 +722,15 @@ static void rule_series_http(hub_req *r, const char *project, const char *name)
 	int64_t from, until, step;
 	long points;
 	size_t i;
-	int rc;
 
-	q.tqh_first = NULL;
-	q.tqh_last = &q.tqh_first;
-	if ((rc = begin(r, project, HUB_ROLE_READ, &who, &err))) {
-		if (rc != -1)
-			hub_req_fail(r, &err);
-		return;
-	}
+	if (hub_ch_health_check(&r->ctx->store, &err))
+		goto fail;
 	if (!name_ok(name)) {
 		wt_err_set(&err, WT_ENOTFOUND, "rule: \"%.64s\" is not a rule name", name);
 		goto fail;
 	}
-	if (wt_http_query(r->req, &q)) {
-		wt_err_set(&err, WT_EINVAL, "query string is malformed");
-		goto fail;
-	}
-	if (hub_params_parse(&q, &hp, &err) ||
-	    hub_param_uint(&q, "points", 240, 1, SERIES_MAX_POINTS, &points, &err))
+	if (hub_params_parse(&r->q, &hp, &err) ||
+	    hub_param_uint(&r->q, "points", 240, 1, SERIES_MAX_POINTS, &points, &err))
 		goto fail;
 	until = hp.has_until ? hp.until_ns : wt_now_ns(CLOCK_REALTIME);
 	from = hp.has_from ? hp.from_ns : until - (int64_t)r->ctx->cfg.default_range_s * 1000000000LL;
@@ -831,11 +804,10 @@ done:
 	json_decref(doc);
 	wt_buf_free(&sql);
 	wt_buf_free(&res);
-	evhttp_clear_headers(&q);
 }
 
-/* Route handlers (server.c's table); they check token and role themselves
- * (begin). The name is cut to RULE_NAME_MAX + 1 bytes, as a longer
+/* Route handlers (server.c's table checks token, project and role: read
+ * for GET, admin for PUT). The name is cut to RULE_NAME_MAX + 1 bytes, as a longer
  * one is refused by the validation anyway. */
 int hub_handle_rules(hub_req *r, wt_err *err)
 {

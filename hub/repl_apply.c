@@ -591,7 +591,8 @@ static void raw_index_row(wt_buf *sql, size_t *nrows, const up_state *s, const c
 
 /* Decode an upload's original exactly as the edge did, store it, and
  * append its sample rows to sink (leaving out what st says is stored). A
- * decode failure marks the upload rejected (its rollup is still stored)
+ * header that breaks the upload's label rule, or a decode failure, marks
+ * the upload rejected (nothing of it is stored, the ledger keeps why)
  * rather than failing the batch. */
 static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, const stored_t *st, hub_daysink *sink,
 			  putter *put, hub_repl_result *res, wt_err *err)
@@ -608,6 +609,14 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, con
 
 	wt_limits_default(&lim);
 	lim.max_body = ctx->cfg.max_body;
+	/* the upload contract's label rule, which edges from before it did not
+	 * apply: refused per upload, like a decode failure */
+	if (hub_repl_header_check(h, &derr)) {
+		s->rejected = 1;
+		snprintf(s->detail, sizeof(s->detail), "header: %s", derr.msg);
+		wt_warn("msg=\"replicated upload rejected\" upload=%s error=\"%s\"", s->upload_id, derr.msg);
+		return 0;
+	}
 	if (hub_repl_decode_upload(u, h, &lim, &p, &det, &derr)) {
 		s->rejected = 1;
 		snprintf(s->detail, sizeof(s->detail), "decode: %s", derr.msg);

@@ -47,8 +47,8 @@ int hub_repl_header_init(const Watchtower__Repl__Upload *u, json_t **js, hub_rep
 		h->sample_rate = t->sample_rate;
 		h->from_ns = t->from_ns;
 		h->until_ns = t->until_ns;
-		for (i = 0; i < t->n_labels && h->nlp < HUB_REPL_MAX_LABELS; i++) {
-			if (!t->labels[i]->key || !t->labels[i]->value)
+		for (i = 0; i < t->n_labels; i++) {
+			if (!t->labels[i]->key || !t->labels[i]->value || h->nlabels++ >= HUB_REPL_MAX_LABELS)
 				continue;
 			h->lp[h->nlp].key = t->labels[i]->key;
 			h->lp[h->nlp].value = t->labels[i]->value;
@@ -74,7 +74,7 @@ int hub_repl_header_init(const Watchtower__Repl__Upload *u, json_t **js, hub_rep
 		labels = json_object_get(*js, "labels");
 		if (json_is_object(labels)) {
 			json_object_foreach(labels, k, v) {
-				if (h->nlp < HUB_REPL_MAX_LABELS && json_is_string(v)) {
+				if (json_is_string(v) && h->nlabels++ < HUB_REPL_MAX_LABELS) {
 					h->lp[h->nlp].key = k;
 					h->lp[h->nlp].value = json_string_value(v);
 					h->nlp++;
@@ -83,6 +83,23 @@ int hub_repl_header_init(const Watchtower__Repl__Upload *u, json_t **js, hub_rep
 		}
 	}
 	return h->project && h->service ? 0 : WT_EINVAL;
+}
+
+int hub_repl_header_check(const hub_repl_header *h, wt_err *err)
+{
+	wt_upload u;
+	size_t i;
+	int rc = 0;
+
+	wt_upload_init(&u);
+	if (h->service)
+		rc = wt_upload_set_service(&u, h->service, err);
+	for (i = 0; !rc && i < h->nlp; i++)
+		rc = wt_upload_add_label(&u, h->lp[i].key, h->lp[i].value, err);
+	if (!rc && h->nlabels > WT_UPLOAD_MAX_LABELS)
+		rc = wt_err_set(err, WT_ELIMIT, "labels: %zu, more than %d labels", h->nlabels, WT_UPLOAD_MAX_LABELS);
+	wt_upload_free(&u);
+	return rc;
 }
 
 /* An OTLP request carries several services; the edge stores, per service,
@@ -141,6 +158,8 @@ int hub_repl_decode_upload(const Watchtower__Repl__Upload *u, const hub_repl_hea
 
 	*p = NULL;
 	*det = WT_FMT_AUTO;
+	if ((rc = hub_repl_header_check(h, err)))
+		return rc;
 	/* the upload contract (common/upload.h), as the edge applied it */
 	memset(&d, 0, sizeof(d));
 	if (h->format && wt_format_parse(h->format, &d.fmt))

@@ -25,7 +25,8 @@ typedef struct hub_repl_header {
 	const char *project, *service, *format, *type, *hint, *units, *otlp_service;
 	int64_t sample_rate, from_ns, until_ns;
 	hub_label_param lp[HUB_REPL_MAX_LABELS];
-	size_t nlp; /* labels beyond HUB_REPL_MAX_LABELS are left out */
+	size_t nlp;      /* labels beyond HUB_REPL_MAX_LABELS are left out of lp */
+	size_t nlabels;  /* labels the header has (hub_repl_header_check refuses > the limit) */
 } hub_repl_header;
 
 /* Fill h from u's typed header, else from its JSON header, parsed into *js
@@ -34,7 +35,16 @@ typedef struct hub_repl_header {
  * service. */
 int hub_repl_header_init(const Watchtower__Repl__Upload *u, json_t **js, hub_repl_header *h);
 
-/* Decode u->original with h's options (format, hint, type, units,
+/* The upload contract's rules (common/upload.h: wt_upload_set_service,
+ * wt_upload_add_label) on h's service and labels, as a direct upload is
+ * checked: edges from before that contract accepted labels the hub then
+ * could not query (64 labels with any printable key). 0, or WT_EINVAL /
+ * WT_ELIMIT with the upload's own message ("label.K: …"), or WT_ENOMEM.
+ * A NULL service is left to hub_repl_header_init. */
+int hub_repl_header_check(const hub_repl_header *h, wt_err *err);
+
+/* Check h (hub_repl_header_check), then decode u->original with h's
+ * options (format, hint, type, units,
  * sample_rate; otlp_service picks one service of an OTLP request) within
  * lim, and place its time: from_ns/until_ns when given, else the profile's
  * own time, else u->received_ns. On success *p is a new profile owned by

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "connect.h"
 #include "http_guard.h"
 #include "http_route.h"
 #include "http_server.h"
@@ -109,7 +110,74 @@ void hub_req_fail(hub_req *r, const wt_err *err)
 	wt_http_send_error(r->req, code, err->msg);
 }
 
-int hub_req_auth(hub_req *r, hub_principal *p)
+/* Basic auth's password: "Basic base64(user:token)" → token. */
+static int basic_password(const char *a, char *tok, size_t cap)
+{
+	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char dec[512];
+	const char *colon, *q;
+	uint32_t acc = 0;
+	int bits = 0;
+	size_t o = 0;
+
+	for (; *a && *a != '='; a++) {
+		if (!(q = strchr(tbl, *a)))
+			return -1;
+		acc = acc << 6 | (uint32_t)(q - tbl);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (o + 1 >= sizeof(dec))
+				return -1;
+			dec[o++] = (char)(acc >> bits);
+		}
+	}
+	dec[o] = '\0';
+	if (!(colon = strchr(dec, ':')) || !colon[1] || strlen(colon + 1) >= cap)
+		return -1;
+	snprintf(tok, cap, "%s", colon + 1);
+	return 0;
+}
+
+/* The Connect routes' credentials (Pyroscope's clients and Grafana's data
+ * source): the token from "Authorization: Bearer T" or basic auth with T
+ * as the password; the project from X-Scope-OrgID (the tenant id), else
+ * the token's own. Fills r->who and r->project (in r->arena). */
+static int connect_auth(hub_req *r, wt_err *err)
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(r->req);
+	const char *a = evhttp_find_header(h, "Authorization"), *org = evhttp_find_header(h, "X-Scope-OrgID");
+	char tok[256];
+	int rc;
+
+	if (a && !strncasecmp(a, "Bearer ", 7)) {
+		if (wt_http_bearer(r->req, tok, sizeof(tok)))
+			return wt_err_set(err, WT_EAUTH, "malformed Authorization: Bearer header");
+	} else if (a && !strncasecmp(a, "Basic ", 6)) {
+		if (basic_password(a + 6, tok, sizeof(tok)))
+			return wt_err_set(err, WT_EAUTH, "malformed Authorization: Basic header (the token is the password)");
+	} else {
+		return wt_err_set(err, WT_EAUTH, "missing Authorization: Bearer <read token> (or basic auth with the token as password)");
+	}
+	if ((rc = hub_auth_lookup(r->ctx->auth, r->ch, tok, &r->who, err)))
+		return rc;
+	if (org && *org) {
+		if (strlen(org) > HUB_PROJECT_MAX || !hub_project_name_valid(org))
+			return wt_err_set(err, WT_ENOTFOUND, "X-Scope-OrgID: \"%.64s\" is not a valid project name", org);
+		r->project = wt_arena_strdup(&r->arena, org);
+	} else if (r->who.super) {
+		return wt_err_set(err, WT_EINVAL, "X-Scope-OrgID: the admin token needs the project as tenant id");
+	} else {
+		r->project = wt_arena_strdup(&r->arena, r->who.project);
+	}
+	if (!r->project)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Authenticate the request's bearer token; on failure the error reply has
+ * been sent and a negative code is returned. */
+static int hub_req_auth(hub_req *r, hub_principal *p)
 {
 	char tok[256];
 	wt_err err = {0, ""};
@@ -197,12 +265,10 @@ static int guard_decide(void *arg, const wt_http_head *h, wt_err *err)
 
 /* ---- the route table (docs/api.md lists the endpoints) ------------------ */
 
-/* Adapters for handlers that authenticate and parse on their own. */
+/* Adapters for the open endpoints' handlers (they reply themselves). */
 static int h_healthz(hub_req *r, wt_err *e) { (void)e; hub_handle_healthz(r); return 0; }
 static int h_metrics(hub_req *r, wt_err *e) { (void)e; hub_handle_metrics(r); return 0; }
-static int h_upload(hub_req *r, wt_err *e) { (void)e; hub_handle_upload(r); return 0; }
 static int h_ui(hub_req *r, wt_err *e) { (void)e; hub_handle_ui(r); return 0; }
-static int h_deletion(hub_req *r, wt_err *e) { (void)e; hub_handle_deletion(r, r->project, r->id); return 0; }
 
 #define GET EVHTTP_REQ_GET
 #define HEAD EVHTTP_REQ_HEAD
@@ -215,27 +281,41 @@ static int h_deletion(hub_req *r, wt_err *e) { (void)e; hub_handle_deletion(r, r
 
 /* First match wins. Rows with a role: the wrapper checks the token, the
  * role on {project} and parses the query string before the handler runs.
- * Rows with HUB_AUTH_OPEN: open endpoints and handlers that still check
- * tokens themselves. Paths not here go to the sub-routers in
- * route_request (the Pyroscope API under its configurable prefix). */
+ * HUB_AUTH_TOKEN rows: the wrapper checks the token; the role is checked
+ * by the handler because the project it applies to is not in the path
+ * (the token's own, a query parameter or the JSON body), or the endpoint
+ * is the hub admin token's only. HUB_AUTH_OPEN: open endpoints only.
+ * HUB_AUTH_CONNECT rows take the token and project as Pyroscope's
+ * clients send them (connect_auth) and answer errors in Connect's shape.
+ * Paths not here are 404. */
 static const wt_route hub_routes[] = {
 	{GET | HEAD, "/healthz", HUB_AUTH_OPEN, H(h_healthz), NULL},
 	{GET, "/metrics", HUB_AUTH_OPEN, H(h_metrics), NULL},
-	{POST, "/v1/profiles", HUB_AUTH_OPEN, H(h_upload), NULL},
+	/* the project is the token's own (?project= for the hub admin token),
+	 * not in the path: the wrapper checks the token, the handler the
+	 * upload role on that project */
+	{POST, "/v1/profiles", HUB_AUTH_TOKEN | HUB_AUTH_UPLOAD, H(hub_handle_upload), NULL},
+	/* admin endpoints: the hub admin token, or a project admin token on
+	 * the project named in the query (?project=) or the body */
 	{GET | POST, "/v1/admin/projects", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_admin_projects), NULL},
 	{GET | POST, "/v1/admin/tokens", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_admin_tokens), NULL},
 	{DELETE, "/v1/admin/tokens/*", HUB_AUTH_TOKEN, H(hub_handle_admin_token_revoke), NULL},
+	/* edge registrations: GET's project is ?project= (none: the hub admin
+	 * token), POST's is in the body; DELETE's is in the path */
 	{GET, "/v1/admin/edges", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edges_get), NULL},
 	{GET, "/v1/admin/edges/", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edges_get), NULL},
 	{POST, "/v1/admin/edges/{id}/projects", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_allow), NULL},
 	{POST, "/v1/admin/edges/{id}/projects/", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_allow), NULL},
-	{DELETE, "/v1/admin/edges/{id}/projects/*", HUB_AUTH_TOKEN | HUB_AUTH_NOQUERY, H(hub_handle_edge_disallow), NULL},
+	{DELETE, "/v1/admin/edges/{id}/projects/{project}", HUB_ROLE_ADMIN | HUB_AUTH_BADNAME_400 | HUB_AUTH_NOQUERY,
+	 H(hub_handle_edge_disallow), NULL},
+	/* the hub admin token; analysis/run also a project admin token on ?project= */
 	{POST, "/v1/admin/worker/run", HUB_AUTH_TOKEN, H(hub_handle_worker_run), NULL},
 	{POST, "/v1/admin/analysis/run", HUB_AUTH_TOKEN, H(hub_handle_analysis_run), NULL},
 	{GET | PUT, "/v1/projects/{project}/policy", HUB_ROLE_ADMIN | HUB_AUTH_BADNAME_400 | HUB_AUTH_NOQUERY, H(hub_handle_policy), NULL},
 	{DELETE, "/v1/projects/{project}/profiles", HUB_ROLE_DELETE | HUB_AUTH_BADNAME_400, H(hub_handle_delete_profiles), NULL},
 	{GET, "/v1/projects/{project}/audit", HUB_ROLE_ADMIN | HUB_ROLE_DELETE | HUB_AUTH_BADNAME_400, H(hub_handle_audit), NULL},
-	{GET, "/v1/projects/{project}/deletions/{id}", HUB_AUTH_OPEN, H(h_deletion), NULL},
+	{GET, "/v1/projects/{project}/deletions/{id}", HUB_ROLE_ADMIN | HUB_ROLE_DELETE | HUB_AUTH_BADNAME_400 | HUB_AUTH_NOQUERY,
+	 H(hub_handle_deletion), NULL},
 	{GET, "/v1/projects/{project}/profiles/diff", HUB_ROLE_READ, H(hub_handle_diff), NULL},
 	{GET, "/v1/projects/{project}/profiles/timeline", HUB_ROLE_READ, H(hub_handle_timeline), NULL},
 	{GET, "/v1/projects/{project}/profiles/insights", HUB_ROLE_READ, H(hub_handle_insights), NULL},
@@ -246,8 +326,9 @@ static const wt_route hub_routes[] = {
 	{GET, "/v1/projects/{project}/debuginfo/{id}", HUB_ROLE_READ | HUB_ROLE_UPLOAD | DEBUGINFO,
 	 H(hub_handle_debuginfo), NULL},
 	{PUT | DELETE, "/v1/projects/{project}/debuginfo/{id}", HUB_ROLE_UPLOAD | DEBUGINFO, H(hub_handle_debuginfo), NULL},
-	{GET | PUT, "/v1/projects/{project}/recording-rules", HUB_AUTH_OPEN, H(hub_handle_rules), NULL},
-	{GET, "/v1/projects/{project}/recording-rules/{id}/series", HUB_AUTH_OPEN, H(hub_handle_rule_series), NULL},
+	{GET, "/v1/projects/{project}/recording-rules", HUB_ROLE_READ | HUB_AUTH_NOQUERY, H(hub_handle_rules), NULL},
+	{PUT, "/v1/projects/{project}/recording-rules", HUB_ROLE_ADMIN | HUB_AUTH_NOQUERY, H(hub_handle_rules), NULL},
+	{GET, "/v1/projects/{project}/recording-rules/{id}/series", HUB_ROLE_READ, H(hub_handle_rule_series), NULL},
 	{GET | HEAD, "/", HUB_AUTH_OPEN, H(h_ui), NULL},
 	{GET | HEAD, "/ui", HUB_AUTH_OPEN, H(h_ui), NULL},
 	{GET | HEAD, "/ui/*", HUB_AUTH_OPEN, H(h_ui), NULL},
@@ -257,6 +338,10 @@ static const wt_route hub_routes[] = {
 	{GET, "/v1/projects/{project}/profiles/flamegraph", HUB_ROLE_READ, H(hub_handle_flamegraph), NULL},
 	{GET, "/v1/projects/{project}/profiles/table", HUB_ROLE_READ, H(hub_handle_table), NULL},
 	{GET, "/v1/projects/{project}/profiles/callgraph", HUB_ROLE_READ, H(hub_handle_callgraph), NULL},
+	/* Pyroscope's QuerierService, under hub.pyroscope_prefix (route_path):
+	 * Connect's credentials and tenant header, Connect's error shape. */
+	{POST, PYRO_SERVICE "{id}", HUB_ROLE_READ | HUB_AUTH_CONNECT, H(hub_handle_pyroscope),
+	 PYRO_SERVICE "{method}"},
 };
 #define NROUTES (sizeof(hub_routes) / sizeof(hub_routes[0]))
 
@@ -329,9 +414,15 @@ static void dispatch(hub_req *r, const wt_route_match *m)
 		r->id = m->rest;
 	TAILQ_INIT(&r->q);
 	wt_arena_init(&r->arena, HUB_REQ_ARENA_MAX);
-	if (rt->auth != HUB_AUTH_OPEN) {
-		if (hub_req_auth(r, &r->who))
+	if (rt->auth & HUB_AUTH_CONNECT) {
+		if (!(rc = connect_auth(r, &err)))
+			rc = allowed(r, rt->auth, &err);
+	} else if (rt->auth != HUB_AUTH_OPEN) {
+		if (hub_req_auth(r, &r->who)) {
+			if (rt->auth & HUB_AUTH_UPLOAD)
+				atomic_fetch_add(&r->ctx->metrics.uploads_rejected_total, 1);
 			goto done; /* replied */
+		}
 		if (r->project && !hub_project_name_valid(r->project))
 			rc = (rt->auth & HUB_AUTH_BADNAME_400)
 				     ? wt_err_set(&err, WT_EINVAL, "project: not a valid project name")
@@ -342,12 +433,17 @@ static void dispatch(hub_req *r, const wt_route_match *m)
 		else if (!(rt->auth & HUB_AUTH_NOQUERY) && wt_http_query(r->req, &r->q))
 			rc = wt_err_set(&err, WT_EINVAL, "query string is malformed");
 	}
+	if (rc && (rt->auth & HUB_AUTH_UPLOAD))
+		atomic_fetch_add(&r->ctx->metrics.uploads_rejected_total, 1);
 	if (!rc)
 		rc = ((hub_handler)rt->fn)(r, &err);
 	if (rc && !r->status) {
 		if (!err.code)
 			err.code = rc;
-		hub_req_fail(r, &err);
+		if (rt->auth & HUB_AUTH_CONNECT)
+			hub_connect_fail(r, &err);
+		else
+			hub_req_fail(r, &err);
 	} else if (rc) {
 		wt_warn("route %s: error after the reply was sent: %s", rt->pattern, err.msg);
 	}
@@ -359,6 +455,23 @@ done:
 	wt_arena_clear(&r->arena);
 }
 
+/* The path the route table sees: Pyroscope's service lives only under
+ * hub.pyroscope_prefix when one is set, so the prefix is taken off there
+ * and the bare service path is not found (NULL). */
+static const char *route_path(const hub_ctx *ctx, const char *path)
+{
+	const char *prefix = ctx->cfg.pyroscope_prefix;
+	size_t plen = prefix ? strlen(prefix) : 0, slen = strlen(PYRO_SERVICE);
+
+	if (!plen)
+		return path;
+	if (!strncmp(path, prefix, plen) && !strncmp(path + plen, PYRO_SERVICE, slen))
+		return path + plen;
+	if (!strncmp(path, PYRO_SERVICE, slen))
+		return NULL;
+	return path;
+}
+
 static void route_request(struct evhttp_request *req, void *arg)
 {
 	worker *w = arg;
@@ -367,18 +480,18 @@ static void route_request(struct evhttp_request *req, void *arg)
 	unsigned cmd = (unsigned)evhttp_request_get_command(req);
 	hub_req r = {.ctx = w->ctx, .ch = w->ch, .req = req, .path = path ? path : "/"};
 	wt_route_match m;
+	const char *mpath;
 	int found;
 	wt_err err;
 
 	wt_http_guard_request(w->guard, req);
 	atomic_fetch_add(&w->ctx->metrics.requests_total, 1);
-	found = wt_route_find(hub_routes, NROUTES, cmd, r.path, &m);
+	mpath = route_path(w->ctx, r.path);
+	found = mpath ? wt_route_find(hub_routes, NROUTES, cmd, mpath, &m) : WT_ROUTE_NO_PATH;
 	if (found == WT_ROUTE_FOUND) {
 		dispatch(&r, &m);
 		return;
 	}
-	if (hub_pyroscope_route(&r)) /* Pyroscope's QuerierService (pyroscope_api.c) */
-		return;
 	if (found == WT_ROUTE_NO_METHOD) {
 		char allow[64];
 		wt_route_allow_str(m.allowed, allow, sizeof(allow));

@@ -507,6 +507,10 @@ class ControlTest(unittest.TestCase):
             ("GET", "/v1/projects/m/debuginfo/" + "ab" * 20, None, {"upload", "read", "admin"}),
             ("PUT", "/v1/projects/m/debuginfo/" + "ab" * 20 + "?name=x", b"not an ELF file", {"upload", "admin"}),
             ("DELETE", "/v1/projects/m/debuginfo/" + "ab" * 20, None, {"upload", "admin"}),
+            # recording rules: reading them and their series, replacing them
+            ("GET", "/v1/projects/m/recording-rules", None, {"read", "admin"}),
+            ("GET", "/v1/projects/m/recording-rules/r1/series", None, {"read", "admin"}),
+            ("PUT", "/v1/projects/m/recording-rules", b'{"rules": []}', {"admin"}),
         ]
         table = []
         for method, path, data, allowed in eps:

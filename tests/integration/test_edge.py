@@ -278,6 +278,49 @@ class EdgeTest(unittest.TestCase):
         self.assertEqual(st, 200, body)
         self.assertEqual(e.query("table", service="after")[1]["total"], folded_reference(FOLDED_C)[0])
 
+    def test_route_metrics_count_replies_when_sent(self):
+        # wt_edge_route_responses_total / _seconds_total: counted per route of
+        # edge_routes when the reply goes out, also for replies a worker
+        # finishes later (uploads, queries)
+        e = self.start_edge()
+        with open(FOLDED_C, "rb") as f:
+            good = f.read()
+        up = 'route="/v1/profiles"'
+        table = 'route="/v1/projects/{project}/profiles/table"'
+
+        def counts():
+            m = e.metrics()
+            return {k: v for k, v in m.items() if k.startswith("wt_edge_route_")}
+
+        def n(c, method, route, cls):
+            return c.get(f'wt_edge_route_responses_total{{method="{method}",{route},class="{cls}"}}', 0)
+
+        before = counts()
+        for svc in ("a", "b"):
+            st, body = e.upload(good, format="folded", service=svc)
+            self.assertEqual(st, 200, body)
+        st, body = e.upload(b"a;b;c notanumber\n", format="folded", service="s")  # 400 from a worker
+        self.assertEqual(st, 400, body)
+        st, js = e.query("table", service="a")
+        self.assertEqual(st, 200, js)
+        st, js = e.query("table", token="nope", service="a")  # 401 before any worker
+        self.assertEqual(st, 401, js)
+        st, _ = e.request("GET", "/healthz")
+        self.assertEqual(st, 200)
+        after = counts()
+        self.assertEqual(n(after, "POST", up, "2xx") - n(before, "POST", up, "2xx"), 2, after)
+        self.assertEqual(n(after, "POST", up, "4xx") - n(before, "POST", up, "4xx"), 1, after)
+        self.assertEqual(n(after, "GET", table, "2xx") - n(before, "GET", table, "2xx"), 1, after)
+        self.assertEqual(n(after, "GET", table, "4xx") - n(before, "GET", table, "4xx"), 1, after)
+        self.assertEqual(n(after, "GET", 'route="/healthz"', "2xx") - n(before, "GET", 'route="/healthz"', "2xx"), 1)
+        self.assertEqual(n(after, "POST", up, "5xx"), 0)
+        secs = 'wt_edge_route_seconds_total{method="POST",route="/v1/profiles"}'
+        self.assertGreater(after.get(secs, 0), before.get(secs, 0), after)
+        # a path no route matches is not a route's
+        st, _ = e.request("GET", "/nowhere")
+        self.assertEqual(st, 404)
+        self.assertNotIn("/nowhere", json.dumps(counts()))
+
     def test_kill9_during_concurrent_uploads_loses_no_acked_upload(self):
         e = self.start_edge(workers=4)
         n = 200

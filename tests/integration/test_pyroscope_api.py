@@ -16,6 +16,7 @@ uploaded; auth (Bearer, basic, X-Scope-OrgID) and errors follow Connect.
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -392,6 +393,21 @@ class PyroscopePrefix(unittest.TestCase):
         self.assertEqual(a["status"], 200, a)
         self.assertEqual(a["body"]["names"], ["__profile_type__"])  # empty project
         self.assertEqual(b["status"], 404)
+        # the service is a row of the hub's route table: the route wrapper
+        # counts its replies (the 200 above, a 401 without a token; the bare
+        # path's 404 belongs to no route)
+        st, js = hub.request("POST", "/pyroscope/querier.v1.QuerierService/LabelNames", body=b"{}",
+                             headers={"Content-Type": "application/json"})
+        self.assertEqual(st, 401, js)
+        self.assertEqual(js["code"], "unauthenticated")
+        st, text = hub.request("GET", "/metrics")
+        self.assertEqual(st, 200)
+        counts = dict(re.findall(r'^wt_hub_route_responses_total\{method="POST",'
+                                 r'route="/querier.v1.QuerierService/\{method\}",class="(\dxx)"\} (\d+)$',
+                                 text.decode(), re.M))
+        self.assertEqual(counts, {"2xx": "1", "4xx": "1"}, text.decode()[-3000:])
+        self.assertRegex(text.decode(), r'wt_hub_route_seconds_total\{method="POST",'
+                         r'route="/querier.v1.QuerierService/\{method\}"\} [0-9.]+')
 
 
 if __name__ == "__main__":

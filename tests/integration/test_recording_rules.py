@@ -181,6 +181,33 @@ class RecordingRules(unittest.TestCase):
         self.assertEqual(js["rules"][0]["created"], created["checkout_parse"])
         self.assertGreater(js["rules"][1]["created"], created["checkout_parse_total"])
 
+    def test_label_names_follow_the_upload_rule(self):
+        # label keys are what an upload accepts (k8s/pod, app.kubernetes.io/name,
+        # team-name); /metrics writes them as Prometheus label names (every
+        # character outside [A-Za-z0-9_] as '_'), the stored series keep them
+        rules = {"rules": [{"name": "pod_parse", "service": "checkout", "type": "cpu", "function": "^parse$",
+                            "value": "self", "labels": ["k8s/pod", "app.kubernetes.io/name", "team-name"]}]}
+        st, js = self.hub.request("PUT", "/v1/projects/demo/recording-rules", json.dumps(rules), token=self.adm)
+        self.assertEqual(st, 200, js)
+        self.assertEqual(js["rules"][0]["labels"], ["k8s/pod", "app.kubernetes.io/name", "team-name"])
+        self.upload(U1, 70, **{"k8s/pod": "web-1", "app.kubernetes.io/name": "shop", "team-name": "t1"})
+        vals, _ = self.rule_values()
+        self.assertEqual(vals, {("pod_parse", frozenset({("k8s_pod", "web-1"), ("app_kubernetes_io_name", "shop"),
+                                                         ("team_name", "t1")})): 10})
+        st, js = self.hub.request("GET", f"/v1/projects/demo/recording-rules/pod_parse/series?from={self.t0}"
+                                         f"&until={self.t0 + 600}&points=10&label.k8s/pod=web-1", token=self.rd)
+        self.assertEqual(st, 200, js)
+        self.assertEqual([(s["labels"], s["points"]) for s in js["series"]],
+                         [({"k8s/pod": "web-1", "app.kubernetes.io/name": "shop", "team-name": "t1"},
+                           [[(self.t0 + 60) * 10**9, 10]])])
+        # two names that would be one Prometheus label name, and a key the
+        # upload rule refuses, name the field
+        for labels, k in ((["k8s/pod", "k8s_pod"], 1), (["ok", "1bad"], 1), (["a b"], 0)):
+            st, js = self.hub.request("PUT", "/v1/projects/demo/recording-rules", json.dumps(
+                {"rules": [dict(rules["rules"][0], labels=labels)]}), token=self.adm)
+            self.assertEqual(st, 400, js)
+            self.assertTrue(js["detail"].startswith(f"rules[0].labels[{k}]:"), js)
+
     def test_bad_rules_name_the_field(self):
         cases = [
             ({"rules": [dict(RULES["rules"][0], function="(")]}, "rules[0].function"),

@@ -11,9 +11,12 @@ row for row, read straight from ClickHouse. Label keys include
 `k8s/pod`-style keys, which must also be filterable on the hub's query
 API. An OTLP request naming three services, sent to the edge's OTLP
 receiver, is stored once per service, each original holding only that
-service's resource profiles (docs/formats.md "## OTLP profiles").
+service's resource profiles (docs/formats.md "## OTLP profiles"), in
+protobuf and in OTLP/JSON.
 """
+import copy
 import http.client
+import json
 import os
 import shutil
 import sys
@@ -73,6 +76,23 @@ def otlp_three_services(path, services):
         attr = f_bytes(1, f_bytes(1, "service.name") + f_bytes(2, f_bytes(1, s)))
         out += b"".join(f_bytes(1, rp + f_bytes(1, attr)) for rp in rps)
     return out
+
+
+def otlp_json_three_services(path, services):
+    """The OTLP/JSON request at path with its resourceProfiles repeated
+    once per service, each with the resource attribute service.name = that
+    service (the JSON counterpart of otlp_three_services)."""
+    with open(path, "rb") as f:
+        doc = json.load(f)
+    rps = doc["resourceProfiles"]
+    doc["resourceProfiles"] = []
+    for s in services:
+        for rp in rps:
+            rp = copy.deepcopy(rp)
+            rp.setdefault("resource", {}).setdefault("attributes", []).append(
+                {"key": "service.name", "value": {"stringValue": s}})
+            doc["resourceProfiles"].append(rp)
+    return json.dumps(doc, separators=(",", ":")).encode()
 
 
 class UploadContractTest(unittest.TestCase):
@@ -174,10 +194,21 @@ class UploadContractTest(unittest.TestCase):
         services = ["svc-a", "svc-b", "svc-c"]
         req = otlp_three_services(os.path.join(CORPUS, "otlp/pyroscope__otel-ebpf-profiler_otlp-1.8.0.pb"),
                                   services)
+        self.stored_once_per_service(req, "application/x-protobuf", services)
+
+    def test_otlp_json_stored_once_per_service(self):
+        # OTLP/JSON is split as protobuf is: each stored original is a JSON
+        # document with only that service's resourceProfiles
+        services = ["js-a", "js-b", "js-c"]
+        req = otlp_json_three_services(os.path.join(CORPUS, "otlp/pyroscope__otel-ebpf-profiler_otlp-1.8.0.json"),
+                                       services)
+        self.stored_once_per_service(req, "application/json", services)
+
+    def stored_once_per_service(self, req, ctype, services):
         c = http.client.HTTPConnection("127.0.0.1", self.edge.otlp_http_port, timeout=60)
         try:
             c.request("POST", "/v1development/profiles", body=req,
-                      headers={"Content-Type": "application/x-protobuf", "Authorization": "Bearer " + UPLOAD_TOKEN})
+                      headers={"Content-Type": ctype, "Authorization": "Bearer " + UPLOAD_TOKEN})
             r = c.getresponse()
             body = r.read()
         finally:

@@ -72,12 +72,29 @@ static void histogram(void **state)
 		   "wt_lat_seconds_sum 2.500000\nwt_lat_seconds_count 6\n");
 }
 
+/* Upload label keys as Prometheus label names (recording rules' series). */
+static void label_names(void **state)
+{
+	wt_buf b = WT_BUF_INIT;
+
+	(void)state;
+	wt_prom_label_name(&b, "k8s/pod");
+	wt_buf_putc(&b, ' ');
+	wt_prom_label_name(&b, "app.kubernetes.io/name-x_y");
+	expect(&b, "k8s_pod app_kubernetes_io_name_x_y");
+	assert_true(wt_prom_label_name_eq("k8s/pod", "k8s_pod"));
+	assert_true(wt_prom_label_name_eq("a.b", "a-b"));
+	assert_false(wt_prom_label_name_eq("k8s/pod", "k8s/po"));
+	assert_false(wt_prom_label_name_eq("host", "hosts"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(families),
 		cmocka_unit_test(labels_escaped),
 		cmocka_unit_test(histogram),
+		cmocka_unit_test(label_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

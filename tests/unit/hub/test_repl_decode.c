@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "buf.h"
 #include "compress.h"
 #include "otlp.h"
 #include "hub/repl_decode.h"
@@ -242,6 +243,87 @@ static void test_malformed_is_an_error(void **state)
 	assert_null(p);
 }
 
+/* Headers from edges older than the upload contract may carry labels the
+ * hub's rule refuses (docs/api.md "#### Labels"): such an upload is an
+ * error of its own, never decoded and stored with those labels. */
+static void test_header_label_rule(void **state)
+{
+	wt_profile *p = NULL;
+	wt_format det;
+	wt_err e;
+	wt_buf h = WT_BUF_INIT;
+	(void)state;
+
+	/* the rule's keys are fine: k8s/pod, app.kubernetes.io/name */
+	assert_int_equal(decode(FOLDED, strlen(FOLDED), "{\"format\":\"folded\",\"labels\":{\"k8s/pod\":\"web-1\","
+				"\"app.kubernetes.io/name\":\"shop\"}}", &p, &det, &e), 0);
+	wt_profile_free(p);
+	p = NULL;
+	/* a key with a space, one starting with a digit, a value with a control character */
+	assert_int_equal(decode(FOLDED, strlen(FOLDED), "{\"format\":\"folded\",\"labels\":{\"bad key\":\"v\"}}",
+				&p, &det, &e), WT_EINVAL);
+	assert_null(p);
+	assert_non_null(strstr(e.msg, "label.bad key"));
+	assert_int_equal(decode(FOLDED, strlen(FOLDED), "{\"format\":\"folded\",\"labels\":{\"1x\":\"v\"}}",
+				&p, &det, &e), WT_EINVAL);
+	assert_int_equal(decode(FOLDED, strlen(FOLDED), "{\"format\":\"folded\",\"labels\":{\"k\":\"a\\u0001b\"}}",
+				&p, &det, &e), WT_EINVAL);
+	assert_null(p);
+	/* more labels than an upload may have */
+	wt_buf_puts(&h, "{\"format\":\"folded\",\"labels\":{");
+	for (int i = 0; i < 65; i++)
+		wt_buf_printf(&h, "%s\"k%d\":\"v\"", i ? "," : "", i);
+	wt_buf_puts(&h, "}}");
+	wt_buf_putc(&h, '\0');
+	assert_int_equal(decode(FOLDED, strlen(FOLDED), (const char *)h.data, &p, &det, &e), WT_ELIMIT);
+	assert_null(p);
+	assert_non_null(strstr(e.msg, "more than 64 labels"));
+	wt_buf_free(&h);
+}
+
+/* The typed header: a key given twice is refused as on upload. */
+static void test_typed_header_label_rule(void **state)
+{
+	pb_upload u = WATCHTOWER__REPL__UPLOAD__INIT;
+	Watchtower__Repl__UploadHeader t = WATCHTOWER__REPL__UPLOAD_HEADER__INIT;
+	Watchtower__Repl__Label l1 = WATCHTOWER__REPL__LABEL__INIT, l2 = WATCHTOWER__REPL__LABEL__INIT;
+	Watchtower__Repl__Label *ls[2] = {&l1, &l2};
+	json_t *js = NULL;
+	hub_repl_header h;
+	wt_limits lim;
+	wt_profile *p = NULL;
+	wt_format det;
+	wt_err e = {0, ""};
+	(void)state;
+
+	t.project = "demo";
+	t.service = "checkout";
+	t.format = "folded";
+	l1.key = l2.key = "k8s/pod";
+	l1.value = "a";
+	l2.value = "b";
+	t.labels = ls;
+	t.n_labels = 2;
+	u.header = &t;
+	u.original.data = (uint8_t *)FOLDED;
+	u.original.len = strlen(FOLDED);
+	u.received_ns = RECV_NS;
+	assert_int_equal(hub_repl_header_init(&u, &js, &h), 0);
+	wt_limits_default(&lim);
+	assert_int_equal(hub_repl_decode_upload(&u, &h, &lim, &p, &det, &e), WT_EINVAL);
+	assert_null(p);
+	assert_non_null(strstr(e.msg, "label.k8s/pod: given twice"));
+	t.n_labels = 1;
+	assert_int_equal(hub_repl_header_init(&u, &js, &h), 0);
+	assert_int_equal(hub_repl_decode_upload(&u, &h, &lim, &p, &det, &e), 0);
+	wt_profile_free(p);
+	/* a service the rule refuses */
+	t.service = "bad\tservice";
+	assert_int_equal(hub_repl_header_init(&u, &js, &h), 0);
+	assert_int_equal(hub_repl_decode_upload(&u, &h, &lim, &p, &det, &e), WT_EINVAL);
+	assert_null(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +333,8 @@ int main(void)
 		cmocka_unit_test(test_from_moves_timed_samples),
 		cmocka_unit_test(test_otlp_service_selection),
 		cmocka_unit_test(test_malformed_is_an_error),
+		cmocka_unit_test(test_header_label_rule),
+		cmocka_unit_test(test_typed_header_label_rule),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
