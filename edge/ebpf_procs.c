@@ -478,6 +478,11 @@ static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char 
 		reread_keep(t, p);
 		t->rereads++;
 	}
+	/* pin the process's /tmp while it runs, so that a JIT runtime's perf
+	 * map is still read at the flush when the process has exited by then
+	 * (perfmap.h); released at the second sweep after this */
+	if (p->state == EDGE_PROC_LIVE && p->nmaps && (p->jit = edge_perfmap_new(t->root, p->tgid)))
+		edge_perfmap_pin(p->jit);
 	t->captured++;
 	resolve_service(t, p);
 }
@@ -502,8 +507,10 @@ static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, uint6
 		return NULL;
 	}
 	/* an exec: the tgid's earlier images keep their mappings for the
-	 * samples still to be flushed, then go */
-	for (edge_proc *q = t->b[h]; q; q = q->next)
+	 * samples still to be flushed, then go. Image 0 is no exec: a task
+	 * sampled with no address space (a kernel thread, or a process past
+	 * exit_mm in its exit, captured after its real image) */
+	for (edge_proc *q = t->b[h]; q && image; q = q->next)
 		if (q->tgid == tgid)
 			q->superseded = 1;
 	p->next = t->b[h];
@@ -579,6 +586,11 @@ void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint3
 				t->n--;
 				continue;
 			}
+			/* the flush after the capture has named its samples: from
+			 * now the map is read by path while the process runs and
+			 * through the descriptor kept open after (perfmap.h) */
+			if (edge_perfmap_pinned(p->jit) && ++p->jit_sweeps >= 2)
+				edge_perfmap_unpin(p->jit);
 			pp = &p->next;
 		}
 	}

@@ -52,8 +52,10 @@ typedef struct edge_proc {
 	size_t nmaps;
 	uint64_t gen;     /* last flush generation with samples */
 	uint64_t refreshed_gen; /* maps re-read in this generation */
-	struct edge_perfmap *jit; /* /tmp/perf-PID.map, made at the first address
-				     * that misses every mapping (perfmap.h) */
+	struct edge_perfmap *jit; /* /tmp/perf-PID.map, made (and pinned) at the
+				     * capture, or at the first address that misses
+				     * every mapping (perfmap.h) */
+	int jit_sweeps;   /* sweeps since the capture while jit is pinned */
 	void *user;       /* the sampler's per-flush slot, valid when user_gen == gen */
 	uint64_t user_gen;
 	atomic_int unwind_loaded; /* given its unwind tables (discovery or sampler thread) */

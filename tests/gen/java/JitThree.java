@@ -1,0 +1,71 @@
+// JitThree.java — JVM workload with known truth for the eBPF sampler's JIT
+// perf-map names (tests/integration/test_ebpf_jit.py): hotAlpha, hotBeta
+// and hotGamma spin for 50 / 30 / 20 % of the CPU in short interleaved
+// slices on the main thread, each slice measured with the thread's own CPU
+// clock (ThreadMXBean). Run with -XX:CompileCommand=dontinline,JitThree::*
+// so each method keeps its own compiled code; the test writes the perf map
+// with `jcmd PID Compiler.perfmap` while it runs.
+// Usage: java JitThree SECONDS; prints one JSON line
+// {"pid":…, "cpu_ns":{"hotAlpha":…, "hotBeta":…, "hotGamma":…}}.
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+
+public class JitThree {
+	static volatile long sink;
+
+	// three copies of the loop, not calls of one helper: each must be hot itself
+	static long hotAlpha(long n) {
+		long x = 1;
+		for (long i = 0; i < n; i++)
+			x = (x * 31 + (i ^ x)) % 1000003;
+		return x;
+	}
+
+	static long hotBeta(long n) {
+		long x = 3;
+		for (long i = 0; i < n; i++)
+			x = (x * 31 + (i ^ x)) % 1000003;
+		return x;
+	}
+
+	static long hotGamma(long n) {
+		long x = 5;
+		for (long i = 0; i < n; i++)
+			x = (x * 31 + (i ^ x)) % 1000003;
+		return x;
+	}
+
+	static long call(int which, long n) {
+		switch (which) {
+		case 0: return hotAlpha(n);
+		case 1: return hotBeta(n);
+		default: return hotGamma(n);
+		}
+	}
+
+	public static void main(String[] args) {
+		double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 3;
+		ThreadMXBean tm = ManagementFactory.getThreadMXBean();
+		double[] share = {0.5, 0.3, 0.2};
+		long[] ns = new long[3];
+		// calibrate: iterations per ms of CPU, after a warm-up that compiles
+		for (int k = 0; k < 3; k++)
+			for (int w = 0; w < 3; w++)
+				sink ^= call(w, 2_000_000);
+		long c0 = tm.getCurrentThreadCpuTime();
+		sink ^= call(0, 5_000_000);
+		double perMs = 5_000_000 / Math.max((tm.getCurrentThreadCpuTime() - c0) / 1e6, 0.01);
+		double sliceMs = 10; // one round; each method gets its share of it
+		long end = System.nanoTime() + (long) (seconds * 1e9);
+		while (System.nanoTime() < end) {
+			for (int w = 0; w < 3; w++) {
+				long n = Math.max(1, Math.round(perMs * sliceMs * share[w]));
+				long a = tm.getCurrentThreadCpuTime();
+				sink ^= call(w, n);
+				ns[w] += tm.getCurrentThreadCpuTime() - a;
+			}
+		}
+		System.out.println("{\"pid\":" + ProcessHandle.current().pid() + ",\"cpu_ns\":{\"hotAlpha\":" + ns[0] +
+				   ",\"hotBeta\":" + ns[1] + ",\"hotGamma\":" + ns[2] + "}}");
+	}
+}
