@@ -15,15 +15,17 @@ One wt-edge samples the machine at 499 Hz (flush every second):
   - node, map that grows: lateDelta is made (new Function) only after
     several flushes have read the map; it is named too (its entries are
     appended later and read then), with its share of the run.
-  - node, short-lived: runs of 0.4 s, gone by the flush, keep the names.
+  - node, short-lived: runs of 0.4 s, gone by the flush, keep the names
+    (of their samples in JIT code, named or bare, over 90 % named).
   - jvm: tests/gen/java/JitThree.java (compiled here with javac) on
     Debian's JDK 17, its three methods 50 / 30 / 20 % (thread CPU time
     measured by the program); the test runs `jcmd PID Compiler.perfmap`
-    every second (each run rewrites the whole file); the profile names
-    them as HotSpot writes them (`long JitThree.hotAlpha(long)`) with
-    shares within 3 points of the program's own and within 5 of a JFR
-    recording of the same run (`jfr print --json --events
-    jdk.ExecutionSample`, top frames).
+    every second (each run rewrites the whole file) and the JVM dumps it
+    once more at exit (-XX:+DumpPerfMapAtExit); the profile names them
+    as HotSpot writes them (`long JitThree.hotAlpha(long)`) for over 80 %
+    of the time the program measured in them, with shares within 3 points
+    of the program's own and within 5 of a JFR recording of the same run
+    (jdk.ExecutionSample every 1 ms; `jfr print --json`, top frames).
 A missing runtime fails the test (appliance/install-deps installs node
 and openjdk-17-jdk-headless), as do missing privileges.
 """
@@ -148,16 +150,24 @@ class EbpfJit(unittest.TestCase):
     def check_shares(self, rows, pat, names, truth, ref, what, total, named_of="total"):
         """Shares of names in the edge's profile against the program's own
         (±3 points) and the reference profiler's (±5). The named functions
-        hold most of the process's samples (named_of "total"), or of the
-        time the program measured in them (named_of "measured": a JVM's
-        own threads and the JIT code run before the first perf map)."""
+        hold most of the process's samples, next to few bare addresses
+        (named_of "total"), or 80-120 % of the time the program measured in
+        them (named_of "measured": a JVM's own threads and the JIT code
+        run before the first perf map)."""
         got = {f: fn_total(rows, pat, f) for f in names}
         stot = sum(got.values())
         top = sorted(rows, key=lambda r: -r["self"])[:10]
         ttot, rtot = sum(truth[f] for f in names), sum(ref[f] for f in names)
+        selfs = {f: sum(r["self"] for r in rows_of(rows, pat, f)) for f in names}
+        print(f"{what}: self shares " + ", ".join(f"{f} {100.0 * v / max(sum(selfs.values()), 1):.1f}%"
+                                                  for f, v in selfs.items()), file=sys.stderr)
         print(f"{what}: named {stot} of {total} sampled, {ttot} measured; top rows {top}", file=sys.stderr)
         if named_of == "total":
-            self.assertGreater(stot, 0.8 * total, f"{what}: the hot functions are not named; top rows {top}")
+            # (under load, node's helper threads, the --cpu-prof sampler's
+            # among them, take a larger part: 0.75 seen)
+            self.assertGreater(stot, 0.6 * total, f"{what}: the hot functions are not named; top rows {top}")
+            bare = sum(r["self"] for r in rows if re.match(r"^0x[0-9a-f]+$", r["function"]))
+            self.assertLess(bare, 0.05 * stot, f"{what}: JIT code left as bare addresses; top rows {top}")
         else:
             self.assertGreater(stot, 0.8 * ttot, f"{what}: the hot functions are not named; top rows {top}")
             self.assertLess(stot, 1.2 * ttot, f"{what}: more time named than the program measured")
@@ -203,14 +213,19 @@ class EbpfJit(unittest.TestCase):
         self.assertGreater(self.edge.metrics().get("wt_edge_ebpf_jit_frames_total", 0), jit0)
 
     def test_2_node_only_functions(self):
+        """--perf-basic-prof-only-functions (no stubs or builtins in the
+        map): the three functions are named, with their shares."""
         truth = self.run_node(["--perf-basic-prof-only-functions"], "cpu", 3)
         js = self.table(truth["pid"], ("node",))
         got = {f: fn_total(js["rows"], V8_NAME, f) for f in HOT}
-        print(f"only-functions: {got} of {js['total']}", file=sys.stderr)
-        # (node's start and the calibration are the rest)
-        self.assertGreater(sum(got.values()), 0.7 * js["total"])
+        top = sorted(js["rows"], key=lambda r: -r["self"])[:8]
+        print(f"only-functions: {got} of {js['total']}; top {top}", file=sys.stderr)
+        # the rest is node's start and the calibration (builtins, C++)
+        self.assertGreater(sum(got.values()), 0.5 * js["total"])
+        stot, ttot = sum(got.values()), sum(truth["cpu_ns"].values())
         for f in HOT:
-            self.assertGreater(got[f], 0, f)
+            want, g = 100.0 * truth["cpu_ns"][f] / ttot, 100.0 * got[f] / stot
+            self.assertLess(abs(g - want), 5.0, f"{f}: edge share {g:.1f}% vs measured {want:.1f}%")
 
     def test_3_node_map_grows(self):
         """lateDelta's code is appended to the map after the edge has read

@@ -5,8 +5,10 @@
 //
 // `node jsthree.js cpu SECONDS`: hotAlpha, hotBeta and hotGamma spin for
 //   50 / 30 / 20 % of the CPU in short interleaved slices, called from
-//   runCpu; each slice is timed with process.hrtime (one busy thread, so
-//   wall time is its CPU time). Prints {"pid", "cpu_ns": {fn: ns}}.
+//   runCpu; each slice is timed with the process's CPU time
+//   (process.cpuUsage: a loaded machine would skew wall time; node's
+//   helper threads add to every slice alike). Prints {"pid", "cpu_ns":
+//   {fn: ns}}.
 // `node jsthree.js late SECONDS`: hotAlpha alone for SECONDS, then a
 //   function made only then (new Function: lateDelta, unknown to V8 until
 //   that moment, so its code is appended to the perf map late) alone for
@@ -42,6 +44,11 @@ function hotGamma(n) {
 	return x;
 }
 
+function cpuNs() {
+	const u = process.cpuUsage();
+	return BigInt(u.user + u.system) * 1000n;
+}
+
 function runCpu(seconds) {
 	const shares = [[hotAlpha, 0.5], [hotBeta, 0.3], [hotGamma, 0.2]];
 	const ns = { hotAlpha: 0n, hotBeta: 0n, hotGamma: 0n };
@@ -56,17 +63,12 @@ function runCpu(seconds) {
 	while (process.hrtime.bigint() < end) {
 		for (const [f, share] of shares) {
 			const n = Math.max(1, Math.round(perMs * sliceMs * share));
-			const a = process.hrtime.bigint();
+			const a = cpuNs();
 			sink ^= f(n);
-			ns[f.name] += process.hrtime.bigint() - a;
+			ns[f.name] += cpuNs() - a;
 		}
 	}
 	return { sink, ns };
-}
-
-function cpuNs() {
-	const u = process.cpuUsage();
-	return BigInt(u.user + u.system) * 1000n;
 }
 
 // each phase timed with the process's CPU time (process.cpuUsage): the
