@@ -7,6 +7,8 @@
  *   - process images: a second image of the same tgid (an exec) is a new
  *     capture and supersedes the first; a sweep drops the superseded image
  *     without reporting the process gone, and reports a dead pid gone;
+ *     image 0 (samples in a process's exit, after exit_mm) supersedes
+ *     nothing;
  *   - a cgroup id seen once is not read from /proc again;
  *   - the captured mappings (PROCMAP_QUERY where the kernel has it, and
  *     the text path of kernels before 6.11, forced) equal the executable
@@ -214,6 +216,11 @@ static void images_per_exec(void **state)
 	assert_int_equal(gone_calls, 1); /* the child's first image was superseded by its second */
 	assert_int_equal(gone_tgid, (uint32_t)child);
 	assert_ptr_equal(edge_procs_get(t, me, 0x5000, 0, NULL, 0), named);
+	/* samples taken in a process's exit after it left its address space
+	 * carry image 0: no exec, its image stays the one that owns its
+	 * perf map (once marked superseded, its JIT frames went unnamed) */
+	assert_non_null(edge_procs_get(t, me, 0, 0, "sampled-name", 1));
+	assert_false(named->superseded);
 
 	edge_procs_free(t);
 	edge_elf_cache_free(c);
