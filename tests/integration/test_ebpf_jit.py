@@ -9,7 +9,7 @@ One wt-edge samples the machine at 499 Hz (flush every second):
     of the CPU (the program times each slice itself); the profile names
     them as V8 writes them (`JS:*hotAlpha /…/jsthree.js:LINE:COL`, the
     frames' mapping being `[jit]`) with shares within 3 points of the
-    program's own and within 5 of `node --cpu-prof` of the same run; the
+    program's own and within 7 of `node --cpu-prof` of the same run; the
     stacks run on through the JIT frames to runCpu.
     --perf-basic-prof-only-functions names them too.
   - node, map that grows: lateDelta is made (new Function) only after
@@ -25,7 +25,7 @@ One wt-edge samples the machine at 499 Hz (flush every second):
     -XX:+PreserveFramePointer; the profile names them
     as HotSpot writes them (`long JitThree.hotAlpha(long)`) for over 80 %
     of the time the program measured in them, with shares within 3 points
-    of the program's own and within 5 of a JFR recording of the same run
+    of the program's own and within 7 of a JFR recording of the same run
     (jdk.ExecutionSample every 1 ms; `jfr print --json`, top frames);
     over 90 % of their samples reach the interpreted main (`Interpreter`)
     through their compiled caller (`long JitThree.call(int, long)`,
@@ -155,7 +155,7 @@ class EbpfJit(unittest.TestCase):
 
     def check_shares(self, rows, pat, names, truth, ref, what, total, named_of="total"):
         """Shares of names in the edge's profile against the program's own
-        (±3 points) and the reference profiler's (±5). The named functions
+        (±3 points) and the reference profiler's (±7). The named functions
         hold most of the process's samples, next to few bare addresses
         (named_of "total"), or 80-120 % of the time the program measured in
         them (named_of "measured": a JVM's own threads and the JIT code
@@ -184,7 +184,9 @@ class EbpfJit(unittest.TestCase):
         for f in names:
             want, g, r = 100.0 * truth[f] / ttot, 100.0 * got[f] / stot, 100.0 * ref[f] / rtot
             self.assertLess(abs(g - want), 3.0, f"{what} {f}: edge share {g:.1f}% vs measured {want:.1f}%")
-            self.assertLess(abs(g - r), 5.0, f"{what} {f}: edge share {g:.1f}% vs reference {r:.1f}%")
+            # the reference is the noisier one: --cpu-prof on a loaded
+            # machine was up to 4.6 points off the program's own truth
+            self.assertLess(abs(g - r), 7.0, f"{what} {f}: edge share {g:.1f}% vs reference {r:.1f}%")
         return stot
 
     def run_node(self, flags, *args, cpu_prof=None):
