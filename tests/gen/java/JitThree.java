@@ -5,7 +5,7 @@
 // clock (ThreadMXBean). Run with -XX:CompileCommand=dontinline,JitThree::*
 // so each method keeps its own compiled code; the test writes the perf map
 // with `jcmd PID Compiler.perfmap` while it runs.
-// Usage: java JitThree SECONDS; prints one JSON line
+// Usage: java JitThree SECONDS (after a 2 s warm-up); prints one JSON line
 // {"pid":…, "cpu_ns":{"hotAlpha":…, "hotBeta":…, "hotGamma":…}}.
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -48,10 +48,13 @@ public class JitThree {
 		ThreadMXBean tm = ManagementFactory.getThreadMXBean();
 		double[] share = {0.5, 0.3, 0.2};
 		long[] ns = new long[3];
-		// calibrate: iterations per ms of CPU, after a warm-up that compiles
-		for (int k = 0; k < 3; k++)
+		// warm-up, 2 s: the methods reach their optimized code (C2) and the
+		// test writes the first perf map before the measured part begins
+		long warm = System.nanoTime() + 2_000_000_000L;
+		while (System.nanoTime() < warm)
 			for (int w = 0; w < 3; w++)
-				sink ^= call(w, 2_000_000);
+				sink ^= call(w, 200_000);
+		// calibrate: iterations per ms of CPU
 		long c0 = tm.getCurrentThreadCpuTime();
 		sink ^= call(0, 5_000_000);
 		double perMs = 5_000_000 / Math.max((tm.getCurrentThreadCpuTime() - c0) / 1e6, 0.01);
