@@ -556,8 +556,12 @@ const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr)
 
 const char *edge_proc_jit_lookup(edge_procs *t, edge_proc *p, uint64_t addr, uint64_t gen)
 {
-	/* an image replaced by an exec no longer owns the pid's perf map */
-	if (p->state != EDGE_PROC_LIVE || p->superseded)
+	/* a superseded image asks too: the pid has one perf map, most often
+	 * written by the image that ran the JIT, and "superseded" follows the
+	 * order of captures, not of execs — under load the capture of a
+	 * stale image (the launcher's pre-exec one, sampled late) marked the
+	 * running JVM's image superseded, and it went unnamed */
+	if (p->state != EDGE_PROC_LIVE)
 		return NULL;
 	if (!p->jit && !(p->jit = edge_perfmap_new(t->root, p->tgid)))
 		return NULL;
