@@ -601,6 +601,17 @@ void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint3
 	pthread_mutex_unlock(&t->mu);
 }
 
+void edge_procs_close_files(edge_procs *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < NBUCKETS; i++)
+		for (edge_proc *p = t->b[i]; p; p = p->next)
+			edge_perfmap_close(p->jit);
+	pthread_mutex_unlock(&t->mu);
+}
+
 void edge_procs_each(edge_procs *t, void (*fn)(void *arg, edge_proc *p), void *arg)
 {
 	edge_proc **v = NULL;

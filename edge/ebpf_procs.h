@@ -77,6 +77,9 @@ void edge_procs_set_rules(edge_procs *t, const edge_ebpf_rule *rules, size_t nru
  * kernel without the ioctl; environment WT_EDGE_PROCMAPS=text sets it at
  * creation (tests of the older kernels' path on a newer one). */
 void edge_procs_set_text_maps(edge_procs *t, int on);
+/* Close the perf-map descriptors every process holds (perfmap.h): the
+ * sampler stops, and a stopped sampler sweeps nothing. */
+void edge_procs_close_files(edge_procs *t);
 
 /* The process image (tgid, image), captured now if new (which marks the
  * tgid's earlier images superseded). cgroup_id is the cgroup v2 id sampled

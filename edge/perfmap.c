@@ -175,6 +175,14 @@ void edge_perfmap_unpin(edge_perfmap *m)
 	release(&m->dirfd);
 }
 
+void edge_perfmap_close(edge_perfmap *m)
+{
+	if (!m)
+		return;
+	release(&m->dirfd);
+	release(&m->fd);
+}
+
 int edge_perfmap_pinned(const edge_perfmap *m)
 {
 	return m && m->dirfd >= 0;

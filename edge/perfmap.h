@@ -63,6 +63,9 @@ int edge_perfmap_pin(edge_perfmap *m);
 /* Release the pin, keeping the map itself open when it exists by now. */
 void edge_perfmap_unpin(edge_perfmap *m);
 int edge_perfmap_pinned(const edge_perfmap *m);
+/* Close the descriptors m holds (pin, open map): the sampler stopped. The
+ * entries stay; the map is read by path again. */
+void edge_perfmap_close(edge_perfmap *m);
 
 /* Name of the JIT function whose code contains addr, or NULL. The file is
  * (re)read first when gen differs from the last read's and it grew or is

@@ -16,7 +16,8 @@
  *     code-cache order) is read anew: the inserted entry is found;
  *   - pinned while the process runs, the map is still read once its /proc
  *     entry is gone (a process that exits before the flush), and one
- *     that had been opened stays readable after the pin is released.
+ *     that had been opened stays readable after the pin is released;
+ *     closed (the sampler stopped), its entries stay.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,6 +194,11 @@ static void test_pinned_after_exit(void **state)
 	assert_string_equal(edge_perfmap_lookup(m, 0x2000, 2), "later");
 	assert_string_equal(edge_perfmap_lookup(m, 0x1000, 2), "early");
 	assert_int_equal(rename(gone, dir), 0);
+	/* the sampler stopped: descriptors closed, entries kept, read by path */
+	assert_int_equal(edge_perfmap_pin(m), 0);
+	edge_perfmap_close(m);
+	assert_false(edge_perfmap_pinned(m));
+	assert_string_equal(edge_perfmap_lookup(m, 0x2000, 3), "later");
 	edge_perfmap_free(m);
 	/* no /proc entry at the pin: nothing pinned, no names */
 	m = edge_perfmap_new(g_root, 999998);
