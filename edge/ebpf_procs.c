@@ -478,6 +478,11 @@ static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char 
 		reread_keep(t, p);
 		t->rereads++;
 	}
+	/* pin the process's /tmp while it runs, so that a JIT runtime's perf
+	 * map is still read at the flush when the process has exited by then
+	 * (perfmap.h); released at the second sweep after this */
+	if (p->state == EDGE_PROC_LIVE && p->nmaps && (p->jit = edge_perfmap_new(t->root, p->tgid)))
+		edge_perfmap_pin(p->jit);
 	t->captured++;
 	resolve_service(t, p);
 }
@@ -502,8 +507,10 @@ static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, uint6
 		return NULL;
 	}
 	/* an exec: the tgid's earlier images keep their mappings for the
-	 * samples still to be flushed, then go */
-	for (edge_proc *q = t->b[h]; q; q = q->next)
+	 * samples still to be flushed, then go. Image 0 is no exec: a task
+	 * sampled with no address space (a kernel thread, or a process past
+	 * exit_mm in its exit, captured after its real image) */
+	for (edge_proc *q = t->b[h]; q && image; q = q->next)
 		if (q->tgid == tgid)
 			q->superseded = 1;
 	p->next = t->b[h];
@@ -549,8 +556,12 @@ const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr)
 
 const char *edge_proc_jit_lookup(edge_procs *t, edge_proc *p, uint64_t addr, uint64_t gen)
 {
-	/* an image replaced by an exec no longer owns the pid's perf map */
-	if (p->state != EDGE_PROC_LIVE || p->superseded)
+	/* a superseded image asks too: the pid has one perf map, most often
+	 * written by the image that ran the JIT, and "superseded" follows the
+	 * order of captures, not of execs — under load the capture of a
+	 * stale image (the launcher's pre-exec one, sampled late) marked the
+	 * running JVM's image superseded, and it went unnamed */
+	if (p->state != EDGE_PROC_LIVE)
 		return NULL;
 	if (!p->jit && !(p->jit = edge_perfmap_new(t->root, p->tgid)))
 		return NULL;
@@ -579,9 +590,25 @@ void edge_procs_sweep(edge_procs *t, uint64_t gen, void (*gone)(void *arg, uint3
 				t->n--;
 				continue;
 			}
+			/* the flush after the capture has named its samples: from
+			 * now the map is read by path while the process runs and
+			 * through the descriptor kept open after (perfmap.h) */
+			if (edge_perfmap_pinned(p->jit) && ++p->jit_sweeps >= 2)
+				edge_perfmap_unpin(p->jit);
 			pp = &p->next;
 		}
 	}
+	pthread_mutex_unlock(&t->mu);
+}
+
+void edge_procs_close_files(edge_procs *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < NBUCKETS; i++)
+		for (edge_proc *p = t->b[i]; p; p = p->next)
+			edge_perfmap_close(p->jit);
 	pthread_mutex_unlock(&t->mu);
 }
 

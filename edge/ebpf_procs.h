@@ -52,8 +52,10 @@ typedef struct edge_proc {
 	size_t nmaps;
 	uint64_t gen;     /* last flush generation with samples */
 	uint64_t refreshed_gen; /* maps re-read in this generation */
-	struct edge_perfmap *jit; /* /tmp/perf-PID.map, made at the first address
-				     * that misses every mapping (perfmap.h) */
+	struct edge_perfmap *jit; /* /tmp/perf-PID.map, made (and pinned) at the
+				     * capture, or at the first address that misses
+				     * every mapping (perfmap.h) */
+	int jit_sweeps;   /* sweeps since the capture while jit is pinned */
 	void *user;       /* the sampler's per-flush slot, valid when user_gen == gen */
 	uint64_t user_gen;
 	atomic_int unwind_loaded; /* given its unwind tables (discovery or sampler thread) */
@@ -75,6 +77,9 @@ void edge_procs_set_rules(edge_procs *t, const edge_ebpf_rule *rules, size_t nru
  * kernel without the ioctl; environment WT_EDGE_PROCMAPS=text sets it at
  * creation (tests of the older kernels' path on a newer one). */
 void edge_procs_set_text_maps(edge_procs *t, int on);
+/* Close the perf-map descriptors every process holds (perfmap.h): the
+ * sampler stops, and a stopped sampler sweeps nothing. */
+void edge_procs_close_files(edge_procs *t);
 
 /* The process image (tgid, image), captured now if new (which marks the
  * tgid's earlier images superseded). cgroup_id is the cgroup v2 id sampled

@@ -240,6 +240,7 @@ static void unload(edge_ebpf *e)
 	/* files captured since the last flush would stay open until the next
 	 * lookup, which a stopped sampler never makes */
 	edge_elf_cache_parse_pending(e->elfs);
+	edge_procs_close_files(e->procs); /* JIT perf maps' pins and open maps */
 	pthread_mutex_unlock(&e->pmu);
 	atomic_store(&e->enabled, 0);
 	atomic_store(&e->offcpu_on, 0);

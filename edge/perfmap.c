@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,23 @@ typedef struct pm_ent {
 	uint32_t seq;  /* file order: a later entry wins */
 } pm_ent;
 
+#define TAIL 64 /* bytes before off remembered to tell an append from a rewrite */
+
+/* descriptors held by all maps (pinned /tmp directories and open maps) */
+static atomic_uint g_held;
+
 struct edge_perfmap {
 	char *root;
 	uint32_t tgid;
+	uint32_t nspid; /* 0 until resolved */
 	char path[256]; /* "" until resolved */
+	char name[32];  /* perf-NSPID.map */
+	int dirfd;      /* the process's /tmp while pinned, else -1 */
+	int fd;         /* the map as last opened, else -1 */
 	uint64_t dev, ino;
 	uint64_t off;   /* bytes of the file consumed (whole lines) */
+	unsigned char tail[TAIL]; /* the last ntail bytes before off */
+	size_t ntail;
 	uint64_t gen;
 	int have_gen;
 	int truncated;
@@ -44,13 +56,35 @@ edge_perfmap *edge_perfmap_new(const char *proc_root, uint32_t tgid)
 		return NULL;
 	}
 	m->tgid = tgid;
+	m->dirfd = m->fd = -1;
 	return m;
+}
+
+static void release(int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		atomic_fetch_sub(&g_held, 1);
+		*fd = -1;
+	}
+}
+
+/* Count a descriptor as held: 0, or -1 past the limit (not held). */
+static int hold(void)
+{
+	if (atomic_fetch_add(&g_held, 1) >= EDGE_PERFMAP_MAX_HELD) {
+		atomic_fetch_sub(&g_held, 1);
+		return -1;
+	}
+	return 0;
 }
 
 void edge_perfmap_free(edge_perfmap *m)
 {
 	if (!m)
 		return;
+	release(&m->dirfd);
+	release(&m->fd);
 	free(m->ents);
 	free(m->names);
 	free(m->root);
@@ -94,12 +128,99 @@ static uint32_t ns_pid(const edge_perfmap *m)
 	return pid;
 }
 
+static void resolve(edge_perfmap *m)
+{
+	if (m->path[0])
+		return;
+	m->nspid = ns_pid(m);
+	snprintf(m->name, sizeof(m->name), "perf-%u.map", m->nspid);
+	snprintf(m->path, sizeof(m->path), "%s/%u/root/tmp/%s", m->root, m->tgid, m->name);
+}
+
+int edge_perfmap_pin(edge_perfmap *m)
+{
+	char p[256];
+	int fd, rc = -1;
+	if (!m || m->dirfd >= 0)
+		return m ? 0 : -1;
+	resolve(m);
+	snprintf(p, sizeof(p), "%s/%u/root/tmp", m->root, m->tgid);
+	if (hold())
+		goto out;
+	fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		atomic_fetch_sub(&g_held, 1);
+		goto out;
+	}
+	m->dirfd = fd;
+	rc = 0;
+out:
+	return rc;
+}
+
+void edge_perfmap_unpin(edge_perfmap *m)
+{
+	if (!m || m->dirfd < 0)
+		return;
+	if (m->fd < 0) {
+		/* the map as it is now: the runtime keeps writing to this file */
+		int fd = openat(m->dirfd, m->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0) {
+			close(m->dirfd);
+			m->dirfd = -1;
+			m->fd = fd; /* takes over the pin's count */
+			return;
+		}
+	}
+	release(&m->dirfd);
+}
+
+void edge_perfmap_close(edge_perfmap *m)
+{
+	if (!m)
+		return;
+	release(&m->dirfd);
+	release(&m->fd);
+}
+
+int edge_perfmap_pinned(const edge_perfmap *m)
+{
+	return m && m->dirfd >= 0;
+}
+
 static void reset(edge_perfmap *m)
 {
 	m->n = 0;
 	m->names_len = 0;
 	m->off = 0;
+	m->ntail = 0;
 	m->truncated = 0;
+}
+
+/* The map's descriptor for this read: opened again (through the pinned
+ * directory, else the path), so a file the runtime replaced is seen; the
+ * one held from an earlier read when that fails (the process exited: its
+ * /proc entry is gone). The descriptor opened is held for later reads
+ * when the limit allows, else *tmp says to close it after the read. */
+static int open_map(edge_perfmap *m, int *tmp)
+{
+	int fd;
+	*tmp = 0;
+	if (m->dirfd >= 0)
+		fd = openat(m->dirfd, m->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	else
+		fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return m->fd;
+	if (m->fd >= 0) {
+		close(m->fd); /* its count goes to the new one */
+		m->fd = fd;
+	} else if (hold() == 0) {
+		m->fd = fd;
+	} else {
+		*tmp = 1;
+	}
+	return fd;
 }
 
 static int parse_hex(const char **s, const char *end, uint64_t *out)
@@ -188,16 +309,21 @@ static void refresh(edge_perfmap *m)
 {
 	struct stat st;
 	char *buf = NULL;
-	int fd;
+	unsigned char tail[TAIL];
+	int fd, tmp;
 
-	if (!m->path[0])
-		snprintf(m->path, sizeof(m->path), "%s/%u/root/tmp/perf-%u.map", m->root, m->tgid, ns_pid(m));
-	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	resolve(m);
+	fd = open_map(m, &tmp);
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		goto out;
-	if ((uint64_t)st.st_dev != m->dev || (uint64_t)st.st_ino != m->ino || (uint64_t)st.st_size < m->off) {
+	/* runtimes append, but the JVM's Compiler.perfmap writes the whole
+	 * file again (same inode, entries in code-cache order): bytes before
+	 * where the last read stopped that changed mean a rewrite */
+	if ((uint64_t)st.st_dev != m->dev || (uint64_t)st.st_ino != m->ino || (uint64_t)st.st_size < m->off ||
+	    (m->ntail && (pread(fd, tail, m->ntail, (off_t)(m->off - m->ntail)) != (ssize_t)m->ntail ||
+			  memcmp(tail, m->tail, m->ntail)))) {
 		reset(m);
 		m->dev = (uint64_t)st.st_dev;
 		m->ino = (uint64_t)st.st_ino;
@@ -224,11 +350,25 @@ static void refresh(edge_perfmap *m)
 		p = nl + 1;
 	}
 	m->off += (uint64_t)(p - buf);
+	if (p > buf) {
+		size_t keep = (size_t)(p - buf) < TAIL ? (size_t)(p - buf) : TAIL;
+		if (keep < TAIL && m->ntail) {
+			/* a short read: the tail spans the previous one's too */
+			size_t old = m->ntail + keep > TAIL ? TAIL - keep : m->ntail;
+			memmove(m->tail, m->tail + m->ntail - old, old);
+			memcpy(m->tail + old, p - keep, keep);
+			m->ntail = old + keep;
+		} else {
+			memcpy(m->tail, p - keep, keep);
+			m->ntail = keep;
+		}
+	}
 	if (m->n != before)
 		qsort(m->ents, m->n, sizeof(*m->ents), ent_cmp);
 out:
 	free(buf);
-	close(fd);
+	if (tmp)
+		close(fd);
 }
 
 const char *edge_perfmap_lookup(edge_perfmap *m, uint64_t addr, uint64_t gen)

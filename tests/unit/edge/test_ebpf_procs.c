@@ -7,6 +7,9 @@
  *   - process images: a second image of the same tgid (an exec) is a new
  *     capture and supersedes the first; a sweep drops the superseded image
  *     without reporting the process gone, and reports a dead pid gone;
+ *     image 0 (samples in a process's exit, after exit_mm) supersedes
+ *     nothing; a superseded image still names JIT code from the pid's
+ *     perf map;
  *   - a cgroup id seen once is not read from /proc again;
  *   - the captured mappings (PROCMAP_QUERY where the kernel has it, and
  *     the text path of kernels before 6.11, forced) equal the executable
@@ -214,6 +217,11 @@ static void images_per_exec(void **state)
 	assert_int_equal(gone_calls, 1); /* the child's first image was superseded by its second */
 	assert_int_equal(gone_tgid, (uint32_t)child);
 	assert_ptr_equal(edge_procs_get(t, me, 0x5000, 0, NULL, 0), named);
+	/* samples taken in a process's exit after it left its address space
+	 * carry image 0: no exec, its image stays the one that owns its
+	 * perf map (once marked superseded, its JIT frames went unnamed) */
+	assert_non_null(edge_procs_get(t, me, 0, 0, "sampled-name", 1));
+	assert_false(named->superseded);
 
 	edge_procs_free(t);
 	edge_elf_cache_free(c);
@@ -380,6 +388,49 @@ static void early_capture_read_again(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A superseded image still names its JIT code from the pid's perf map:
+ * "superseded" follows the order of captures, and a stale image captured
+ * late (a launcher's pre-exec image, under load) marked the running JVM's
+ * image superseded (its frames were bare addresses before). */
+static void superseded_image_keeps_jit_names(void **state)
+{
+	char root[64], path[256];
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/wt-fakeproc-XXXXXX");
+	assert_non_null(mkdtemp(root));
+	const char *dirs[] = {"4243", "4243/root", "4243/root/tmp"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+		assert_int_equal(mkdir(path, 0700), 0);
+	}
+	snprintf(path, sizeof(path), "%s/4243/exe", root);
+	assert_int_equal(symlink("/usr/bin/true", path), 0);
+	const char *files[][2] = {{"4243/comm", "java\n"},
+				  {"4243/maps", EXE_LINE LD_LINE LIBC_LINE},
+				  {"4243/root/tmp/perf-4243.map", "0x7e0000001000 0x100 long A.hot(long)\n"}};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, files[i][0]);
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(files[i][1], f);
+		fclose(f);
+	}
+	edge_elf_cache *c = edge_elf_cache_new(16);
+	edge_procs *t = edge_procs_new(root, c, NULL, 0);
+	edge_proc *running = edge_procs_get(t, 4243, 0x1000, 0, NULL, 0);
+	assert_non_null(running);
+	edge_proc *stale = edge_procs_get(t, 4243, 0x2000, 0, NULL, 0);
+	assert_non_null(stale);
+	assert_true(running->superseded);
+	const char *name = edge_proc_jit_lookup(t, running, 0x7e0000001010, 1);
+	assert_non_null(name);
+	assert_string_equal(name, "long A.hot(long)");
+	edge_procs_free(t);
+	edge_elf_cache_free(c);
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +438,7 @@ int main(void)
 		cmocka_unit_test(maps_match_the_text),
 		cmocka_unit_test(maps_match_the_text_text_path),
 		cmocka_unit_test(early_capture_read_again),
+		cmocka_unit_test(superseded_image_keeps_jit_names),
 		cmocka_unit_test(elf_parse_deferred),
 		cmocka_unit_test(images_per_exec),
 		cmocka_unit_test(cgroup_read_once_per_id),

@@ -10,7 +10,14 @@
  *     last read stopped; a half-written last line waits for its newline;
  *   - code compiled again over the same addresses: the later entry wins;
  *   - a file replaced by a shorter one is read anew;
- *   - no file: no names, and one that appears later is found.
+ *   - no file: no names, and one that appears later is found;
+ *   - a file rewritten in place with entries inserted before the end (the
+ *     JVM's `jcmd PID Compiler.perfmap` writes the whole map each time, in
+ *     code-cache order) is read anew: the inserted entry is found;
+ *   - pinned while the process runs, the map is still read once its /proc
+ *     entry is gone (a process that exits before the flush), and one
+ *     that had been opened stays readable after the pin is released;
+ *     closed (the sampler stopped), its entries stay.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -142,12 +149,72 @@ static void test_absent_then_present(void **state)
 	edge_perfmap_free(m);
 }
 
+static void test_rewritten_in_place(void **state)
+{
+	(void)state;
+	char p[512];
+	mkfake(4245, 4245);
+	map_path(p, sizeof(p), 4245, 4245);
+	write_file(p, "w", "0x1000 0x100 long A.a(long)\n0x3000 0x100 long A.c(long)\n");
+	edge_perfmap *m = edge_perfmap_new(g_root, 4245);
+	assert_string_equal(edge_perfmap_lookup(m, 0x3010, 1), "long A.c(long)");
+	/* same inode, truncated and written again, longer, b in the middle */
+	write_file(p, "w", "0x1000 0x100 long A.a(long)\n0x2000 0x100 long A.b(long)\n0x3000 0x100 long A.c(long)\n");
+	assert_string_equal(edge_perfmap_lookup(m, 0x2010, 2), "long A.b(long)");
+	assert_string_equal(edge_perfmap_lookup(m, 0x1010, 2), "long A.a(long)");
+	assert_string_equal(edge_perfmap_lookup(m, 0x3010, 2), "long A.c(long)");
+	assert_int_equal(edge_perfmap_entries(m), 3);
+	/* then appended to: only the new line is read */
+	write_file(p, "a", "0x4000 0x10 long A.d(long)\n");
+	assert_string_equal(edge_perfmap_lookup(m, 0x4000, 3), "long A.d(long)");
+	assert_int_equal(edge_perfmap_entries(m), 4);
+	edge_perfmap_free(m);
+}
+
+static void test_pinned_after_exit(void **state)
+{
+	(void)state;
+	char p[512], gone[512], dir[512];
+	mkfake(4246, 5);
+	edge_perfmap *m = edge_perfmap_new(g_root, 4246);
+	assert_int_equal(edge_perfmap_pin(m), 0); /* at the capture: no map yet */
+	map_path(p, sizeof(p), 4246, 5);
+	write_file(p, "w", "1000 10 early\n");
+	/* the process exits before any read: its /proc entry goes */
+	snprintf(dir, sizeof(dir), "%s/4246", g_root);
+	snprintf(gone, sizeof(gone), "%s/gone-4246", g_root);
+	assert_int_equal(rename(dir, gone), 0);
+	assert_string_equal(edge_perfmap_lookup(m, 0x1000, 1), "early");
+	assert_int_equal(rename(gone, dir), 0);
+	/* the pin released while it runs: the open map is kept, and what the
+	 * runtime appends before it exits is read after */
+	edge_perfmap_unpin(m);
+	write_file(p, "a", "2000 10 later\n");
+	assert_int_equal(rename(dir, gone), 0);
+	assert_string_equal(edge_perfmap_lookup(m, 0x2000, 2), "later");
+	assert_string_equal(edge_perfmap_lookup(m, 0x1000, 2), "early");
+	assert_int_equal(rename(gone, dir), 0);
+	/* the sampler stopped: descriptors closed, entries kept, read by path */
+	assert_int_equal(edge_perfmap_pin(m), 0);
+	edge_perfmap_close(m);
+	assert_false(edge_perfmap_pinned(m));
+	assert_string_equal(edge_perfmap_lookup(m, 0x2000, 3), "later");
+	edge_perfmap_free(m);
+	/* no /proc entry at the pin: nothing pinned, no names */
+	m = edge_perfmap_new(g_root, 999998);
+	assert_int_not_equal(edge_perfmap_pin(m), 0);
+	assert_null(edge_perfmap_lookup(m, 0x1000, 1));
+	edge_perfmap_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lookup_and_namespace),
 		cmocka_unit_test(test_append_and_recompile),
 		cmocka_unit_test(test_absent_then_present),
+		cmocka_unit_test(test_rewritten_in_place),
+		cmocka_unit_test(test_pinned_after_exit),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
