@@ -3,10 +3,10 @@
  * lock.bpf.c — lock contention of every process (user side:
  * edge/ebpf_lock.c): the futex waits of glibc's pthread mutexes and
  * rwlocks, timed from the futex syscall's entry to its exit: the
- * syscalls/sys_{enter,exit}_futex tracepoints where tracefs is mounted
- * (only futex calls run the program), else the raw sys_enter/sys_exit
- * tracepoints (tp_btf; every syscall runs it up to the number check).
- * The edge loads one pair (edge/ebpf_lock.c).
+ * syscalls/sys_{enter,exit}_futex tracepoints (only futex calls run the
+ * program), or as a fallback the raw sys_enter/sys_exit tracepoints
+ * (tp_btf; every syscall runs it up to the number check). The edge loads
+ * one pair (edge/ebpf_lock.c).
  *
  * An uncontended lock makes no syscall, so nothing here runs on the fast
  * path. A wait is classified by glibc's futex protocol (nptl
@@ -19,7 +19,8 @@
  * other libraries' protocols (musl waits for the lock word's own value).
  * At the exit the wait's time and, unless it is a retry of the same lock
  * call (lock.h), one contention are added to this flush generation's
- * counts under the waiting thread's user stack (bpf/unwinder.h tables
+ * counts under the waiting thread's user stack, taken at the entry
+ * (bpf/unwinder.h tables
  * where the process has them — the contended path __lll_lock_wait is a
  * frameless leaf — else the kernel's frame-pointer walk), like the on-CPU
  * program's samples.

@@ -59,11 +59,13 @@ static int cfg_copy(edge_ebpf_cfg *dst, const edge_ebpf_cfg *src)
 	dst->nrules = 0;
 	dst->lock_rules = NULL;
 	dst->nlock_rules = 0;
+	/* nothing of src's left in dst before a copy can fail (the caller
+	 * frees dst then) */
+	dst->unwind_rules = NULL;
+	dst->n_unwind_rules = 0;
 	if (glob_rules_copy(&dst->py_rules, &dst->npy_rules, src->py_rules, src->npy_rules) ||
 	    glob_rules_copy(&dst->lock_rules, &dst->nlock_rules, src->lock_rules, src->nlock_rules))
 		return WT_ENOMEM;
-	dst->unwind_rules = NULL;
-	dst->n_unwind_rules = 0;
 	if (edge_unwind_rules_copy(&dst->unwind_rules, src->unwind_rules, src->n_unwind_rules))
 		return WT_ENOMEM;
 	dst->n_unwind_rules = src->n_unwind_rules;
@@ -270,9 +272,15 @@ static void load(edge_ebpf *e)
 	char cache_dir[4200];
 	snprintf(cache_dir, sizeof(cache_dir), "%s/unwind", e->cfg->data_dir);
 	int rc = edge_ebpf_cpu_open(&e->cur, cache_dir, &e->ctr[EDGE_EBPF_CPU], &e->cpu, &err) ||
-		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, e->cpu, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err)) ||
-		 (edge_ebpf_cfg_lock_any(&e->cur) &&
-		  edge_ebpf_lock_open(&e->cur, e->cpu, &e->ctr[EDGE_EBPF_LOCK], &e->lock, &err));
+		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, e->cpu, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err));
+	if (!rc && edge_ebpf_cfg_lock_any(&e->cur)) {
+		/* optional: the other probes run without it */
+		wt_err lerr = {0};
+		if (edge_ebpf_lock_open(&e->cur, e->cpu, &e->ctr[EDGE_EBPF_LOCK], &e->lock, &lerr)) {
+			wt_warn("msg=\"ebpf lock contention not attached\" error=\"%s\"", lerr.msg);
+			atomic_fetch_add(&e->load_errors, 1);
+		}
+	}
 	if (!rc) {
 		/* a new program has an empty wt_py_procs: every process is checked again */
 		edge_ebpf_cpu_set_py(e->cpu, py_new, e);

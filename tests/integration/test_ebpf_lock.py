@@ -89,6 +89,11 @@ class EbpfLock(unittest.TestCase):
         st, flame = e.query("flamegraph", service="lockwork", type="lock", **{"label.pid": str(truth["pid"])})
         log = e.read_log()
         e.stop()
+        attached = [ln for ln in log.splitlines() if "ebpf lock contention attached" in ln]
+        print(attached[-1:], file=sys.stderr)
+        # the futex tracepoints themselves (ids from tracefs, or from a
+        # private tracefs mount where none is mounted), not the raw fallback
+        self.assertTrue(attached and "syscalls/sys_*_futex" in attached[-1], log[-3000:])
         paths = []
         self.leaves(flame.get("root", {}), [], paths) if st == 200 else None
         for t, p in sorted(paths, reverse=True)[:6]:
