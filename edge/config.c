@@ -62,6 +62,7 @@ void edge_config_defaults(edge_config *c)
 	c->ebpf.unwind = EDGE_UNWIND_AUTO;
 	c->ebpf.unwind_rows = 4000000;
 	c->ebpf.python = 1;
+	c->ebpf.lock = 1;
 	c->ebpf.max_stacks = 16384;
 	c->ebpf.max_keys = 16384;
 }
@@ -72,6 +73,24 @@ int edge_ebpf_cfg_python(const edge_ebpf_cfg *c, const char *service)
 		if (service && c->py_rules[i].glob && !fnmatch(c->py_rules[i].glob, service, 0))
 			return c->py_rules[i].on >= 0 ? c->py_rules[i].on : c->python;
 	return c->python;
+}
+
+int edge_ebpf_cfg_lock(const edge_ebpf_cfg *c, const char *service)
+{
+	for (size_t i = 0; i < c->nlock_rules; i++)
+		if (service && c->lock_rules[i].glob && !fnmatch(c->lock_rules[i].glob, service, 0))
+			return c->lock_rules[i].on >= 0 ? c->lock_rules[i].on : c->lock;
+	return c->lock;
+}
+
+int edge_ebpf_cfg_lock_any(const edge_ebpf_cfg *c)
+{
+	if (c->lock)
+		return 1;
+	for (size_t i = 0; i < c->nlock_rules; i++)
+		if (c->lock_rules[i].on == 1)
+			return 1;
+	return 0;
 }
 
 int edge_unwind_mode_parse(const char *s)
@@ -168,6 +187,11 @@ void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
 	free(e->py_rules);
 	e->py_rules = NULL;
 	e->npy_rules = 0;
+	for (size_t i = 0; i < e->nlock_rules; i++)
+		free(e->lock_rules[i].glob);
+	free(e->lock_rules);
+	e->lock_rules = NULL;
+	e->nlock_rules = 0;
 }
 
 static void free_strv(char **v, size_t n)
@@ -282,7 +306,7 @@ static int load_ebpf(edge_ebpf_cfg *e, config_setting_t *g, const char *path, wt
 	if (!g)
 		return 0;
 	if ((rc = get_bool(g, "enabled", &e->enabled, path, err)) || (rc = get_bool(g, "offcpu", &e->offcpu, path, err)) ||
-	    (rc = get_bool(g, "python", &e->python, path, err)))
+	    (rc = get_bool(g, "python", &e->python, path, err)) || (rc = get_bool(g, "lock", &e->lock, path, err)))
 		return rc;
 	v = e->frequency_hz;
 	if ((rc = get_int(g, "frequency_hz", 1, 10000, &v, path, err)))

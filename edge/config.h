@@ -32,7 +32,8 @@ typedef struct edge_ebpf_rule {
 	char *service;
 } edge_ebpf_rule;
 
-/* policy services[] rules for interpreter frames: the first rule whose
+/* policy services[] rules for interpreter frames (and lock contention,
+ * lock_rules): the first rule whose
  * glob matches a service decides; on = -1 (the rule sets nothing) falls
  * back to the default */
 typedef struct edge_py_rule {
@@ -71,6 +72,9 @@ typedef struct edge_ebpf_cfg {
 	int python;             /* CPython frames (ebpf.python; policy rules.ebpf.python) */
 	edge_py_rule *py_rules; /* policy rules.services[].ebpf.python */
 	size_t npy_rules;
+	int lock;               /* lock contention (ebpf.lock; policy rules.ebpf.lock, sample_types.lock) */
+	edge_py_rule *lock_rules; /* policy rules.services[].ebpf.lock / sample_types.lock */
+	size_t nlock_rules;
 	edge_ebpf_rule *rules;
 	size_t nrules;
 	edge_unwind_rule *unwind_rules; /* from the remote policy, first match wins */
@@ -80,6 +84,12 @@ typedef struct edge_ebpf_cfg {
 /* CPython frames wanted for service under c: the first py_rules glob that
  * matches decides (on -1: the default), else c->python. Pure. */
 int edge_ebpf_cfg_python(const edge_ebpf_cfg *c, const char *service);
+/* Lock contention wanted for service under c: the same with lock_rules
+ * and c->lock. Pure. */
+int edge_ebpf_cfg_lock(const edge_ebpf_cfg *c, const char *service);
+/* 1 when some service may want lock contention (the lock program is then
+ * loaded): c->lock, or a rule that turns it on. */
+int edge_ebpf_cfg_lock_any(const edge_ebpf_cfg *c);
 /* 1 when some service may be unwound with tables (the program is then
  * loaded with the unwinder and its maps) */
 int edge_ebpf_cfg_unwinds(const edge_ebpf_cfg *c);

@@ -121,13 +121,21 @@ static int bool_of(const json_t *o, const char *key)
 	return json_is_boolean(v) ? json_is_true(v) : -1;
 }
 
+/* lock contention in one rule body: sample_types.lock = false turns it
+ * off, else ebpf.lock, else sample_types.lock = true; -1: not set */
+static int lock_of(const json_t *r)
+{
+	int st = bool_of(json_object_get(r, "sample_types"), "lock"), on = bool_of(json_object_get(r, "ebpf"), "lock");
+	return st == 0 ? 0 : on >= 0 ? on : st;
+}
+
 static void sampler_policy(const edge_config *cfg, const json_t *conf, edge_sampler_policy *sp)
 {
 	json_t *projects = json_object_get(conf, "projects"), *p, *eff = NULL, *v;
 	size_t i;
 
 	memset(sp, 0, sizeof(*sp));
-	sp->enabled = sp->frequency_hz = sp->offcpu = sp->cpu = sp->python = -1;
+	sp->enabled = sp->frequency_hz = sp->offcpu = sp->cpu = sp->python = sp->lock = -1;
 	sp->offcpu_threshold_us = -1;
 	json_array_foreach(projects, i, p)
 		if (cfg->default_project && !strcmp(json_string_value(json_object_get(p, "name")), cfg->default_project)) {
@@ -140,6 +148,7 @@ static void sampler_policy(const edge_config *cfg, const json_t *conf, edge_samp
 	sp->effective = eff;
 	sp->enabled = bool_of(json_object_get(eff, "ebpf"), "enabled");
 	sp->python = bool_of(json_object_get(eff, "ebpf"), "python");
+	sp->lock = lock_of(eff);
 	v = json_object_get(json_object_get(eff, "ebpf"), "frequency_hz");
 	if (json_is_integer(v))
 		sp->frequency_hz = (int)json_integer_value(v);
@@ -221,6 +230,8 @@ static void apply_sampler(edge_config_client *c)
 			next.enabled = 0; /* nothing left to sample */
 		if (sp.python >= 0)
 			next.python = sp.python;
+		if (sp.lock >= 0)
+			next.lock = sp.lock;
 		/* interpreter frames per service: services[] rules that match
 		 * by service glob, in order (first match wins; a rule without
 		 * ebpf.python leaves the default); label rules cannot match a
@@ -228,22 +239,27 @@ static void apply_sampler(edge_config_client *c)
 		json_t *svcs = json_object_get(sp.effective, "services"), *r;
 		size_t i, n = 0;
 		edge_py_rule *pr = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*pr)) : NULL;
+		edge_py_rule *lr = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*lr)) : NULL;
 		json_array_foreach(svcs, i, r) {
 			json_t *m = json_object_get(r, "match");
 			const char *g = json_string_value(json_object_get(m, "service"));
-			if (!pr || !g || json_object_get(m, "label"))
+			if (!pr || !lr || !g || json_object_get(m, "label"))
 				continue;
-			pr[n].glob = (char *)g; /* borrowed: edge_ebpf_apply copies */
+			pr[n].glob = lr[n].glob = (char *)g; /* borrowed: edge_ebpf_apply copies */
+			lr[n].on = lock_of(r); /* lock contention: the same rules */
 			pr[n++].on = bool_of(json_object_get(r, "ebpf"), "python");
 		}
 		next.py_rules = pr;
 		next.npy_rules = n;
+		next.lock_rules = lr;
+		next.nlock_rules = n;
 		v = json_string_value(json_object_get(json_object_get(sp.effective, "ebpf"), "unwind"));
 		if (edge_unwind_mode_parse(v) >= 0)
 			next.unwind = edge_unwind_mode_parse(v);
 		next.n_unwind_rules = unwind_rules_of(sp.effective, &next.unwind_rules);
 		rc = edge_ebpf_apply(c->ebpf, &next);
 		free(pr);
+		free(lr);
 		edge_unwind_rules_free(next.unwind_rules, next.n_unwind_rules);
 		if (rc)
 			wt_warn("remote config: the sampler refused the policy settings project=%s revision=%llu",

@@ -56,6 +56,7 @@ typedef struct edge_sampler_policy {
 	int64_t offcpu_threshold_us;
 	int cpu;              /* sample_types.cpu */
 	int python;           /* ebpf.python: CPython frames (services[] may override per service) */
+	int lock;             /* ebpf.lock (and sample_types.lock): lock contention (services[] likewise) */
 	const json_t *effective; /* the whole effective rules object (borrowed) */
 } edge_sampler_policy;
 

@@ -1,6 +1,7 @@
 /*
  * ebpf_build.c — the eBPF sampler's profile building: each flush drains the
- * on-CPU and off-CPU programs' aggregates (ebpf_profile.c, ebpf_offcpu.c),
+ * on-CPU, off-CPU and lock programs' aggregates (ebpf_profile.c,
+ * ebpf_offcpu.c, ebpf_lock.c),
  * turns every stack into frames (kernel symbols, ELF symbols through
  * symbolize.c, JIT perf maps, markers for truncated or missing stacks),
  * builds one wt_profile per service and stores each through the edge's
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bpf/lock.h"
 #include "bpf/python.h"
 #include "clock.h"
 #include "demangle.h"
@@ -71,13 +73,16 @@ static svc *svc_get(edge_ebpf *e, edge_proc *pr)
 		s->name = strdup(pr->service);
 		s->p = wt_profile_new(NULL);
 		if (!s->name || !s->p || wt_profile_add_type(s->p, "cpu", "nanoseconds", NULL, &s->cpu_idx, &err) ||
-		    (e->cur.offcpu && wt_profile_add_type(s->p, "offcpu", "nanoseconds", NULL, &s->off_idx, &err))) {
+		    (e->cur.offcpu && wt_profile_add_type(s->p, "offcpu", "nanoseconds", NULL, &s->off_idx, &err)) ||
+		    (e->lock && (wt_profile_add_type(s->p, "lock", "nanoseconds", NULL, &s->lock_idx, &err) ||
+				 wt_profile_add_type(s->p, "mutex_contentions", "count", NULL, &s->cont_idx, &err)))) {
 			free(s->name);
 			wt_profile_free(s->p);
 			free(s);
 			return NULL;
 		}
 		s->has_off = e->cur.offcpu;
+		s->has_lock = e->lock != NULL;
 		s->next = e->svcs;
 		e->svcs = s;
 	}
@@ -297,7 +302,7 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	char comm[WT_COMM_LEN + 1];
 	wt_label lab[4];
 	size_t nl = 0;
-	int64_t vals[2] = {0, 0};
+	int64_t vals[4] = {0, 0, 0, 0};
 	int rc = 0;
 
 	memset(lab, 0, sizeof(lab));
@@ -312,6 +317,8 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		return;
 	}
 	pr->gen = e->gen;
+	if (kind == EDGE_EBPF_LOCK && (!s->has_lock || !edge_ebpf_cfg_lock(&e->cur, pr->service)))
+		return; /* lock contention off for this service (policy) */
 	/* still too early after the capture's re-reads (a loaded machine):
 	 * again, once per flush, so its libraries get symbols and tables */
 	if (pr->state == EDGE_PROC_LIVE && edge_proc_maps_early(pr))
@@ -398,6 +405,14 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	if (kind == EDGE_EBPF_CPU) {
 		vals[s->cpu_idx] = (int64_t)(value * (uint64_t)e->period_ns_cached);
 		atomic_fetch_add(&e->samples_cpu, value);
+	} else if (kind == EDGE_EBPF_LOCK) {
+		if (k->pad == WT_LOCK_COUNT) {
+			vals[s->cont_idx] = (int64_t)value;
+			atomic_fetch_add(&e->lock_contentions, value);
+		} else {
+			vals[s->lock_idx] = (int64_t)value;
+			atomic_fetch_add(&e->lock_ns, value);
+		}
 	} else if (s->has_off) {
 		vals[s->off_idx] = (int64_t)value;
 		atomic_fetch_add(&e->offcpu_ns, value);
@@ -500,6 +515,8 @@ void edge_ebpf_flush(edge_ebpf *e)
 		wt_warn("msg=\"ebpf cpu drain failed\" error=\"%s\"", err.msg);
 	if (e->off && edge_ebpf_off_drain(e->off, sink, e, &err))
 		wt_warn("msg=\"ebpf offcpu drain failed\" error=\"%s\"", err.msg);
+	if (e->lock && edge_ebpf_lock_drain(e->lock, sink, e, &err))
+		wt_warn("msg=\"ebpf lock drain failed\" error=\"%s\"", err.msg);
 	if (e->flush_err.code) {
 		wt_warn("msg=\"ebpf flush incomplete\" error=\"%s\"", e->flush_err.msg);
 		atomic_fetch_add(&e->flush_errors, 1);

@@ -1,7 +1,8 @@
 /*
  * ebpf_probe.h — what the sampler (ebpf_sampler.c) needs from the user side
- * of each BPF probe: the on-CPU sampler (ebpf_profile.c, bpf/profile.bpf.c)
- * and off-CPU time (ebpf_offcpu.c, bpf/offcpu.bpf.c). Internal to edge/.
+ * of each BPF probe: the on-CPU sampler (ebpf_profile.c, bpf/profile.bpf.c),
+ * off-CPU time (ebpf_offcpu.c, bpf/offcpu.bpf.c) and lock contention
+ * (ebpf_lock.c, bpf/lock.bpf.c). Internal to edge/.
  *
  * Each probe loads its skeleton, attaches, and on drain hands every
  * aggregated (key, value, user stack, kernel stack) to a callback, then
@@ -23,7 +24,7 @@
 #include "config.h"
 #include "err.h"
 
-enum { EDGE_EBPF_CPU = 0, EDGE_EBPF_OFFCPU = 1, EDGE_EBPF_NKINDS };
+enum { EDGE_EBPF_CPU = 0, EDGE_EBPF_OFFCPU = 1, EDGE_EBPF_LOCK = 2, EDGE_EBPF_NKINDS };
 
 /* One aggregated entry. ustack/kstack are NULL (n 0) when the stack is
  * absent: kernel thread, collision, or the stack map entry went missing.
@@ -134,5 +135,18 @@ int edge_ebpf_off_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_
 void edge_ebpf_off_scan(edge_ebpf_off *o, edge_ebpf_seen fn, void *arg);
 int edge_ebpf_off_drain(edge_ebpf_off *o, edge_ebpf_sink fn, void *arg, wt_err *err);
 void edge_ebpf_off_close(edge_ebpf_off *o);
+
+/* ---- lock contention (ebpf_lock.c) ---------------------------------------- */
+typedef struct edge_ebpf_lock edge_ebpf_lock;
+
+/* Load bpf/lock.bpf.c and attach it to the futex syscall's tracepoints.
+ * cpu: the loaded on-CPU probe, whose unwind tables and process
+ * announcements the program shares (NULL, or loaded without the
+ * unwinder: frame-pointer stacks). Entries handed to the sink carry the
+ * value kind in key->pad (enum wt_lock_value, bpf/lock.h). */
+int edge_ebpf_lock_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_ebpf_counters *ctr,
+			edge_ebpf_lock **out, wt_err *err);
+int edge_ebpf_lock_drain(edge_ebpf_lock *l, edge_ebpf_sink fn, void *arg, wt_err *err);
+void edge_ebpf_lock_close(edge_ebpf_lock *l);
 
 #endif

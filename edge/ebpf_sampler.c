@@ -33,26 +33,39 @@ static char *dup0(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* deep copy of n glob rules into *dst (*dn counts those copied) */
+static int glob_rules_copy(edge_py_rule **dst, size_t *dn, const edge_py_rule *src, size_t n)
+{
+	*dst = NULL;
+	*dn = 0;
+	if (!n)
+		return 0;
+	if (!(*dst = calloc(n, sizeof(**dst))))
+		return WT_ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		(*dst)[i].on = src[i].on;
+		(*dst)[i].glob = dup0(src[i].glob);
+		*dn = i + 1;
+		if (!(*dst)[i].glob)
+			return WT_ENOMEM;
+	}
+	return 0;
+}
+
 static int cfg_copy(edge_ebpf_cfg *dst, const edge_ebpf_cfg *src)
 {
 	*dst = *src;
 	dst->rules = NULL;
 	dst->nrules = 0;
-	dst->py_rules = NULL;
-	dst->npy_rules = 0;
-	if (src->npy_rules) {
-		if (!(dst->py_rules = calloc(src->npy_rules, sizeof(*dst->py_rules))))
-			return WT_ENOMEM;
-		for (size_t i = 0; i < src->npy_rules; i++) {
-			dst->py_rules[i].on = src->py_rules[i].on;
-			dst->py_rules[i].glob = dup0(src->py_rules[i].glob);
-			dst->npy_rules = i + 1;
-			if (!dst->py_rules[i].glob)
-				return WT_ENOMEM;
-		}
-	}
+	dst->lock_rules = NULL;
+	dst->nlock_rules = 0;
+	/* nothing of src's left in dst before a copy can fail (the caller
+	 * frees dst then) */
 	dst->unwind_rules = NULL;
 	dst->n_unwind_rules = 0;
+	if (glob_rules_copy(&dst->py_rules, &dst->npy_rules, src->py_rules, src->npy_rules) ||
+	    glob_rules_copy(&dst->lock_rules, &dst->nlock_rules, src->lock_rules, src->nlock_rules))
+		return WT_ENOMEM;
 	if (edge_unwind_rules_copy(&dst->unwind_rules, src->unwind_rules, src->n_unwind_rules))
 		return WT_ENOMEM;
 	dst->n_unwind_rules = src->n_unwind_rules;
@@ -235,8 +248,10 @@ static void unload(edge_ebpf *e)
 	pmu_lock_sampler(e);
 	edge_ebpf_cpu_close(e->cpu);
 	edge_ebpf_off_close(e->off);
+	edge_ebpf_lock_close(e->lock);
 	e->cpu = NULL;
 	e->off = NULL;
+	e->lock = NULL;
 	/* files captured since the last flush would stay open until the next
 	 * lookup, which a stopped sampler never makes */
 	edge_elf_cache_parse_pending(e->elfs);
@@ -244,6 +259,7 @@ static void unload(edge_ebpf *e)
 	pthread_mutex_unlock(&e->pmu);
 	atomic_store(&e->enabled, 0);
 	atomic_store(&e->offcpu_on, 0);
+	atomic_store(&e->lock_on, 0);
 	atomic_store(&e->frequency, 0);
 }
 
@@ -258,6 +274,14 @@ static void load(edge_ebpf *e)
 	snprintf(cache_dir, sizeof(cache_dir), "%s/unwind", e->cfg->data_dir);
 	int rc = edge_ebpf_cpu_open(&e->cur, cache_dir, &e->ctr[EDGE_EBPF_CPU], &e->cpu, &err) ||
 		 (e->cur.offcpu && edge_ebpf_off_open(&e->cur, e->cpu, &e->ctr[EDGE_EBPF_OFFCPU], &e->off, &err));
+	if (!rc && edge_ebpf_cfg_lock_any(&e->cur)) {
+		/* optional: the other probes run without it */
+		wt_err lerr = {0};
+		if (edge_ebpf_lock_open(&e->cur, e->cpu, &e->ctr[EDGE_EBPF_LOCK], &e->lock, &lerr)) {
+			wt_warn("msg=\"ebpf lock contention not attached\" error=\"%s\"", lerr.msg);
+			atomic_fetch_add(&e->load_errors, 1);
+		}
+	}
 	if (!rc) {
 		/* a new program has an empty wt_py_procs: every process is checked again */
 		edge_ebpf_cpu_set_py(e->cpu, py_new, e);
@@ -273,6 +297,7 @@ static void load(edge_ebpf *e)
 	e->window_ns = wt_now_ns(CLOCK_REALTIME);
 	atomic_store(&e->enabled, 1);
 	atomic_store(&e->offcpu_on, e->off != NULL);
+	atomic_store(&e->lock_on, e->lock != NULL);
 	atomic_store(&e->frequency, e->cur.frequency_hz);
 	/* the discovery thread sleeps up to DISCOVER_NS while nothing is
 	 * loaded: wake it, or processes announced in that time are gone
@@ -280,9 +305,9 @@ static void load(edge_ebpf *e)
 	pthread_mutex_lock(&e->mu);
 	pthread_cond_broadcast(&e->cv);
 	pthread_mutex_unlock(&e->mu);
-	wt_info("msg=\"ebpf sampler running\" frequency_hz=%d offcpu=%s offcpu_min_us=%lld mode=%s flush_interval_s=%d "
-		"unwind=%s",
-		e->cur.frequency_hz, e->off ? "true" : "false", (long long)e->cur.offcpu_min_us,
+	wt_info("msg=\"ebpf sampler running\" frequency_hz=%d offcpu=%s lock=%s offcpu_min_us=%lld mode=%s "
+		"flush_interval_s=%d unwind=%s",
+		e->cur.frequency_hz, e->off ? "true" : "false", e->lock ? "true" : "false", (long long)e->cur.offcpu_min_us,
 		e->cur.mode == EDGE_EBPF_RING ? "ring" : "hash", e->cur.flush_interval_s,
 		edge_unwind_mode_name(e->cur.unwind));
 }
@@ -310,6 +335,7 @@ static void apply_cfg(edge_ebpf *e, edge_ebpf_cfg *next)
 	int loaded = e->cpu != NULL;
 	int reload = next->mode != old.mode || next->max_stacks != old.max_stacks || next->max_keys != old.max_keys ||
 		     next->offcpu != old.offcpu || next->offcpu_min_us != old.offcpu_min_us ||
+		     edge_ebpf_cfg_lock_any(next) != edge_ebpf_cfg_lock_any(&old) ||
 		     edge_ebpf_cfg_unwinds(next) != edge_ebpf_cfg_unwinds(&old) ||
 		     (edge_ebpf_cfg_unwinds(next) && next->unwind_rows != old.unwind_rows);
 	int unwind_changed = !same_unwind(next, &old);
@@ -527,13 +553,15 @@ void edge_ebpf_stop(edge_ebpf *e)
 
 void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 {
-	static const char *const probe[EDGE_EBPF_NKINDS] = {"cpu", "offcpu"};
+	static const char *const probe[EDGE_EBPF_NKINDS] = {"cpu", "offcpu", "lock"};
 	if (!e)
 		return;
 	wt_prom_gauge(b, "wt_edge_ebpf_enabled", "1 while the eBPF sampler is loaded and attached.",
 		      atomic_load(&e->enabled));
 	wt_prom_gauge(b, "wt_edge_ebpf_offcpu_enabled", "1 while the off-CPU probe is attached.",
 		      atomic_load(&e->offcpu_on));
+	wt_prom_gauge(b, "wt_edge_ebpf_lock_enabled", "1 while the lock contention probe (futex syscall tracepoints) is attached.",
+		      atomic_load(&e->lock_on));
 	wt_prom_gauge(b, "wt_edge_ebpf_frequency_hz", "On-CPU sampling frequency in effect (0 = off).",
 		      atomic_load(&e->frequency));
 	wt_prom_family(b, "wt_edge_ebpf_samples_total", "counter",
@@ -573,6 +601,10 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 			atomic_load(&e->samples_cpu));
 	wt_prom_counter(b, "wt_edge_ebpf_offcpu_nanoseconds_total", "Off-CPU nanoseconds turned into profiles.",
 			atomic_load(&e->offcpu_ns));
+	wt_prom_counter(b, "wt_edge_ebpf_lock_nanoseconds_total", "Lock wait nanoseconds turned into profiles.",
+			atomic_load(&e->lock_ns));
+	wt_prom_counter(b, "wt_edge_ebpf_lock_contentions_total", "Lock contentions turned into profiles.",
+			atomic_load(&e->lock_contentions));
 	wt_prom_counter(b, "wt_edge_ebpf_flushes_total", "Drains of the in-kernel aggregates.",
 			atomic_load(&e->flushes));
 	wt_prom_counter(b, "wt_edge_ebpf_profiles_total", "Per-service profiles committed to the buffer.",

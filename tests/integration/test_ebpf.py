@@ -425,7 +425,7 @@ class EbpfSampler(unittest.TestCase):
     def test_5_reload_and_stop(self):
         self.wait_enabled()
         progs, maps = self.ours()
-        self.assertEqual(len(progs), 2, "wt_profile_cpu and wt_offcpu_switch")
+        self.assertEqual(len(progs), 4, "wt_profile_cpu, wt_offcpu_switch, wt_lock_enter_tp and wt_lock_exit_tp")
         self.assertGreaterEqual(len(maps), 8)
         # live frequency change: same programs, new perf events
         self.reload(True, 99)
@@ -446,7 +446,7 @@ class EbpfSampler(unittest.TestCase):
         # on again, then SIGTERM: nothing of ours stays loaded
         self.reload(True, FREQ)
         self.wait_enabled()
-        self.assertEqual(len(self.ours()[0]), 2)
+        self.assertEqual(len(self.ours()[0]), 4)
         self.assertEqual(self.edge.stop(), 0, self.edge.read_log()[-2000:])
         self.assert_none_loaded()
         self.assertIn("clean shutdown", self.edge.read_log())

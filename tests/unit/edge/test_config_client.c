@@ -87,12 +87,13 @@ static void test_reject(void **state)
 	edge_config_free(&cfg);
 }
 
-static int g_python = -2;
+static int g_python = -2, g_lock = -2;
 
 static void hook(void *arg, const edge_sampler_policy *p)
 {
 	(void)arg;
 	g_python = p->python;
+	g_lock = p->lock;
 }
 
 static void test_python_policy(void **state)
@@ -142,12 +143,66 @@ static void test_python_policy(void **state)
 	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 0);
 }
 
+/* lock contention: rules.ebpf.lock, sample_types.lock = false wins over
+ * it; per service the same first-match rules as ebpf.python */
+static void test_lock_policy(void **state)
+{
+	edge_config cfg;
+	edge_config_client *c;
+	wt_err err = {0, ""};
+	edge_project_cfg proj = {"demo", NULL, 0, NULL, 0};
+	const char *off = "{\"edge_id\":\"edge1\",\"etag\":\"a\",\"projects\":[{\"name\":\"demo\",\"policy_revision\":1,"
+			  "\"effective\":{\"ebpf\":{\"lock\":true},\"sample_types\":{\"lock\":false}},"
+			  "\"upload_token_sha256\":[],\"read_token_sha256\":[]}]}";
+	const char *on = "{\"edge_id\":\"edge1\",\"etag\":\"b\",\"projects\":[{\"name\":\"demo\",\"policy_revision\":2,"
+			 "\"effective\":{\"ebpf\":{\"lock\":true}},\"upload_token_sha256\":[],\"read_token_sha256\":[]}]}";
+	(void)state;
+
+	edge_config_defaults(&cfg);
+	assert_int_equal(cfg.ebpf.lock, 1); /* on by default */
+	free(cfg.id);
+	cfg.id = strdup("edge1");
+	free(cfg.default_project);
+	cfg.default_project = strdup("demo");
+	cfg.projects = &proj;
+	cfg.nprojects = 1;
+	c = edge_config_client_new_detached(&cfg);
+	assert_non_null(c);
+	edge_config_set_policy_hook(hook, NULL);
+	assert_int_equal(edge_config_client_apply(c, off, strlen(off), 0, &err), 0);
+	assert_int_equal(g_lock, 0);
+	assert_int_equal(edge_config_client_apply(c, on, strlen(on), 0, &err), 0);
+	assert_int_equal(g_lock, 1);
+	edge_config_set_policy_hook(NULL, NULL);
+	edge_config_client_free_detached(c);
+	cfg.projects = NULL;
+	cfg.nprojects = 0;
+	edge_config_free(&cfg);
+
+	edge_py_rule rules[] = {{"db*", 0}, {"api-*", -1}};
+	edge_ebpf_cfg e = {0};
+	e.lock_rules = rules;
+	e.nlock_rules = 2;
+	e.lock = 1;
+	assert_int_equal(edge_ebpf_cfg_lock(&e, "db-main"), 0);
+	assert_int_equal(edge_ebpf_cfg_lock(&e, "api-1"), 1);
+	assert_int_equal(edge_ebpf_cfg_lock(&e, "web"), 1);
+	assert_int_equal(edge_ebpf_cfg_lock_any(&e), 1);
+	e.lock = 0;
+	assert_int_equal(edge_ebpf_cfg_lock(&e, "api-1"), 0);
+	assert_int_equal(edge_ebpf_cfg_lock_any(&e), 0); /* nothing turns it on: not loaded */
+	rules[1].on = 1;
+	assert_int_equal(edge_ebpf_cfg_lock(&e, "api-1"), 1);
+	assert_int_equal(edge_ebpf_cfg_lock_any(&e), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_reject),
 		cmocka_unit_test(test_python_policy),
+		cmocka_unit_test(test_lock_policy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
