@@ -4,6 +4,7 @@
  */
 #include "ch_client.h"
 #include "backoff.h"
+#include "clock.h"
 
 #include <curl/curl.h>
 #include <stdlib.h>
@@ -46,13 +47,6 @@ void hub_ch_free(hub_ch *ch)
 		return;
 	curl_easy_cleanup(ch->curl);
 	free(ch);
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) == -1)
-		;
 }
 
 /* First line of a ClickHouse error body, for messages. */
@@ -176,7 +170,7 @@ static int do_request(hub_ch *ch, int kind, const char *sql, const void *data, s
 			break;
 		if (kind == REQ_INSERT && !nothing_sent && !hub_ch_cluster(ch))
 			break;
-		sleep_ms((int)wt_backoff_ms(&(wt_backoff){c->backoff_ms, 0, 0}, (unsigned)attempt));
+		wt_sleep_ms(wt_backoff_ms(&(wt_backoff){c->backoff_ms, 0, 0}, (unsigned)attempt));
 	}
 out:
 	wt_buf_free(&url);
