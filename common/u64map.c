@@ -74,9 +74,77 @@ int wt_u64map_get(const wt_u64map *m, uint64_t key, uint32_t *val)
 	return 0;
 }
 
+int wt_u64map_del(wt_u64map *m, uint64_t key, uint32_t *val)
+{
+	size_t mask = m->cap - 1, i, j;
+
+	if (!m->cap)
+		return 0;
+	for (i = mix64(key) & mask; m->vals[i] != WT_U64MAP_EMPTY; i = (i + 1) & mask)
+		if (m->keys[i] == key)
+			break;
+	if (m->vals[i] == WT_U64MAP_EMPTY)
+		return 0;
+	if (val)
+		*val = m->vals[i];
+	/* close the gap: a later key of the run moves back into it when its
+	 * home is not between the gap and where it sits */
+	for (j = (i + 1) & mask; m->vals[j] != WT_U64MAP_EMPTY; j = (j + 1) & mask) {
+		size_t home = mix64(m->keys[j]) & mask;
+
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			m->keys[i] = m->keys[j];
+			m->vals[i] = m->vals[j];
+			i = j;
+		}
+	}
+	m->vals[i] = WT_U64MAP_EMPTY;
+	m->n--;
+	return 1;
+}
+
+void wt_u64map_clear(wt_u64map *m)
+{
+	if (m->cap)
+		memset(m->vals, 0xff, m->cap * sizeof(*m->vals));
+	m->n = 0;
+}
+
 void wt_u64map_free(wt_u64map *m)
 {
 	free(m->keys);
 	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+int wt_u64map64_put(wt_u64map64 *m, uint64_t key, uint64_t val)
+{
+	size_t slot;
+
+	if (m->idx.n >= WT_U64MAP_EMPTY - 1 || wt_u64map_slot(&m->idx, key, &slot))
+		return WT_ENOMEM;
+	if (m->idx.vals[slot] != WT_U64MAP_EMPTY) {
+		m->v[m->idx.vals[slot]] = val;
+		return 0;
+	}
+	if (m->idx.n == m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 16;
+		uint64_t *nv = realloc(m->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return WT_ENOMEM;
+		m->v = nv;
+		m->cap = nc;
+	}
+	m->v[m->idx.n] = val;
+	m->idx.keys[slot] = key;
+	m->idx.vals[slot] = (uint32_t)m->idx.n++;
+	return 0;
+}
+
+void wt_u64map64_free(wt_u64map64 *m)
+{
+	wt_u64map_free(&m->idx);
+	free(m->v);
 	memset(m, 0, sizeof(*m));
 }

@@ -6,7 +6,13 @@
  * Use: wt_u64map_slot() returns the slot of key — filled (vals[slot] !=
  * WT_U64MAP_EMPTY: found) or empty (store keys[slot], vals[slot] and
  * increment n to insert). Grows itself (load ≤ 1/2) before looking.
+ * wt_u64map_del removes one key, wt_u64map_clear all (the hub's caches:
+ * hub/stacklru.c, hub/stackcache.c).
  * Ownership: the map owns its arrays; wt_u64map_free releases them.
+ *
+ * wt_u64map64: the same map with uint64 values (the JFR decoder's constant
+ * pools, class ids and caches): the index maps a key to its position in a
+ * dense array of values, so there is still one probing implementation.
  */
 #ifndef WT_U64MAP_H
 #define WT_U64MAP_H
@@ -26,6 +32,32 @@ typedef struct wt_u64map {
 int wt_u64map_slot(wt_u64map *m, uint64_t key, size_t *slot);
 /* Lookup only (never grows): 1 and *val when key is there, else 0. */
 int wt_u64map_get(const wt_u64map *m, uint64_t key, uint32_t *val);
+/* Remove key (backward-shift deletion: no tombstones, lookups stay as
+ * short as before). 1 when it was there (*val, when val is not NULL, its
+ * value), else 0. */
+int wt_u64map_del(wt_u64map *m, uint64_t key, uint32_t *val);
+/* Remove every key, keeping the slots allocated. */
+void wt_u64map_clear(wt_u64map *m);
 void wt_u64map_free(wt_u64map *m);
+
+typedef struct wt_u64map64 {
+	wt_u64map idx; /* key → position in v */
+	uint64_t *v;
+	size_t cap;    /* of v; idx.n values are set */
+} wt_u64map64;
+
+/* Set key's value (insert or replace). 0, or WT_ENOMEM (map unchanged). */
+int wt_u64map64_put(wt_u64map64 *m, uint64_t key, uint64_t val);
+/* 1 and *val when key is there, else 0. */
+static inline int wt_u64map64_get(const wt_u64map64 *m, uint64_t key, uint64_t *val)
+{
+	uint32_t i;
+
+	if (!wt_u64map_get(&m->idx, key, &i))
+		return 0;
+	*val = m->v[i];
+	return 1;
+}
+void wt_u64map64_free(wt_u64map64 *m);
 
 #endif
