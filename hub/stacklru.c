@@ -41,9 +41,12 @@ struct hub_framedict {
 struct hub_stacklru {
 	pthread_mutex_t mu;
 	wt_u64map idx;     /* key → slot in ents */
-	entry **ents;      /* NULL = free slot */
-	uint32_t *frees;   /* free slots, a stack */
-	size_t ents_n, ents_cap, nfree;
+	struct ent_slot {
+		entry *e;           /* NULL: free */
+		uint32_t next_free; /* free slots chained from free1 - 1 */
+	} *ents;
+	size_t ents_n, ents_cap;
+	uint32_t free1;    /* first free slot + 1 (0: none) */
 	entry *head, *tail;
 	size_t bytes, max_bytes, n;
 	hub_framedict *cur;
@@ -86,7 +89,8 @@ static void drop_all(hub_stacklru *c)
 		free(e);
 	}
 	wt_u64map_clear(&c->idx);
-	c->ents_n = c->nfree = 0;
+	c->ents_n = 0;
+	c->free1 = 0;
 	c->head = c->tail = NULL;
 	c->bytes = 0;
 	c->n = 0;
@@ -100,7 +104,6 @@ void hub_stacklru_free(hub_stacklru *c)
 	dict_unref(c->cur);
 	wt_u64map_free(&c->idx);
 	free(c->ents);
-	free(c->frees);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
@@ -137,7 +140,7 @@ static entry *find(const hub_stacklru *c, uint64_t key)
 {
 	uint32_t i;
 
-	return wt_u64map_get(&c->idx, key, &i) ? c->ents[i] : NULL;
+	return wt_u64map_get(&c->idx, key, &i) ? c->ents[i].e : NULL;
 }
 
 static void list_unlink(hub_stacklru *c, entry *e)
@@ -172,8 +175,9 @@ static size_t entry_bytes(const entry *e)
 static void drop(hub_stacklru *c, entry *e)
 {
 	wt_u64map_del(&c->idx, e->key, NULL);
-	c->ents[e->slot] = NULL;
-	c->frees[c->nfree++] = e->slot; /* room: frees grows with ents */
+	c->ents[e->slot].e = NULL;
+	c->ents[e->slot].next_free = c->free1;
+	c->free1 = e->slot + 1;
 	list_unlink(c, e);
 	c->bytes -= entry_bytes(e);
 	c->n--;
@@ -280,23 +284,24 @@ static int index_entry(hub_stacklru *c, entry *e)
 {
 	size_t slot;
 
-	if (!c->nfree && c->ents_n == c->ents_cap) {
+	if (!c->free1 && c->ents_n == c->ents_cap) {
 		size_t nc = c->ents_cap ? c->ents_cap * 2 : 1024;
-		entry **ne;
-		uint32_t *nf;
+		struct ent_slot *ne;
 
 		if (nc > UINT32_MAX - 1 || !(ne = realloc(c->ents, nc * sizeof(*ne))))
 			return WT_ENOMEM;
 		c->ents = ne;
-		if (!(nf = realloc(c->frees, nc * sizeof(*nf))))
-			return WT_ENOMEM;
-		c->frees = nf;
 		c->ents_cap = nc;
 	}
 	if (wt_u64map_slot(&c->idx, e->key, &slot))
 		return WT_ENOMEM;
-	e->slot = c->nfree ? c->frees[--c->nfree] : (uint32_t)c->ents_n++;
-	c->ents[e->slot] = e;
+	if (c->free1) {
+		e->slot = c->free1 - 1;
+		c->free1 = c->ents[e->slot].next_free;
+	} else {
+		e->slot = (uint32_t)c->ents_n++;
+	}
+	c->ents[e->slot].e = e;
 	c->idx.keys[slot] = e->key;
 	c->idx.vals[slot] = e->slot;
 	c->idx.n++;
