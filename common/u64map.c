@@ -8,20 +8,12 @@
 
 #include "err.h"
 
-/* Keys are often small or structured (parent << 32 | name): mix them. */
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
+#define mix64 wt_u64map_mix
 
-static int grow(wt_u64map *m)
+/* Rehash into ncap slots (a power of two above 2n). */
+static int rehash(wt_u64map *m, size_t ncap)
 {
-	size_t ncap = m->cap ? m->cap * 2 : 256, i, j;
+	size_t i, j;
 	uint64_t *nk = malloc(ncap * sizeof(*nk));
 	uint32_t *nv = malloc(ncap * sizeof(*nv));
 
@@ -47,6 +39,20 @@ static int grow(wt_u64map *m)
 	return 0;
 }
 
+static int grow(wt_u64map *m)
+{
+	return rehash(m, m->cap ? m->cap * 2 : 256);
+}
+
+int wt_u64map_reserve(wt_u64map *m, size_t n)
+{
+	size_t cap = m->cap ? m->cap : 256;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	return cap == m->cap ? 0 : rehash(m, cap);
+}
+
 int wt_u64map_slot(wt_u64map *m, uint64_t key, size_t *slot)
 {
 	size_t j;
@@ -57,20 +63,6 @@ int wt_u64map_slot(wt_u64map *m, uint64_t key, size_t *slot)
 		if (m->keys[j] == key)
 			break;
 	*slot = j;
-	return 0;
-}
-
-int wt_u64map_get(const wt_u64map *m, uint64_t key, uint32_t *val)
-{
-	size_t j;
-
-	if (!m->cap)
-		return 0;
-	for (j = mix64(key) & (m->cap - 1); m->vals[j] != WT_U64MAP_EMPTY; j = (j + 1) & (m->cap - 1))
-		if (m->keys[j] == key) {
-			*val = m->vals[j];
-			return 1;
-		}
 	return 0;
 }
 

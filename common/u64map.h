@@ -30,12 +30,38 @@ typedef struct wt_u64map {
 
 /* 0, or WT_ENOMEM when growing failed (the map is unchanged). */
 int wt_u64map_slot(wt_u64map *m, uint64_t key, size_t *slot);
-/* Lookup only (never grows): 1 and *val when key is there, else 0. */
-int wt_u64map_get(const wt_u64map *m, uint64_t key, uint32_t *val);
+/* The home-slot hash. Keys are often small or structured (parent << 32 |
+ * name): mix them. */
+static inline uint64_t wt_u64map_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Lookup only (never grows): 1 and *val when key is there, else 0. Inline:
+ * the JFR decoder and the hub's frames cache call it per frame. */
+static inline int wt_u64map_get(const wt_u64map *m, uint64_t key, uint32_t *val)
+{
+	size_t j;
+
+	if (!m->cap)
+		return 0;
+	for (j = wt_u64map_mix(key) & (m->cap - 1); m->vals[j] != WT_U64MAP_EMPTY; j = (j + 1) & (m->cap - 1))
+		if (m->keys[j] == key) {
+			*val = m->vals[j];
+			return 1;
+		}
+	return 0;
+}
 /* Remove key (backward-shift deletion: no tombstones, lookups stay as
  * short as before). 1 when it was there (*val, when val is not NULL, its
  * value), else 0. */
 int wt_u64map_del(wt_u64map *m, uint64_t key, uint32_t *val);
+/* Room for n keys without growing (sized once where the count is known
+ * ahead). 0, or WT_ENOMEM (the map is unchanged). */
+int wt_u64map_reserve(wt_u64map *m, size_t n);
 /* Remove every key, keeping the slots allocated. */
 void wt_u64map_clear(wt_u64map *m);
 void wt_u64map_free(wt_u64map *m);

@@ -285,13 +285,19 @@ static int index_entry(hub_stacklru *c, entry *e)
 	size_t slot;
 
 	if (!c->free1 && c->ents_n == c->ents_cap) {
-		size_t nc = c->ents_cap ? c->ents_cap * 2 : 1024;
+		/* first: room for an entry per KiB of budget (1024 to 2^20;
+		 * the index sized with it), so a filling cache seldom rehashes */
+		size_t nc = c->ents_cap ? c->ents_cap * 2 : c->max_bytes / 1024;
 		struct ent_slot *ne;
 
+		if (!c->ents_cap)
+			nc = nc < 1024 ? 1024 : nc > ((size_t)1 << 20) ? (size_t)1 << 20 : nc;
 		if (nc > UINT32_MAX - 1 || !(ne = realloc(c->ents, nc * sizeof(*ne))))
 			return WT_ENOMEM;
 		c->ents = ne;
 		c->ents_cap = nc;
+		if (wt_u64map_reserve(&c->idx, nc))
+			return WT_ENOMEM;
 	}
 	if (wt_u64map_slot(&c->idx, e->key, &slot))
 		return WT_ENOMEM;
