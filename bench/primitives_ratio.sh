@@ -17,8 +17,9 @@
 #            side's smallest count printed with its spread (the hub's count varies a
 #            little from run to run).
 #
-# Environment: BASE_REV (default 0971717, the tree before common/'s hash
-# tables, HTTP client and clock were made one of each), BASE_BUILD (a
+# Environment: BASE_REV (default 0971717: before the JFR decoder, the hub's
+# caches and its ClickHouse and S3 clients moved onto common/'s hash tables
+# and request function), BASE_BUILD (a
 # `make` build dir of that revision with bin/; default: built here in
 # $BUILD/bench/base from a git worktree at $BUILD/bench/base-src),
 # PRIM_QUERY=0 skips the hub query (it needs clickhouse-server).

@@ -10,16 +10,18 @@
 
 #define mix64 wt_u64map_mix
 
-/* Rehash into ncap slots (a power of two above 2n). */
-static int rehash(wt_u64map *m, size_t ncap)
+/* Rehash into ncap slots (a power of two above 2n); *pv (when pv is not
+ * NULL): a per-slot uint64 array (wt_u64map64's values) moved along. */
+static int rehash(wt_u64map *m, size_t ncap, uint64_t **pv)
 {
 	size_t i, j;
-	uint64_t *nk = malloc(ncap * sizeof(*nk));
+	uint64_t *nk = malloc(ncap * sizeof(*nk)), *np = pv ? malloc(ncap * sizeof(*np)) : NULL;
 	uint32_t *nv = malloc(ncap * sizeof(*nv));
 
-	if (!nk || !nv) {
+	if (!nk || !nv || (pv && !np)) {
 		free(nk);
 		free(nv);
+		free(np);
 		return WT_ENOMEM;
 	}
 	memset(nv, 0xff, ncap * sizeof(*nv));
@@ -30,6 +32,12 @@ static int rehash(wt_u64map *m, size_t ncap)
 			;
 		nk[j] = m->keys[i];
 		nv[j] = m->vals[i];
+		if (pv)
+			np[j] = (*pv)[i];
+	}
+	if (pv) {
+		free(*pv);
+		*pv = np;
 	}
 	free(m->keys);
 	free(m->vals);
@@ -39,9 +47,18 @@ static int rehash(wt_u64map *m, size_t ncap)
 	return 0;
 }
 
-static int grow(wt_u64map *m)
+/* The slot of key (see wt_u64map_slot), growing first with *pv along. */
+static int slot_of(wt_u64map *m, uint64_t key, size_t *slot, uint64_t **pv)
 {
-	return rehash(m, m->cap ? m->cap * 2 : 256);
+	size_t j;
+
+	if ((m->n + 1) * 2 > m->cap && rehash(m, m->cap ? m->cap * 2 : 256, pv))
+		return WT_ENOMEM;
+	for (j = mix64(key) & (m->cap - 1); m->vals[j] != WT_U64MAP_EMPTY; j = (j + 1) & (m->cap - 1))
+		if (m->keys[j] == key)
+			break;
+	*slot = j;
+	return 0;
 }
 
 int wt_u64map_reserve(wt_u64map *m, size_t n)
@@ -50,20 +67,12 @@ int wt_u64map_reserve(wt_u64map *m, size_t n)
 
 	while (cap < 2 * n)
 		cap *= 2;
-	return cap == m->cap ? 0 : rehash(m, cap);
+	return cap == m->cap ? 0 : rehash(m, cap, NULL);
 }
 
 int wt_u64map_slot(wt_u64map *m, uint64_t key, size_t *slot)
 {
-	size_t j;
-
-	if ((m->n + 1) * 2 > m->cap && grow(m))
-		return WT_ENOMEM;
-	for (j = mix64(key) & (m->cap - 1); m->vals[j] != WT_U64MAP_EMPTY; j = (j + 1) & (m->cap - 1))
-		if (m->keys[j] == key)
-			break;
-	*slot = j;
-	return 0;
+	return slot_of(m, key, slot, NULL);
 }
 
 int wt_u64map_del(wt_u64map *m, uint64_t key, uint32_t *val)
@@ -113,24 +122,14 @@ int wt_u64map64_put(wt_u64map64 *m, uint64_t key, uint64_t val)
 {
 	size_t slot;
 
-	if (m->idx.n >= WT_U64MAP_EMPTY - 1 || wt_u64map_slot(&m->idx, key, &slot))
+	if (slot_of(&m->idx, key, &slot, &m->v))
 		return WT_ENOMEM;
-	if (m->idx.vals[slot] != WT_U64MAP_EMPTY) {
-		m->v[m->idx.vals[slot]] = val;
-		return 0;
+	if (m->idx.vals[slot] == WT_U64MAP_EMPTY) {
+		m->idx.keys[slot] = key;
+		m->idx.vals[slot] = 0;
+		m->idx.n++;
 	}
-	if (m->idx.n == m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 16;
-		uint64_t *nv = realloc(m->v, nc * sizeof(*nv));
-
-		if (!nv)
-			return WT_ENOMEM;
-		m->v = nv;
-		m->cap = nc;
-	}
-	m->v[m->idx.n] = val;
-	m->idx.keys[slot] = key;
-	m->idx.vals[slot] = (uint32_t)m->idx.n++;
+	m->v[slot] = val;
 	return 0;
 }
 

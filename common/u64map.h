@@ -11,8 +11,8 @@
  * Ownership: the map owns its arrays; wt_u64map_free releases them.
  *
  * wt_u64map64: the same map with uint64 values (the JFR decoder's constant
- * pools, class ids and caches): the index maps a key to its position in a
- * dense array of values, so there is still one probing implementation.
+ * pools, class ids and caches): a per-slot value array beside the map's
+ * own, moved by the same rehash, so there is still one implementation.
  */
 #ifndef WT_U64MAP_H
 #define WT_U64MAP_H
@@ -40,9 +40,8 @@ static inline uint64_t wt_u64map_mix(uint64_t x)
 	return x;
 }
 
-/* Lookup only (never grows): 1 and *val when key is there, else 0. Inline:
- * the JFR decoder and the hub's frames cache call it per frame. */
-static inline int wt_u64map_get(const wt_u64map *m, uint64_t key, uint32_t *val)
+/* Lookup only (never grows): 1 and *slot when key is there, else 0. */
+static inline int wt_u64map_find(const wt_u64map *m, uint64_t key, size_t *slot)
 {
 	size_t j;
 
@@ -50,10 +49,22 @@ static inline int wt_u64map_get(const wt_u64map *m, uint64_t key, uint32_t *val)
 		return 0;
 	for (j = wt_u64map_mix(key) & (m->cap - 1); m->vals[j] != WT_U64MAP_EMPTY; j = (j + 1) & (m->cap - 1))
 		if (m->keys[j] == key) {
-			*val = m->vals[j];
+			*slot = j;
 			return 1;
 		}
 	return 0;
+}
+
+/* Lookup only (never grows): 1 and *val when key is there, else 0. Inline:
+ * the JFR decoder and the hub's frames cache call it per frame. */
+static inline int wt_u64map_get(const wt_u64map *m, uint64_t key, uint32_t *val)
+{
+	size_t j;
+
+	if (!wt_u64map_find(m, key, &j))
+		return 0;
+	*val = m->vals[j];
+	return 1;
 }
 /* Remove key (backward-shift deletion: no tombstones, lookups stay as
  * short as before). 1 when it was there (*val, when val is not NULL, its
@@ -67,9 +78,8 @@ void wt_u64map_clear(wt_u64map *m);
 void wt_u64map_free(wt_u64map *m);
 
 typedef struct wt_u64map64 {
-	wt_u64map idx; /* key → position in v */
-	uint64_t *v;
-	size_t cap;    /* of v; idx.n values are set */
+	wt_u64map idx; /* its vals only mark slots used */
+	uint64_t *v;   /* idx.cap values, by slot */
 } wt_u64map64;
 
 /* Set key's value (insert or replace). 0, or WT_ENOMEM (map unchanged). */
@@ -77,11 +87,11 @@ int wt_u64map64_put(wt_u64map64 *m, uint64_t key, uint64_t val);
 /* 1 and *val when key is there, else 0. */
 static inline int wt_u64map64_get(const wt_u64map64 *m, uint64_t key, uint64_t *val)
 {
-	uint32_t i;
+	size_t j;
 
-	if (!wt_u64map_get(&m->idx, key, &i))
+	if (!wt_u64map_find(&m->idx, key, &j))
 		return 0;
-	*val = m->v[i];
+	*val = m->v[j];
 	return 1;
 }
 void wt_u64map64_free(wt_u64map64 *m);
