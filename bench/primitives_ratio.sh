@@ -41,10 +41,10 @@ if [[ -z ${BASE_BUILD:-} ]]; then
 	src=$ROOT/$BUILD/bench/base-src
 	BASE_BUILD=$ROOT/$BUILD/bench/base
 	want=$(git rev-parse --verify -q "$BASE_REV^{commit}") || { echo "primitives_ratio: no revision $BASE_REV"; exit 1; }
-	if [[ ! -d $src ]] || [[ $(git -C "$src" rev-parse HEAD 2>/dev/null) != "$want" ]]; then
-		rm -rf "$src"
-		git worktree prune
-		git worktree add --detach "$src" "$want" >/dev/null || { echo "primitives_ratio: worktree failed"; exit 1; }
+	if [[ -d $src ]]; then
+		git -C "$src" checkout -q --detach "$want" || { echo "primitives_ratio: checkout in $src failed"; exit 1; }
+	else # -f: a worktree of this path whose folder went with `make clean`
+		git worktree add -f --detach "$src" "$want" >/dev/null || { echo "primitives_ratio: worktree failed"; exit 1; }
 	fi
 	echo "primitives_ratio: building $BASE_REV in $BASE_BUILD"
 	nice make -C "$src" -j2 BUILD="$BASE_BUILD" all >"$out/base-build.log" 2>&1 ||
