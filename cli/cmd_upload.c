@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "compress.h"
 #include "format.h"
 #include "http_client.h"
@@ -52,14 +53,6 @@ static wt_format detect_body(const uint8_t *body, size_t len)
 	f = plain ? wt_format_detect(plain, plen) : wt_format_detect(body, len);
 	free(plain);
 	return f;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
 }
 
 /* "2026-12-02T17:15:21.976Z", or "unknown" for 0. */
@@ -236,7 +229,7 @@ int cli_cmd_upload(const cli_global *g, int argc, char **argv)
 			fprintf(stderr, "wtctl: profile upload: %s; retrying in %ld ms\n", err, backoff);
 		else
 			fprintf(stderr, "wtctl: profile upload: HTTP %ld; retrying in %ld ms\n", r.status, backoff);
-		sleep_ms(backoff);
+		wt_sleep_ms(backoff);
 	}
 	if (r.status < 200 || r.status >= 300) {
 		cli_http_report_error("profile upload", &r);

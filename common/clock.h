@@ -1,12 +1,14 @@
 /*
  * clock.h — the one clock helper: nanoseconds (or milliseconds) of a POSIX
  * clock as a signed 64-bit count. CLOCK_MONOTONIC for intervals and
- * deadlines, CLOCK_REALTIME for sample and upload times; and wt_deadline,
- * a timespec that far ahead for condition-variable waits.
+ * deadlines, CLOCK_REALTIME for sample and upload times; wt_deadline,
+ * a timespec that far ahead for condition-variable waits; and wt_sleep_ns /
+ * wt_sleep_ms, a whole sleep that resumes after a signal interrupts it.
  */
 #ifndef WT_CLOCK_H
 #define WT_CLOCK_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -30,6 +32,24 @@ static inline struct timespec wt_deadline(clockid_t clock, int64_t ms)
 	struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
 
 	return ts;
+}
+
+/* Sleep ns nanoseconds (<= 0: not at all), the rest again after a signal. */
+static inline void wt_sleep_ns(int64_t ns)
+{
+	struct timespec ts;
+
+	if (ns <= 0)
+		return;
+	ts.tv_sec = (time_t)(ns / 1000000000LL);
+	ts.tv_nsec = (long)(ns % 1000000000LL);
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+static inline void wt_sleep_ms(int64_t ms)
+{
+	wt_sleep_ns(ms * 1000000LL);
 }
 
 #endif

@@ -1,15 +1,17 @@
 /*
- * http_client.h — the libcurl pieces every HTTP client of the tree shares:
- * a response sink bounded in bytes and the method/body/headers setup of one
- * request, plus one call that performs it and says what went wrong. The
- * clients keep their own handles and options: the edge's mutual-TLS
- * replication client (edge/tls_client.c), wtctl (cli/http_client.c) and
- * the hub's debuginfod fetcher (hub/debuginfod.c) perform through here;
- * the hub's ClickHouse and S3 clients (ch_client.c, objstore_s3.c), which
- * sign or retry on their own, use the sink.
+ * http_client.h — the one libcurl wrapper of the tree: a response sink
+ * bounded in bytes and one request function (method, URL, header lines,
+ * body, timeouts, bounded answer, retries on the common/backoff.h rule)
+ * that performs over a caller's handle and says what went wrong. The
+ * clients keep their own handles and connection options (TLS, basic auth,
+ * SigV4): the edge's mutual-TLS replication client (edge/tls_client.c),
+ * wtctl (cli/http_client.c), the hub's debuginfod fetcher
+ * (hub/debuginfod.c), ClickHouse client (hub/ch_client.c: retries) and S3
+ * client (hub/objstore_s3.c: SigV4 stays there, as a handle option) all
+ * perform through wt_http_request.
  *
- * Ownership: the caller owns the handle and the response buffer;
- * wt_http_perform frees the header list it builds.
+ * Ownership: the caller owns the handle and the response buffers;
+ * wt_http_request frees the header list it builds.
  */
 #ifndef WT_HTTP_CLIENT_H
 #define WT_HTTP_CLIENT_H
@@ -17,6 +19,7 @@
 #include <curl/curl.h>
 #include <stddef.h>
 
+#include "backoff.h"
 #include "buf.h"
 #include "err.h"
 
@@ -53,5 +56,43 @@ typedef struct wt_http_result {
  * is written: the callers keep their own wording. */
 int wt_http_perform(CURL *h, const char *method, const char *url, const char *const *headers,
 		    const void *body, size_t len, wt_buf *resp, size_t max_response, wt_http_result *r);
+
+typedef struct wt_http_req wt_http_req;
+
+/* Whether to try again after attempt (from 0) answered rc and *r (an HTTP
+ * error status or a transport failure; the answer's text is in q->resp
+ * past its starting length, or in q->keep). Nonzero: retry. */
+typedef int (*wt_http_retry_fn)(void *ctx, const wt_http_req *q, unsigned attempt, int rc,
+				const wt_http_result *r);
+
+/* One request. Zeroed fields mean "none"/"leave the handle's setting". */
+struct wt_http_req {
+	const char *method;          /* GET, POST, PUT, DELETE, ...: GET/DELETE without a body send none */
+	const char *url;
+	const char *const *headers;  /* NULL-terminated "Name: value" lines */
+	const void *body;
+	size_t len;
+	wt_buf *resp;                /* the answer is appended here, */
+	size_t max_response;         /* bounded: resp->len may not pass this (whole buffer) */
+	wt_buf *keep;                /* without resp: the answer's first keep_max bytes */
+	size_t keep_max;
+	long timeout_ms, connect_timeout_ms; /* > 0: set on the handle (they stay set) */
+	/* retries: retry(ctx, ...) is told of every attempt that failed (an
+	 * answer that is not 2xx, or a transport failure; also the last, so
+	 * it can say why) and decides; up to retries more attempts, waiting
+	 * wt_backoff_ms(backoff, attempt) between them; resp and keep are
+	 * rolled back to where they started before each new attempt */
+	unsigned retries;
+	const wt_backoff *backoff;
+	wt_http_retry_fn retry;
+	void *retry_ctx;
+};
+
+/* Perform q on h (as wt_http_perform, which is this with q's first eight
+ * fields), retrying as q says. Returns 0 when an HTTP answer came (any
+ * status: r->status), else WT_ELIMIT (the answer passed max_response: not
+ * retried), WT_ENOMEM, WT_EUNAVAIL (transport; r->cc), for the last
+ * attempt. */
+int wt_http_request(CURL *h, const wt_http_req *q, wt_http_result *r);
 
 #endif

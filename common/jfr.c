@@ -15,7 +15,8 @@
  * Work per chunk, done twice over the whole input: pass 1 parses header
  * and metadata and counts events by type (to know which sample types the
  * profile gets — they must be declared before the first sample); pass 2
- * indexes the constant pools (key → byte offset of the value; values are
+ * indexes the constant pools (key → byte offset of the value, in a
+ * wt_u64map64, common/u64map.h; values are
  * decoded lazily, and stack traces, methods and threads are cached per
  * chunk) and turns the profiling events into samples (event → sample type
  * table in docs/formats.md).
@@ -33,87 +34,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "u64map.h"
+
 #define HDR_SIZE 68
 #define MAX_DEPTH 24   /* nesting of inline objects / metadata elements */
 #define NSCR 10        /* scratch field-value arrays (one per nesting use) */
-
-/* ---- small open-addressing map u64 → u64 ---------------------------------- */
-typedef struct hmap {
-	uint64_t *k, *v;
-	uint8_t *used;
-	size_t cap, n;
-} hmap;
-
-static uint64_t hm_hash(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	return k;
-}
-
-static void hm_free(hmap *m)
-{
-	free(m->k);
-	free(m->v);
-	free(m->used);
-	memset(m, 0, sizeof(*m));
-}
-
-static int hm_get(const hmap *m, uint64_t k, uint64_t *v)
-{
-	size_t i;
-
-	if (!m->cap)
-		return 0;
-	for (i = hm_hash(k) & (m->cap - 1); m->used[i]; i = (i + 1) & (m->cap - 1))
-		if (m->k[i] == k) {
-			*v = m->v[i];
-			return 1;
-		}
-	return 0;
-}
-
-static int hm_put(hmap *m, uint64_t k, uint64_t v)
-{
-	size_t i;
-
-	if ((m->n + 1) * 2 > m->cap) {
-		hmap nm;
-		size_t j, cap = m->cap ? m->cap * 2 : 16;
-
-		nm.k = malloc(cap * sizeof(uint64_t));
-		nm.v = malloc(cap * sizeof(uint64_t));
-		nm.used = calloc(cap, 1);
-		nm.cap = cap;
-		nm.n = 0;
-		if (!nm.k || !nm.v || !nm.used) {
-			hm_free(&nm);
-			return WT_ENOMEM;
-		}
-		for (j = 0; j < m->cap; j++)
-			if (m->used[j]) {
-				for (i = hm_hash(m->k[j]) & (cap - 1); nm.used[i]; i = (i + 1) & (cap - 1))
-					;
-				nm.used[i] = 1;
-				nm.k[i] = m->k[j];
-				nm.v[i] = m->v[j];
-				nm.n++;
-			}
-		hm_free(m);
-		*m = nm;
-	}
-	for (i = hm_hash(k) & (m->cap - 1); m->used[i]; i = (i + 1) & (m->cap - 1))
-		if (m->k[i] == k) {
-			m->v[i] = v;
-			return 0;
-		}
-	m->used[i] = 1;
-	m->k[i] = k;
-	m->v[i] = v;
-	m->n++;
-	return 0;
-}
 
 /* ---- metadata model ------------------------------------------------------- */
 enum { K_OBJECT = 0, K_BOOL, K_BYTE, K_CHAR, K_SHORT, K_INT, K_LONG, K_FLOAT, K_DOUBLE, K_STRING };
@@ -183,7 +108,7 @@ typedef struct jclass {
 	uint8_t kind;
 	uint8_t ev;
 	int32_t slot[F_NSLOT];
-	hmap pool; /* key → absolute byte offset of the value */
+	wt_u64map64 pool; /* key → absolute byte offset of the value */
 	uint64_t count; /* events of this class (pass 1) */
 } jclass;
 
@@ -207,12 +132,12 @@ typedef struct chunk {
 	size_t ncls, cls_cap;
 	jfield *fld;
 	size_t nfld, fld_cap;
-	hmap clsid;
+	wt_u64map64 clsid;
 	uint32_t maxf;
 	int64_t string_cls; /* index of java.lang.String, -1 if none */
 	int64_t exec_cls_id; /* id of jdk.ExecutionSample, -1 if none */
 
-	hmap stacks, methods, threads;
+	wt_u64map64 stacks, methods, threads;
 	fval *scr[NSCR];
 } chunk;
 
@@ -629,7 +554,7 @@ static int pool_pos(dec *d, int64_t ci, uint64_t key, size_t *pos)
 {
 	uint64_t v;
 
-	if (ci < 0 || !hm_get(&d->ch.cls[ci].pool, key, &v))
+	if (ci < 0 || !wt_u64map64_get(&d->ch.cls[ci].pool, key, &v))
 		return 0;
 	*pos = (size_t)v;
 	return 1;
@@ -750,13 +675,13 @@ static void chunk_free(chunk *c)
 	free(c->arena);
 	free(c->soff);
 	for (i = 0; i < c->ncls; i++)
-		hm_free(&c->cls[i].pool);
+		wt_u64map64_free(&c->cls[i].pool);
 	free(c->cls);
 	free(c->fld);
-	hm_free(&c->clsid);
-	hm_free(&c->stacks);
-	hm_free(&c->methods);
-	hm_free(&c->threads);
+	wt_u64map64_free(&c->clsid);
+	wt_u64map64_free(&c->stacks);
+	wt_u64map64_free(&c->methods);
+	wt_u64map64_free(&c->threads);
 	for (i = 0; i < NSCR; i++)
 		free(c->scr[i]);
 	memset(c, 0, sizeof(*c));
@@ -1074,9 +999,9 @@ static int parse_metadata(dec *d)
 	for (i = 0; i < c->ncls; i++) {
 		uint64_t old;
 		jclass *k = &c->cls[i];
-		if (hm_get(&c->clsid, (uint64_t)k->id, &old))
+		if (wt_u64map64_get(&c->clsid, (uint64_t)k->id, &old))
 			return bad(d, pos, "metadata declares class id %" PRId64 " twice", k->id);
-		TRY(hm_put(&c->clsid, (uint64_t)k->id, i) ? oom(d) : 0);
+		TRY(wt_u64map64_put(&c->clsid, (uint64_t)k->id, i) ? oom(d) : 0);
 		k->kind = (uint8_t)kind_of(mstr(d, k->name));
 		if (k->nfields > c->maxf)
 			c->maxf = k->nfields;
@@ -1087,11 +1012,11 @@ static int parse_metadata(dec *d)
 	for (i = 0; i < c->nfld; i++) {
 		jfield *f = &c->fld[i];
 		uint64_t ci;
-		if (!hm_get(&c->clsid, (uint64_t)f->type_id, &ci))
+		if (!wt_u64map64_get(&c->clsid, (uint64_t)f->type_id, &ci))
 			return bad(d, pos, "field %s refers to unknown class id %" PRId64,
 				   mstr(d, f->name), f->type_id);
 		f->cls = (uint32_t)ci;
-		if (f->ann_cls != INT64_MIN && hm_get(&c->clsid, (uint64_t)f->ann_cls, &ci) &&
+		if (f->ann_cls != INT64_MIN && wt_u64map64_get(&c->clsid, (uint64_t)f->ann_cls, &ci) &&
 		    !strcmp(mstr(d, c->cls[ci].name), "jdk.jfr.Timespan"))
 			f->tunit = f->ann_unit;
 	}
@@ -1146,7 +1071,7 @@ static int parse_pools(dec *d, uint64_t *ncheck)
 			uint64_t cid, ci, key;
 			size_t n, j, at = r.pos;
 			TRY(rd_long(d, &r, &cid, "constant pool class"));
-			if (!hm_get(&c->clsid, cid, &ci))
+			if (!wt_u64map64_get(&c->clsid, cid, &ci))
 				return bad(d, at, "constant pool for unknown class id %" PRId64, (int64_t)cid);
 			TRY(rd_count(d, &r, &n, 1, "constant pool size"));
 			for (j = 0; j < n; j++) {
@@ -1154,7 +1079,7 @@ static int parse_pools(dec *d, uint64_t *ncheck)
 				TRY(rd_long(d, &r, &key, "constant pool key"));
 				vpos = r.pos;
 				TRY(rd_value(d, &r, (uint32_t)ci, 0, NULL, 0));
-				if (hm_put(&c->cls[ci].pool, key, vpos))
+				if (wt_u64map64_put(&c->cls[ci].pool, key, vpos))
 					return oom(d);
 			}
 		}
@@ -1216,7 +1141,7 @@ static int method_function(dec *d, const jfield *mf, const fval *mv, uint32_t *f
 	int cacheable = mf->cpool && !mf->array;
 
 	*hidden = 0;
-	if (cacheable && hm_get(&c->methods, mv->v, &cached)) {
+	if (cacheable && wt_u64map64_get(&c->methods, mv->v, &cached)) {
 		*fid = (uint32_t)cached;
 		*hidden = (cached & METHOD_HIDDEN) != 0;
 		return 0;
@@ -1257,7 +1182,7 @@ static int method_function(dec *d, const jfield *mf, const fval *mv, uint32_t *f
 		TRY(nbuf_put(d, &n, "[unknown]", 9, 0));
 	if ((rc = wt_profile_add_function_named(d->p, d->nbuf, n, NULL, fid, d->err)))
 		return ctxerr(d, rc, at);
-	if (cacheable && hm_put(&c->methods, mv->v, *fid | (*hidden ? METHOD_HIDDEN : 0)))
+	if (cacheable && wt_u64map64_put(&c->methods, mv->v, *fid | (*hidden ? METHOD_HIDDEN : 0)))
 		return oom(d);
 	return 0;
 }
@@ -1284,7 +1209,7 @@ static int get_stack(dec *d, const jfield *sf, const fval *sv, uint32_t *sid, si
 	int truncated = 0, rc;
 	int cacheable = sf->cpool && !sf->array;
 
-	if (cacheable && hm_get(&c->stacks, sv->v, &cached)) {
+	if (cacheable && wt_u64map64_get(&c->stacks, sv->v, &cached)) {
 		*sid = (uint32_t)cached;
 		return 0;
 	}
@@ -1343,7 +1268,7 @@ static int get_stack(dec *d, const jfield *sf, const fval *sv, uint32_t *sid, si
 	}
 	if ((rc = wt_profile_add_stack(d->p, d->frames, nf, sid, d->err)))
 		return ctxerr(d, rc, at);
-	if (cacheable && hm_put(&c->stacks, sv->v, *sid))
+	if (cacheable && wt_u64map64_put(&c->stacks, sv->v, *sid))
 		return oom(d);
 	return 0;
 }
@@ -1358,7 +1283,7 @@ static int thread_name(dec *d, const jfield *tf, const fval *tv, uint32_t *sid, 
 	int cacheable = tf->cpool && !tf->array;
 
 	*sid = UINT32_MAX;
-	if (cacheable && hm_get(&c->threads, tv->v, &cached)) {
+	if (cacheable && wt_u64map64_get(&c->threads, tv->v, &cached)) {
 		*sid = (uint32_t)cached;
 		return 0;
 	}
@@ -1375,7 +1300,7 @@ static int thread_name(dec *d, const jfield *tf, const fval *tv, uint32_t *sid, 
 		if (n > 0 && (rc = wt_profile_intern(d->p, d->sbuf, n, sid, d->err)))
 			return ctxerr(d, rc, at);
 	}
-	if (cacheable && hm_put(&c->threads, tv->v, *sid))
+	if (cacheable && wt_u64map64_put(&c->threads, tv->v, *sid))
 		return oom(d);
 	return 0;
 }
@@ -1705,7 +1630,7 @@ static int do_chunk(dec *d, int pass)
 			nmeta++;
 		} else if (type == 1) {
 			ncheck++;
-		} else if (!hm_get(&c->clsid, type, &ci)) {
+		} else if (!wt_u64map64_get(&c->clsid, type, &ci)) {
 			/* not described by the metadata: skippable, but not countable by name */
 			if (pass == 1)
 				d->st.events++;

@@ -10,6 +10,7 @@
 
 #include "ch_format.h"
 #include "log.h"
+#include "rng.h"
 #include "sha.h"
 #include "ch_health.h"
 
@@ -79,7 +80,7 @@ int hub_token_generate(char secret[HUB_TOKEN_HEX + 1], char id[17])
 {
 	uint8_t rnd[32], rid[8];
 
-	if (hub_random(rnd, sizeof(rnd)) || hub_random(rid, sizeof(rid)))
+	if (wt_random_bytes(rnd, sizeof(rnd)) || wt_random_bytes(rid, sizeof(rid)))
 		return WT_EIO;
 	hub_hex(rnd, sizeof(rnd), secret);
 	hub_hex(rid, sizeof(rid), id);

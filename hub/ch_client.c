@@ -4,6 +4,7 @@
  */
 #include "ch_client.h"
 #include "backoff.h"
+#include "clock.h"
 
 #include <curl/curl.h>
 #include <stdlib.h>
@@ -48,13 +49,6 @@ void hub_ch_free(hub_ch *ch)
 	free(ch);
 }
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) == -1)
-		;
-}
-
 /* First line of a ClickHouse error body, for messages. */
 static void first_line(const wt_buf *b, char *dst, size_t cap)
 {
@@ -68,13 +62,62 @@ static void first_line(const wt_buf *b, char *dst, size_t cap)
 
 enum { REQ_QUERY, REQ_QUERY_NODB, REQ_INSERT, REQ_PING };
 
+/* What one failed attempt of do_request means. */
+typedef struct attempt_ctx {
+	hub_ch *ch;
+	int kind;
+	size_t out_len0;
+	wt_err *err;
+	int rc; /* the last failed attempt's, *err says why */
+} attempt_ctx;
+
+/* wt_http_retry_fn: set *err for a failed attempt (an error answer moved
+ * out of the result buffer) and say whether it is worth another: 503 or
+ * "too many simultaneous queries" (Code: 202), or ClickHouse unreachable;
+ * an INSERT that may have reached a single server is not repeated. */
+static int attempt_failed(void *arg, const wt_http_req *q, unsigned attempt, int prc, const wt_http_result *r)
+{
+	attempt_ctx *a = arg;
+	const hub_ch_conf *c = a->ch->conf;
+	int transient, nothing_sent = 0;
+
+	(void)attempt;
+	if (!prc) {
+		char line[400];
+		const wt_buf *eb = q->keep;
+		wt_buf tmp = WT_BUF_INIT;
+
+		if (q->resp) {
+			/* error text landed in out after out_len0 */
+			wt_buf_append(&tmp, q->resp->data + a->out_len0, q->resp->len - a->out_len0);
+			q->resp->len = a->out_len0;
+			eb = &tmp;
+		}
+		first_line(eb, line, sizeof(line));
+		wt_buf_free(&tmp);
+		transient = r->status == 503 || strstr(line, "Code: 202") != NULL;
+		a->rc = wt_err_set(a->err, transient ? WT_EUNAVAIL : WT_EIO, "clickhouse: HTTP %ld: %s", r->status,
+				   line);
+	} else {
+		nothing_sent = r->cc == CURLE_COULDNT_CONNECT || r->cc == CURLE_COULDNT_RESOLVE_HOST;
+		transient = 1;
+		a->rc = wt_err_set(a->err, WT_EUNAVAIL, "clickhouse unreachable at %s: %s", c->url,
+				   curl_easy_strerror(r->cc));
+		if (down_hook && (nothing_sent || r->cc == CURLE_OPERATION_TIMEDOUT))
+			down_hook();
+	}
+	if (a->kind == REQ_INSERT && !nothing_sent && !hub_ch_cluster(a->ch))
+		return 0;
+	return transient;
+}
+
 static int do_request(hub_ch *ch, int kind, const char *sql, const void *data, size_t len,
 		      wt_buf *out, wt_err *err)
 {
 	const hub_ch_conf *c = ch->conf;
 	CURL *h = ch->curl;
 	wt_buf url = WT_BUF_INIT;
-	int attempt, rc = 0;
+	int rc = 0;
 	int retries = kind == REQ_PING ? 0 : c->retries;
 	size_t out_len0 = out ? out->len : 0;
 
@@ -104,79 +147,45 @@ static int do_request(hub_ch *ch, int kind, const char *sql, const void *data, s
 		goto out;
 	}
 
-	for (attempt = 0;; attempt++) {
-		wt_buf err_body = WT_BUF_INIT; /* body of a non-2xx answer, first KiB */
-		wt_http_sink s = {out, c->max_result_bytes, out_len0, 0, 0, &err_body, 1024};
-		CURLcode cc;
-		long status = 0;
-		int transient = 0, nothing_sent = 0;
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	if (c->user && *c->user) {
+		curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+		curl_easy_setopt(h, CURLOPT_USERNAME, c->user);
+		curl_easy_setopt(h, CURLOPT_PASSWORD, c->password ? c->password : "");
+	}
+	{
+		wt_buf err_body = WT_BUF_INIT; /* body of a non-2xx answer without out, first KiB */
+		wt_backoff bo = {c->backoff_ms, 0, 0};
+		attempt_ctx ac = {ch, kind, out_len0, err, WT_EIO};
+		wt_http_req q = {
+			.method = kind == REQ_PING ? "GET" : "POST",
+			.url = (const char *)url.data,
+			.body = kind == REQ_INSERT ? data : kind == REQ_PING ? NULL : sql,
+			.len = kind == REQ_INSERT ? len : kind == REQ_PING ? 0 : strlen(sql),
+			.resp = out,
+			.max_response = c->max_result_bytes,
+			.keep = out ? NULL : &err_body,
+			.keep_max = 1024,
+			.timeout_ms = kind == REQ_PING ? c->connect_timeout_ms : c->timeout_ms,
+			.connect_timeout_ms = c->connect_timeout_ms,
+			.retries = (unsigned)retries,
+			.backoff = &bo,
+			.retry = attempt_failed,
+			.retry_ctx = &ac,
+		};
+		wt_http_result r;
 
-		if (out)
-			out->len = out_len0;
-		curl_easy_reset(h);
-		curl_easy_setopt(h, CURLOPT_URL, (const char *)url.data);
-		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(kind == REQ_PING ? c->connect_timeout_ms : c->timeout_ms));
-		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->connect_timeout_ms);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, wt_http_sink_write);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
-		curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-		if (c->user && *c->user) {
-			curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-			curl_easy_setopt(h, CURLOPT_USERNAME, c->user);
-			curl_easy_setopt(h, CURLOPT_PASSWORD, c->password ? c->password : "");
-		}
-		if (kind == REQ_INSERT) {
-			curl_easy_setopt(h, CURLOPT_POSTFIELDS, data);
-			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-		} else if (kind != REQ_PING) {
-			curl_easy_setopt(h, CURLOPT_POSTFIELDS, sql);
-			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(sql));
-		}
-		/* An error answer lands in out too; it is moved out below. */
-		cc = curl_easy_perform(h);
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-		if (s.over) {
-			wt_buf_free(&err_body);
+		rc = wt_http_request(h, &q, &r);
+		if (rc == WT_ELIMIT) {
 			rc = wt_err_set(err, WT_ELIMIT, "clickhouse: result larger than %zu bytes", c->max_result_bytes);
-			goto out;
+		} else if (rc == WT_ENOMEM) {
+			rc = wt_err_set(err, WT_ENOMEM, "clickhouse: out of memory");
+		} else if (rc || r.status < 200 || r.status >= 300) {
+			rc = ac.rc; /* attempt_failed said why */
 		}
-		if (cc == CURLE_OK && status >= 200 && status < 300) {
-			wt_buf_free(&err_body);
-			rc = 0;
-			goto out;
-		}
-		if (cc == CURLE_OK) {
-			char line[400];
-			const wt_buf *eb = out ? out : &err_body;
-			wt_buf tmp = WT_BUF_INIT;
-			if (out) {
-				/* error text landed in out after out_len0 */
-				wt_buf_append(&tmp, out->data + out_len0, out->len - out_len0);
-				out->len = out_len0;
-				eb = &tmp;
-			}
-			first_line(eb, line, sizeof(line));
-			wt_buf_free(&tmp);
-			wt_buf_free(&err_body);
-			/* 503 / "too many simultaneous queries" are transient. */
-			transient = status == 503 || strstr(line, "Code: 202") != NULL;
-			rc = wt_err_set(err, transient ? WT_EUNAVAIL : WT_EIO,
-					"clickhouse: HTTP %ld: %s", status, line);
-		} else {
-			wt_buf_free(&err_body);
-			nothing_sent = cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST;
-			transient = 1;
-			rc = wt_err_set(err, WT_EUNAVAIL, "clickhouse unreachable at %s: %s", c->url,
-					curl_easy_strerror(cc));
-			if (down_hook && (nothing_sent || cc == CURLE_OPERATION_TIMEDOUT))
-				down_hook();
-		}
-		if (!transient || attempt >= retries)
-			break;
-		if (kind == REQ_INSERT && !nothing_sent && !hub_ch_cluster(ch))
-			break;
-		sleep_ms((int)wt_backoff_ms(&(wt_backoff){c->backoff_ms, 0, 0}, (unsigned)attempt));
+		wt_buf_free(&err_body);
 	}
 out:
 	wt_buf_free(&url);

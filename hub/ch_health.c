@@ -20,11 +20,8 @@ void hub_test_delay(const char *env)
 	const char *d = getenv(env);
 	long ms = d ? strtol(d, NULL, 10) : 0;
 
-	if (ms > 0 && ms <= 600000) {
-		struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-		while (nanosleep(&t, &t) == -1 && errno == EINTR)
-			;
-	}
+	if (ms > 0 && ms <= 600000)
+		wt_sleep_ms(ms);
 }
 
 static void on_down_hook(void)

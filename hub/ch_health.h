@@ -53,14 +53,6 @@ void hub_ch_health_features(hub_ch_health *s, hub_ch_features *out);
 /* {"status":"up"|"down","version":..,"schema_version":..,"error":..,"since":..} */
 json_t *hub_ch_health_status_json(hub_ch_health *s);
 
-/* Wall-clock nanoseconds: wt_now_ns(CLOCK_REALTIME) (common/clock.h). New
- * code calls that directly; this name stays for the HTTP handlers and the
- * replication apply path until their rewrites land. */
-static inline int64_t hub_now_ns(void)
-{
-	return wt_now_ns(CLOCK_REALTIME);
-}
-
 /* Test hook: sleep the milliseconds the environment variable env names
  * (0-600000; unset or out of range: no sleep). Used by tests to widen a
  * window (a job holding its lease, a slow debug-file open). */

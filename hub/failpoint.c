@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 
 void hub_failpoint_wait(const char *name)
@@ -30,10 +31,8 @@ void hub_failpoint_wait(const char *name)
 		close(fd);
 	wt_warn("msg=\"failpoint reached; waiting for release\" failpoint=%s", name);
 	snprintf(path, sizeof(path), "%s/release", colon + 1);
-	for (i = 0; i < HUB_FAILPOINT_MAX_WAIT_S * 100 && access(path, F_OK); i++) {
-		struct timespec ts = {0, 10 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
+	for (i = 0; i < HUB_FAILPOINT_MAX_WAIT_S * 100 && access(path, F_OK); i++)
+		wt_sleep_ms(10);
 	wt_warn("msg=\"failpoint released\" failpoint=%s", name);
 }
 
@@ -41,7 +40,6 @@ void hub_failpoint_slow(const char *edge_id)
 {
 	const char *fp = getenv("WT_FAILPOINT_SLOW"), *colon;
 	size_t nl = strlen(edge_id);
-	struct timespec ts;
 	long ms;
 
 	if (!fp || !(colon = strrchr(fp, ':')) || (size_t)(colon - fp) != nl || strncmp(fp, edge_id, nl))
@@ -49,7 +47,5 @@ void hub_failpoint_slow(const char *edge_id)
 	ms = atol(colon + 1);
 	if (ms <= 0 || ms > HUB_FAILPOINT_MAX_WAIT_S * 1000L)
 		return;
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	nanosleep(&ts, NULL);
+	wt_sleep_ms(ms);
 }

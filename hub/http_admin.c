@@ -131,7 +131,7 @@ static void projects_post(hub_req *r, const hub_principal *who)
 	}
 	wt_buf_printf(&sql, "INSERT INTO projects_v1 (name, retention_days, created_at, updated_ns) VALUES (");
 	hub_sql_quote(&sql, name);
-	wt_buf_printf(&sql, ", %ld, now(), %lld)", retention, (long long)hub_now_ns());
+	wt_buf_printf(&sql, ", %ld, now(), %lld)", retention, (long long)wt_now_ns(CLOCK_REALTIME));
 	if (hub_ch_query_buf(r->ch, &sql, NULL, &err))
 		goto fail;
 	snprintf(detail, sizeof(detail), "retention_days=%ld", retention);
@@ -312,7 +312,7 @@ static void tokens_post(hub_req *r, const hub_principal *who)
 	hub_sql_quote(&sql, project);
 	wt_buf_puts(&sql, ", ");
 	hub_sql_quote(&sql, hub_role_name(role));
-	wt_buf_printf(&sql, ", now(), 0, %lld)", (long long)hub_now_ns());
+	wt_buf_printf(&sql, ", now(), 0, %lld)", (long long)wt_now_ns(CLOCK_REALTIME));
 	if (hub_ch_query_buf(r->ch, &sql, NULL, &err))
 		goto fail;
 	snprintf(detail, sizeof(detail), "id=%s role=%s", id, hub_role_name(role));
@@ -411,7 +411,7 @@ int hub_handle_admin_token_revoke(hub_req *r, wt_err *err)
 		wt_buf_puts(sql, ", ");
 		hub_sql_quote(sql, t.created);
 		/* newer than the row it replaces even if that hub's clock ran ahead */
-		wt_buf_printf(sql, ", 1, %lld)", hub_now_ns() > t.updated_ns ? (long long)hub_now_ns() : t.updated_ns + 1);
+		wt_buf_printf(sql, ", 1, %lld)", wt_now_ns(CLOCK_REALTIME) > t.updated_ns ? (long long)wt_now_ns(CLOCK_REALTIME) : t.updated_ns + 1);
 		if ((rc = hub_ch_query_buf(r->ch, sql, NULL, err)))
 			return rc;
 		hub_auth_flush(r->ctx->auth);

@@ -30,6 +30,7 @@
 #include "ch_rows.h"
 #include "log.h"
 #include "params.h"
+#include "rng.h"
 #include "schema.h"
 #include "sha.h"
 #include "stackagg.h"
@@ -96,7 +97,7 @@ static void delete_profiles(hub_req *r, const char *project, const hub_principal
 	}
 	if (hub_ch_health_check(&r->ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err))
 		goto fail;
-	if (hub_random(rnd, sizeof(rnd))) {
+	if (wt_random_bytes(rnd, sizeof(rnd))) {
 		wt_err_set(&err, WT_EIO, "getrandom failed");
 		goto fail;
 	}

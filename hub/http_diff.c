@@ -30,6 +30,7 @@
 #include <xxhash.h>
 
 #include "analysis.h"
+#include "clock.h"
 #include "http_server.h"
 #include "selection.h"
 #include "stats.h"
@@ -285,7 +286,7 @@ int hub_handle_diff(hub_req *r, wt_err *err)
 	hub_ctx *ctx = r->ctx;
 	wt_arena *a = &r->arena;
 	struct evkeyvalq *q = &r->q, *bq = wt_arena_calloc(a, 1, sizeof(*bq));
-	int64_t t0 = hub_now_ns();
+	int64_t t0 = wt_now_ns(CLOCK_REALTIME);
 	long max_nodes, limit, period_ns;
 	int normalize, rc;
 	side *base = wt_arena_calloc(a, 1, sizeof(*base)), *target = wt_arena_calloc(a, 1, sizeof(*target));

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "params.h"
 #include "recording_rules.h"
+#include "rng.h"
 #include "sha.h"
 #include "upload.h"
 
@@ -96,7 +97,7 @@ int hub_handle_upload(hub_req *r, wt_err *e)
 	wt_profile *p = NULL;
 	uint8_t *body = NULL;
 	size_t len = 0, t;
-	int64_t now = hub_now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 	char upload_id[33], key[HUB_OBJSTORE_KEY_MAX];
 	uint8_t rnd[16];
 	hub_ch_rows_req rq;
@@ -140,7 +141,7 @@ int hub_handle_upload(hub_req *r, wt_err *e)
 		goto fail;
 
 	/* Original first: a reply that says "stored" must be able to name it. */
-	hub_random(rnd, sizeof(rnd));
+	wt_random_bytes(rnd, sizeof(rnd));
 	hub_hex(rnd, sizeof(rnd), upload_id);
 	if (hub_objstore_put_upload(ctx->os, project, upload_id, body, len, key, sizeof(key), &err)) {
 		atomic_fetch_add(&ctx->metrics.objstore_errors_total, 1);

@@ -18,6 +18,7 @@
 
 #include "analysis.h"
 #include "ch_format.h"
+#include "clock.h"
 #include "http_server.h"
 #include "insights.h"
 #include "selection.h"
@@ -143,7 +144,7 @@ static void ins_free(void *p)
 int hub_handle_insights(hub_req *r, wt_err *err)
 {
 	hub_ctx *ctx = r->ctx;
-	int64_t t0 = hub_now_ns();
+	int64_t t0 = wt_now_ns(CLOCK_REALTIME);
 	hub_sel *sel = wt_arena_calloc(&r->arena, 1, sizeof(*sel));
 	hub_insight_opts *o = wt_arena_calloc(&r->arena, 1, sizeof(*o));
 	ins_ctx *x = wt_arena_calloc(&r->arena, 1, sizeof(*x));

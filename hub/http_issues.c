@@ -15,6 +15,7 @@
 #include "analysis.h"
 #include "audit.h"
 #include "ch_format.h"
+#include "clock.h"
 #include "http_server.h"
 #include "params.h"
 #include "regress.h"
@@ -201,7 +202,7 @@ int hub_handle_issue_patch(hub_req *r, wt_err *err)
 	hub_sql_quote(sql, state);
 	wt_buf_putc(sql, ',');
 	hub_sql_quote(sql, r->who.token_id);
-	wt_buf_printf(sql, ",%lld)", (long long)hub_now_ns());
+	wt_buf_printf(sql, ",%lld)", (long long)wt_now_ns(CLOCK_REALTIME));
 	if ((rc = hub_ch_query_buf(r->ch, sql, NULL, err)))
 		return rc;
 	json_array_clear(x.arr);
@@ -216,7 +217,7 @@ int hub_handle_analysis_run(hub_req *r, wt_err *err)
 	const hub_principal *who = &r->who;
 	hub_regress_result res;
 	const char *project = evhttp_find_header(&r->q, "project"), *at_s = evhttp_find_header(&r->q, "at");
-	int64_t at = hub_now_ns();
+	int64_t at = wt_now_ns(CLOCK_REALTIME);
 	int rc;
 
 	if (project && !hub_project_name_valid(project))

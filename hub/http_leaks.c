@@ -30,6 +30,7 @@
 
 #include "analysis.h"
 #include "ch_format.h"
+#include "clock.h"
 #include "http_server.h"
 #include "selection.h"
 #include "stats.h"
@@ -178,7 +179,7 @@ int hub_handle_leaks(hub_req *r, wt_err *err)
 {
 	hub_ctx *ctx = r->ctx;
 	wt_arena *a = &r->arena;
-	int64_t t0 = hub_now_ns(), width;
+	int64_t t0 = wt_now_ns(CLOCK_REALTIME), width;
 	long nbuckets, limit;
 	hub_sel *sel = wt_arena_calloc(a, 1, sizeof(*sel));
 	lk_ctx *x = wt_arena_calloc(a, 1, sizeof(*x));

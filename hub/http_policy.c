@@ -71,7 +71,7 @@ static void policy_put(hub_req *r, const char *project, const hub_principal *who
 	doc = NULL;
 	old.revision = rev;
 	snprintf(old.updated_by, sizeof(old.updated_by), "%s", who->token_id);
-	old.updated_ns = hub_now_ns();
+	old.updated_ns = wt_now_ns(CLOCK_REALTIME);
 	hub_req_json(r, 200, rec_json(project, &old));
 	goto done;
 fail:

@@ -30,7 +30,7 @@ static int query_view(hub_req *r, const char *view, wt_err *err)
 {
 	hub_ctx *ctx = r->ctx;
 	hub_sel *sel = wt_arena_calloc(&r->arena, 1, sizeof(*sel));
-	int64_t t0 = hub_now_ns();
+	int64_t t0 = wt_now_ns(CLOCK_REALTIME);
 	long max_nodes, limit;
 	const char *type, *unit;
 	char *unit_m = NULL;

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "ch_format.h"
+#include "clock.h"
 #include "http_server.h"
 #include "http_ui.h"
 #include "params.h"
@@ -252,7 +253,7 @@ int hub_handle_series(hub_req *r, wt_err *err)
 	if ((rc = begin(r, &hp, err)) ||
 	    (rc = hub_param_uint(&r->q, "points", SERIES_DEFAULT_POINTS, 1, SERIES_MAX_POINTS, &points, err)))
 		return rc;
-	until = hp.has_until ? hp.until_ns : hub_now_ns();
+	until = hp.has_until ? hp.until_ns : wt_now_ns(CLOCK_REALTIME);
 	from = hp.has_from ? hp.from_ns : until - (int64_t)r->ctx->cfg.default_range_s * 1000000000LL;
 	if (from < 0)
 		from = 0;

@@ -16,6 +16,7 @@
 
 #include "analysis.h"
 #include "ch_format.h"
+#include "clock.h"
 #include "http_server.h"
 #include "selection.h"
 
@@ -120,7 +121,7 @@ int hub_handle_timeline(hub_req *r, wt_err *err)
 {
 	hub_ctx *ctx = r->ctx;
 	wt_arena *a = &r->arena;
-	int64_t t0 = hub_now_ns(), width;
+	int64_t t0 = wt_now_ns(CLOCK_REALTIME), width;
 	long nbuckets, limit;
 	const char *by_s = evhttp_find_header(&r->q, "by"), *col;
 	hub_sel *sel = wt_arena_calloc(a, 1, sizeof(*sel));

@@ -14,7 +14,7 @@
 int hub_handle_worker_run(hub_req *r, wt_err *err)
 {
 	const char *job = wt_http_param(&r->q, "job"), *now_s = wt_http_param(&r->q, "now");
-	int64_t now_ns = hub_now_ns();
+	int64_t now_ns = wt_now_ns(CLOCK_REALTIME);
 	json_t *summary = NULL;
 	int rc;
 

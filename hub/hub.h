@@ -139,7 +139,7 @@ void hub_req_method_not_allowed(hub_req *r, const char *allowed);
 /* Send a JSON reply (takes ownership of body) and count it. */
 void hub_req_json(hub_req *r, int status, json_t *body);
 /* The 200 reply of a query endpoint: counts the query and its time since
- * t0 (hub_now_ns) in the hub's metrics and sends out (owned). out NULL:
+ * t0 (wt_now_ns(CLOCK_REALTIME), common/clock.h) in the hub's metrics and sends out (owned). out NULL:
  * WT_ENOMEM with *err set, nothing sent. */
 int hub_req_query_json(hub_req *r, int64_t t0, json_t *out, wt_err *err);
 /* Give j to r's arena (json_decref when the request ends). Returns j; NULL

@@ -54,11 +54,14 @@ static int s3_request(s3_priv *sp, const char *method, const char *key, const vo
 		      size_t len, wt_buf *out, size_t max, long *status, wt_err *err)
 {
 	char url[2048], sig[128], payload[HUB_S3_PAYLOAD_HDR_LEN];
-	struct curl_slist *hdrs = NULL;
+	const char *hdrs[3] = {payload, NULL, NULL};
 	wt_buf errb = WT_BUF_INIT; /* first bytes of an error answer */
-	wt_http_sink sink = {out, max, out ? out->len : 0, 0, 0, &errb, 512};
+	int put = !strcmp(method, "PUT");
+	wt_http_req q = {.method = method, .url = url, .headers = hdrs, .body = put ? data : NULL,
+			 .len = put ? len : 0, .resp = out, .max_response = max, .keep = &errb, .keep_max = 512,
+			 .timeout_ms = sp->timeout_ms, .connect_timeout_ms = 5000};
+	wt_http_result r;
 	CURL *h = curl_easy_init();
-	CURLcode cc;
 	int rc = 0;
 
 	if (!h)
@@ -68,37 +71,27 @@ static int s3_request(s3_priv *sp, const char *method, const char *key, const vo
 		rc = wt_err_set(err, WT_EINVAL, "s3: URL too long for key %s", key ? key : "");
 		goto out;
 	}
-	hub_s3_payload_header(!strcmp(method, "PUT") ? data : NULL, len, payload);
-	hdrs = curl_slist_append(hdrs, payload);
-	if (!strcmp(method, "PUT"))
-		hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
-	hdrs = curl_slist_append(hdrs, "Expect:");
-	curl_easy_setopt(h, CURLOPT_URL, url);
+	hub_s3_payload_header(put ? data : NULL, len, payload);
+	if (put)
+		hdrs[1] = "Content-Type: application/octet-stream";
+	/* the signature is the handle's: libcurl signs what it sends */
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sig);
 	curl_easy_setopt(h, CURLOPT_USERPWD, sp->userpwd);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, sp->timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, wt_http_sink_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
-	if (!strcmp(method, "PUT")) {
-		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, data ? data : "");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	} else if (!strcmp(method, "DELETE")) {
-		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
-	}
-	cc = curl_easy_perform(h);
-	if (sink.over) {
+	rc = wt_http_request(h, &q, &r);
+	if (rc == WT_ELIMIT) {
 		rc = wt_err_set(err, WT_ELIMIT, "s3: object %s larger than %zu bytes", key, max);
 		goto out;
 	}
-	if (cc != CURLE_OK) {
-		rc = wt_err_set(err, WT_EUNAVAIL, "s3: %s %s: %s", method, url, curl_easy_strerror(cc));
+	if (rc == WT_ENOMEM) {
+		rc = wt_err_set(err, WT_ENOMEM, "s3: out of memory");
 		goto out;
 	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+	if (rc) {
+		rc = wt_err_set(err, WT_EUNAVAIL, "s3: %s %s: %s", method, url, curl_easy_strerror(r.cc));
+		goto out;
+	}
+	*status = r.status;
 	if (*status >= 300 && out) {
 		/* error body landed in out: keep it out of the caller's data */
 		size_t n = out->len < 300 ? out->len : 300;
@@ -112,7 +105,6 @@ static int s3_request(s3_priv *sp, const char *method, const char *key, const vo
 	}
 out:
 	wt_buf_free(&errb);
-	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(h);
 	return rc;
 }

@@ -205,7 +205,7 @@ static int ledger_write(hub_ch *ch, const char *edge, const char *inc, up_state 
 		hub_sql_quote(&sql, s->project ? s->project : "");
 		wt_buf_puts(&sql, ", ");
 		hub_sql_quote(&sql, s->service ? s->service : "");
-		wt_buf_printf(&sql, ", %" PRIu64 ", ", (uint64_t)hub_now_ns());
+		wt_buf_printf(&sql, ", %" PRIu64 ", ", (uint64_t)wt_now_ns(CLOCK_REALTIME));
 		hub_sql_quote(&sql, st == LEDGER_REJECTED ? s->detail : "");
 		wt_buf_puts(&sql, ")");
 	}
@@ -355,10 +355,10 @@ typedef struct putter {
 
 static int put_one(putter *p, up_state *s, wt_err *err)
 {
-	int64_t t0 = hub_now_ns();
+	int64_t t0 = wt_now_ns(CLOCK_REALTIME);
 	int rc = hub_objstore_put_upload(p->ctx->os, s->project, s->upload_id, s->u->original.data,
 					 s->u->original.len, s->key, sizeof(s->key), err);
-	p->ns += hub_now_ns() - t0;
+	p->ns += wt_now_ns(CLOCK_REALTIME) - t0;
 	if (rc)
 		atomic_fetch_add(&p->ctx->metrics.objstore_errors_total, 1);
 	return rc;
@@ -926,13 +926,13 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	/* Then claim the seqs — only for a batch the edge may write, so a refusal
 	 * is a 403 whatever the load and leaves no row behind: the settle wait
 	 * (hub_repl_claim_decide) overlaps the ledger lookup and decoding. */
-	t0 = hub_now_ns();
+	t0 = wt_now_ns(CLOCK_REALTIME);
 	hub_repl_claim_flush(ch);
 	if ((rc = hub_repl_claim_insert(ch, &claim, b->edge_id, inc, b->uploads[0]->seq,
 					b->uploads[b->n_uploads - 1]->seq, ctx->cfg.repl_claim_ttl_s,
 					ctx->cfg.repl_claim_settle_ms, hub_config_insert_budget_ms(&ctx->cfg), err)))
 		goto out;
-	res->ledger_ns += hub_now_ns() - t0;
+	res->ledger_ns += wt_now_ns(CLOCK_REALTIME) - t0;
 	for (i = 0; i < b->n_uploads; i++) {
 		up_state *s = &ups[i];
 		size_t r;
@@ -954,7 +954,7 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	 * depends on being the only apply: at once when a seq was interrupted
 	 * (recovery reads what is stored), else after decoding, which the wait
 	 * then overlaps. */
-	t0 = hub_now_ns();
+	t0 = wt_now_ns(CLOCK_REALTIME);
 	if ((rc = ledger_lookup(ch, b->edge_id, inc, ups, b->n_uploads, err)))
 		goto out;
 	for (i = 0; i < b->n_uploads; i++)
@@ -964,7 +964,7 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 		goto out;
 	for (i = 0; i < b->n_uploads; i++)
 		tentative[i] = ups[i].state;
-	t1 = hub_now_ns();
+	t1 = wt_now_ns(CLOCK_REALTIME);
 	res->ledger_ns += t1 - t0;
 
 	wt_buf_puts(&rawsql, "INSERT INTO raw_objects_v1 (date, time_ns, project, service, upload_id,"
@@ -1019,13 +1019,13 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 			res->applied++;
 	}
 	/* every original is stored before any data row refers to it */
-	t0 = hub_now_ns();
+	t0 = wt_now_ns(CLOCK_REALTIME);
 	res->prepare_ns += t0 - t1;
 	if ((rc = putter_finish(&put, err)))
 		goto out;
 	res->objstore_ns = put.ns;
-	res->objstore_wait_ns = hub_now_ns() - t0;
-	t0 = hub_now_ns();
+	res->objstore_wait_ns = wt_now_ns(CLOCK_REALTIME) - t0;
+	t0 = wt_now_ns(CLOCK_REALTIME);
 	if (!claim.won) {
 		/* decided only now: what was prepared holds only if the ledger
 		 * did not move meanwhile (it can only by an apply that held the
@@ -1047,7 +1047,7 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	for (i = 0; i < b->n_uploads; i++)
 		if (ups[i].raw_index)
 			raw_index_row(&rawsql, &nraw, &ups[i], ups[i].key, ups[i].format, ups[i].u->original.len);
-	t1 = hub_now_ns();
+	t1 = wt_now_ns(CLOCK_REALTIME);
 	res->ledger_ns += t1 - t0;
 	if ((rc = insert_sample_blocks(ch, &claim, &samples, err)))
 		goto out;
@@ -1057,7 +1057,7 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	failpoint("repl_after_rollups");
 	if (nraw && ((rc = hub_repl_claim_keep(ch, &claim, err)) || (rc = hub_ch_query_buf(ch, &rawsql, NULL, err))))
 		goto out;
-	t0 = hub_now_ns();
+	t0 = wt_now_ns(CLOCK_REALTIME);
 	res->insert_ns += t0 - t1;
 	for (i = 0; i < b->n_uploads; i++) {
 		wt_err rerr = {0, ""};
@@ -1068,7 +1068,7 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	if ((rc = hub_repl_claim_keep(ch, &claim, err)))
 		goto out;
 	rc = ledger_write(ch, b->edge_id, inc, ups, b->n_uploads, LEDGER_APPLIED, err);
-	res->ledger_ns += hub_now_ns() - t0;
+	res->ledger_ns += wt_now_ns(CLOCK_REALTIME) - t0;
 	if (!rc) {
 		inc_remember(b->edge_id, inc);
 		for (i = 0; i < b->n_uploads; i++)

@@ -106,9 +106,7 @@ int hub_repl_claim_decide(hub_ch *ch, hub_repl_claim *c, wt_err *err)
 	if (c->won)
 		return 0;
 	if (wait > 0) {
-		struct timespec ts = {(time_t)(wait / 1000000000LL), (long)(wait % 1000000000LL)};
-		while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-			;
+		wt_sleep_ns(wait);
 		now = wt_now_ns(CLOCK_REALTIME);
 	}
 	/* Every live claim overlapping ours, earliest first: a claim written

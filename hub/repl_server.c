@@ -128,7 +128,7 @@ static int handle(void *vctx, const hub_tls_request *req, hub_tls_response *resp
 	wt_err err = {0, ""};
 	hub_ch *ch;
 	edge_prog *pg;
-	int64_t t_start = hub_now_ns();
+	int64_t t_start = wt_now_ns(CLOCK_REALTIME);
 	int rc;
 
 	memset(&res, 0, sizeof(res));
@@ -178,7 +178,7 @@ static int handle(void *vctx, const hub_tls_request *req, hub_tls_response *resp
 			pg->inc_last_seq = res.last_seq;
 		if (res.last_seq > pg->last_seq)
 			pg->last_seq = res.last_seq;
-		pg->last_ok_ns = hub_now_ns();
+		pg->last_ok_ns = wt_now_ns(CLOCK_REALTIME);
 		pg->batches++;
 		pg->applied += res.applied;
 		pg->duplicates += res.duplicates;
@@ -191,7 +191,7 @@ static int handle(void *vctx, const hub_tls_request *req, hub_tls_response *resp
 			" recovered=%u sample_rows=%zu rollup_rows=%zu bytes=%zu ms=%.1f ledger_ms=%.1f prepare_ms=%.1f"
 			" objstore_ms=%.1f objstore_wait_ms=%.1f insert_ms=%.1f", req->peer_id, res.last_seq, res.applied, res.duplicates,
 			res.rejected, res.recovered, res.sample_rows, res.rollup_rows, plain ? plen : req->body_len,
-			(double)(hub_now_ns() - t_start) / 1e6, (double)res.ledger_ns / 1e6, (double)res.prepare_ns / 1e6,
+			(double)(wt_now_ns(CLOCK_REALTIME) - t_start) / 1e6, (double)res.ledger_ns / 1e6, (double)res.prepare_ns / 1e6,
 			(double)res.objstore_ns / 1e6, (double)res.objstore_wait_ns / 1e6, (double)res.insert_ns / 1e6);
 	{
 		json_t *o = json_pack("{s:I,s:i,s:i,s:i,s:s}", "last_seq", (json_int_t)res.last_seq,
@@ -284,7 +284,7 @@ int hub_repl_server_reload(hub_repl_server *s, wt_err *err)
 int hub_repl_metrics_render(wt_buf *out)
 {
 	size_t i;
-	int64_t now = hub_now_ns();
+	int64_t now = wt_now_ns(CLOCK_REALTIME);
 
 	static const struct {
 		const char *name, *help;

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "ch_format.h"
+#include "clock.h"
 #include "hub.h"
 #include "log.h"
 #include "stackagg.h"
@@ -208,7 +209,7 @@ static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *typ
 	int sub = 0;
 
 	*rc = 0;
-	n = hub_agg_segments_signed(s->from, s->until, cover, hub_now_ns() - STABLE_LAG_NS, segs);
+	n = hub_agg_segments_signed(s->from, s->until, cover, wt_now_ns(CLOCK_REALTIME) - STABLE_LAG_NS, segs);
 	for (i = 0; i < n; i++)
 		nagg += segs[i].res != 0;
 	if (nagg && s->hp.nlabels) {
@@ -516,9 +517,7 @@ out:
 /* this thread's CPU time (the phase figures of the debug log) */
 static int64_t cpu_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return wt_now_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* The aggregate path of hub_sel_load_flame: (stack_id, value) pairs from
@@ -559,10 +558,10 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	else
 		wt_buf_printf(&sql, "SELECT stack_id, sum(v) AS tv, any(u) AS tu FROM (%s) GROUP BY stack_id"
 			      " HAVING tv != 0 FORMAT RowBinary", (const char *)uq.data);
-	ph0 = hub_now_ns();
+	ph0 = wt_now_ns(CLOCK_REALTIME);
 	if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
 		goto out;
-	ph0 = hub_now_ns() - ph0; /* ClickHouse, wall clock */
+	ph0 = wt_now_ns(CLOCK_REALTIME) - ph0; /* ClickHouse, wall clock */
 	ph1 = cpu_ns();
 	hub_rb_reader_init(&rd, res.data, res.len);
 	while (!hub_rb_eof(&rd)) {

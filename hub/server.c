@@ -31,6 +31,7 @@
 #include "http_ui.h"
 #include "listen_addr.h"
 #include "params.h"
+#include "prom.h"
 #include "recording_rules.h"
 #include "repl.h"
 
@@ -83,7 +84,7 @@ int hub_req_query_json(hub_req *r, int64_t t0, json_t *out, wt_err *err)
 	if (!out)
 		return wt_err_set(err, WT_ENOMEM, "out of memory rendering the reply");
 	atomic_fetch_add(&r->ctx->metrics.queries_total, 1);
-	atomic_fetch_add(&r->ctx->metrics.query_ns_total, (long)(hub_now_ns() - t0));
+	atomic_fetch_add(&r->ctx->metrics.query_ns_total, (long)(wt_now_ns(CLOCK_REALTIME) - t0));
 	hub_req_json(r, 200, out);
 	return 0;
 }
@@ -354,26 +355,28 @@ static void routes_metrics_render(wt_buf *b)
 	static const char *cls[3] = {"2xx", "4xx", "5xx"};
 	char allow[64];
 
-	wt_buf_puts(b, "# HELP wt_hub_route_responses_total HTTP responses by route and status class.\n"
-		    "# TYPE wt_hub_route_responses_total counter\n");
+	wt_prom_family(b, "wt_hub_route_responses_total", "counter", "HTTP responses by route and status class.");
 	for (size_t i = 0; i < NROUTES; i++) {
+		const char *route = hub_routes[i].name ? hub_routes[i].name : hub_routes[i].pattern;
+
 		wt_route_allow_str(hub_routes[i].methods, allow, sizeof(allow));
 		for (int c = 0; c < 3; c++) {
 			long n = atomic_load(&route_replies[i][c]);
+			const char *kv[] = {"method", allow, "route", route, "class", cls[c], NULL};
+
 			if (n)
-				wt_buf_printf(b, "wt_hub_route_responses_total{method=\"%s\",route=\"%s\",class=\"%s\"} %ld\n",
-					      allow, hub_routes[i].name ? hub_routes[i].name : hub_routes[i].pattern,
-					      cls[c], n);
+				wt_prom_labels_i64(b, "wt_hub_route_responses_total", kv, n);
 		}
 	}
-	wt_buf_puts(b, "# HELP wt_hub_route_seconds_total Time spent handling requests, by route.\n"
-		    "# TYPE wt_hub_route_seconds_total counter\n");
+	wt_prom_family(b, "wt_hub_route_seconds_total", "counter", "Time spent handling requests, by route.");
 	for (size_t i = 0; i < NROUTES; i++) {
 		long ns = atomic_load(&route_ns[i]);
+		const char *kv[] = {"method", allow, "route",
+				    hub_routes[i].name ? hub_routes[i].name : hub_routes[i].pattern, NULL};
+
 		wt_route_allow_str(hub_routes[i].methods, allow, sizeof(allow));
 		if (ns)
-			wt_buf_printf(b, "wt_hub_route_seconds_total{method=\"%s\",route=\"%s\"} %.6f\n", allow,
-				      hub_routes[i].name ? hub_routes[i].name : hub_routes[i].pattern, (double)ns / 1e9);
+			wt_prom_labels_f(b, "wt_hub_route_seconds_total", kv, 6, (double)ns / 1e9);
 	}
 }
 
@@ -404,7 +407,7 @@ static void dispatch(hub_req *r, const wt_route_match *m)
 {
 	const wt_route *rt = m->route;
 	wt_err err = {0, ""};
-	int64_t t0 = hub_now_ns();
+	int64_t t0 = wt_now_ns(CLOCK_REALTIME);
 	int rc = 0;
 
 	r->project = wt_route_param(m, "project");
@@ -450,7 +453,7 @@ static void dispatch(hub_req *r, const wt_route_match *m)
 done:
 	if (r->status)
 		atomic_fetch_add(&route_replies[m->index][r->status < 300 ? 0 : r->status < 500 ? 1 : 2], 1);
-	atomic_fetch_add(&route_ns[m->index], (long)(hub_now_ns() - t0));
+	atomic_fetch_add(&route_ns[m->index], (long)(wt_now_ns(CLOCK_REALTIME) - t0));
 	evhttp_clear_headers(&r->q);
 	wt_arena_clear(&r->arena);
 }

@@ -1,5 +1,5 @@
 /*
- * sha.c — SHA-256 hex digests (random bytes: common/rng.c).
+ * sha.c — SHA-256 hex digests.
  *
  * SHA-256 is OpenSSL's libcrypto (already on every machine through
  * libcurl): it uses the CPU's SHA extensions, ≈1.6 GB/s against mbedtls'
@@ -7,7 +7,6 @@
  * content address (27 ms → 2 ms for a 3.2 MB upload).
  */
 #include "sha.h"
-#include "rng.h"
 
 #include <mbedtls/sha256.h>
 #include <openssl/evp.h>
@@ -29,9 +28,4 @@ void hub_sha256_hex(const void *data, size_t len, char hex[HUB_SHA256_HEX_LEN + 
 	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
 		mbedtls_sha256_ret(data, len, md, 0);
 	hub_hex(md, 32, hex);
-}
-
-int hub_random(void *buf, size_t n)
-{
-	return wt_random_bytes(buf, n);
 }

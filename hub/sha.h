@@ -14,8 +14,4 @@
 void hub_sha256_hex(const void *data, size_t len, char hex[HUB_SHA256_HEX_LEN + 1]);
 void hub_hex(const uint8_t *in, size_t n, char *out /* 2n+1 */);
 
-/* wt_random_bytes (common/rng.h) under its older name, kept for
- * hub/http_ingest.c until its rewrite lands. 0 or WT_EIO. */
-int hub_random(void *buf, size_t n);
-
 #endif

@@ -1,6 +1,7 @@
 /*
- * stackcache.c — bounded open-addressing set of known (project, stack_id)
- * keys (see stackcache.h).
+ * stackcache.c — bounded set of known (project, stack_id) keys (see
+ * stackcache.h): a common/u64map.h map of the mixed key, cleared when it
+ * holds its bound.
  */
 #include "stackcache.h"
 
@@ -8,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "u64map.h"
+
 struct hub_stackcache {
 	pthread_mutex_t mu;
-	uint64_t *keys; /* 0 = empty */
-	size_t cap, n;
+	wt_u64map set; /* mixed key → 0 */
+	size_t max;    /* entries before it is cleared */
 	long generation;
 };
 
@@ -21,24 +24,19 @@ static uint64_t mix(uint64_t a, uint64_t b)
 	k ^= k >> 33;
 	k *= 0xff51afd7ed558ccdULL;
 	k ^= k >> 33;
-	return k ? k : 1;
+	return k;
 }
 
 hub_stackcache *hub_stackcache_new(size_t capacity)
 {
 	hub_stackcache *c = calloc(1, sizeof(*c));
-	size_t cap = 1024;
+	size_t max = 512;
 
 	if (!c)
 		return NULL;
-	while (cap < capacity * 2)
-		cap <<= 1;
-	c->keys = calloc(cap, sizeof(uint64_t));
-	if (!c->keys) {
-		free(c);
-		return NULL;
-	}
-	c->cap = cap;
+	while (max < capacity)
+		max <<= 1;
+	c->max = max;
 	pthread_mutex_init(&c->mu, NULL);
 	return c;
 }
@@ -48,27 +46,21 @@ void hub_stackcache_free(hub_stackcache *c)
 	if (!c)
 		return;
 	pthread_mutex_destroy(&c->mu);
-	free(c->keys);
+	wt_u64map_free(&c->set);
 	free(c);
 }
 
 int hub_stackcache_has(hub_stackcache *c, uint64_t project_hash, uint64_t stack_id, long generation)
 {
-	uint64_t k = mix(project_hash, stack_id);
-	size_t i;
-	int found = 0;
+	uint32_t v;
+	int found;
 
 	pthread_mutex_lock(&c->mu);
 	if (generation != c->generation) {
-		memset(c->keys, 0, c->cap * sizeof(uint64_t));
-		c->n = 0;
+		wt_u64map_clear(&c->set);
 		c->generation = generation;
 	}
-	for (i = k & (c->cap - 1); c->keys[i]; i = (i + 1) & (c->cap - 1))
-		if (c->keys[i] == k) {
-			found = 1;
-			break;
-		}
+	found = wt_u64map_get(&c->set, mix(project_hash, stack_id), &v);
 	pthread_mutex_unlock(&c->mu);
 	return found;
 }
@@ -76,18 +68,16 @@ int hub_stackcache_has(hub_stackcache *c, uint64_t project_hash, uint64_t stack_
 void hub_stackcache_add(hub_stackcache *c, uint64_t project_hash, uint64_t stack_id)
 {
 	uint64_t k = mix(project_hash, stack_id);
-	size_t i;
+	size_t slot;
 
 	pthread_mutex_lock(&c->mu);
-	if (c->n >= c->cap / 2) {
-		memset(c->keys, 0, c->cap * sizeof(uint64_t));
-		c->n = 0;
+	if (c->set.n >= c->max)
+		wt_u64map_clear(&c->set);
+	/* out of memory: not remembered (a miss costs a duplicate row) */
+	if (!wt_u64map_slot(&c->set, k, &slot) && c->set.vals[slot] == WT_U64MAP_EMPTY) {
+		c->set.keys[slot] = k;
+		c->set.vals[slot] = 0;
+		c->set.n++;
 	}
-	for (i = k & (c->cap - 1); c->keys[i]; i = (i + 1) & (c->cap - 1))
-		if (c->keys[i] == k)
-			goto out;
-	c->keys[i] = k;
-	c->n++;
-out:
 	pthread_mutex_unlock(&c->mu);
 }

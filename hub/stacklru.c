@@ -1,9 +1,10 @@
 /*
  * stacklru.c — the frame dictionary and bytes-bounded LRU of stacks as
- * frame ids (see stacklru.h): a chained hash table of stack entries that
- * also sit on a doubly linked recency list (put() evicts from the tail
- * until the new entry fits), and per generation a name pool with an
- * xxh3(name) → id map (collisions chained through next[]).
+ * frame ids (see stacklru.h): stack entries in a slot array indexed by a
+ * common/u64map.h map (key → slot), which also sit on a doubly linked
+ * recency list (put() evicts from the tail until the new entry fits), and
+ * per generation a name pool with an xxh3(name) → id map (collisions
+ * chained through next[]).
  */
 #include "stacklru.h"
 
@@ -16,8 +17,8 @@
 #include "u64map.h"
 
 typedef struct entry {
-	struct entry *hnext;       /* hash chain */
 	struct entry *prev, *next; /* recency: head = newest */
+	uint32_t slot;             /* in hub_stacklru.ents */
 	uint64_t key;
 	size_t nframes;
 	uint32_t ids[];
@@ -39,8 +40,13 @@ struct hub_framedict {
 
 struct hub_stacklru {
 	pthread_mutex_t mu;
-	entry **tab;
-	size_t cap; /* power of two */
+	wt_u64map idx;     /* key → slot in ents */
+	struct ent_slot {
+		entry *e;           /* NULL: free */
+		uint32_t next_free; /* free slots chained from free1 - 1 */
+	} *ents;
+	size_t ents_n, ents_cap;
+	uint32_t free1;    /* first free slot + 1 (0: none) */
 	entry *head, *tail;
 	size_t bytes, max_bytes, n;
 	hub_framedict *cur;
@@ -49,19 +55,9 @@ struct hub_stacklru {
 hub_stacklru *hub_stacklru_new(size_t max_bytes)
 {
 	hub_stacklru *c = calloc(1, sizeof(*c));
-	size_t cap = 1024;
 
 	if (!c)
 		return NULL;
-	/* about one bucket per 256 bytes of budget, at most 2^22 */
-	while (cap < max_bytes / 256 && cap < ((size_t)1 << 22))
-		cap <<= 1;
-	c->tab = calloc(cap, sizeof(*c->tab));
-	if (!c->tab) {
-		free(c);
-		return NULL;
-	}
-	c->cap = cap;
 	c->max_bytes = max_bytes;
 	pthread_mutex_init(&c->mu, NULL);
 	return c;
@@ -92,7 +88,9 @@ static void drop_all(hub_stacklru *c)
 		nx = e->next;
 		free(e);
 	}
-	memset(c->tab, 0, c->cap * sizeof(*c->tab));
+	wt_u64map_clear(&c->idx);
+	c->ents_n = 0;
+	c->free1 = 0;
 	c->head = c->tail = NULL;
 	c->bytes = 0;
 	c->n = 0;
@@ -104,7 +102,8 @@ void hub_stacklru_free(hub_stacklru *c)
 		return;
 	drop_all(c);
 	dict_unref(c->cur);
-	free(c->tab);
+	wt_u64map_free(&c->idx);
+	free(c->ents);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
@@ -136,13 +135,12 @@ void hub_stacklru_release(hub_stacklru *c, hub_framedict *d)
 	pthread_mutex_unlock(&c->mu);
 }
 
-static entry **slot_of(hub_stacklru *c, uint64_t key)
+/* The entry of key, or NULL. */
+static entry *find(const hub_stacklru *c, uint64_t key)
 {
-	entry **p = &c->tab[(key ^ (key >> 29)) & (c->cap - 1)];
+	uint32_t i;
 
-	while (*p && (*p)->key != key)
-		p = &(*p)->hnext;
-	return p;
+	return wt_u64map_get(&c->idx, key, &i) ? c->ents[i].e : NULL;
 }
 
 static void list_unlink(hub_stacklru *c, entry *e)
@@ -176,10 +174,10 @@ static size_t entry_bytes(const entry *e)
 
 static void drop(hub_stacklru *c, entry *e)
 {
-	entry **p = slot_of(c, e->key);
-
-	if (*p == e)
-		*p = e->hnext;
+	wt_u64map_del(&c->idx, e->key, NULL);
+	c->ents[e->slot].e = NULL;
+	c->ents[e->slot].next_free = c->free1;
+	c->free1 = e->slot + 1;
 	list_unlink(c, e);
 	c->bytes -= entry_bytes(e);
 	c->n--;
@@ -192,7 +190,7 @@ int hub_stacklru_get(hub_stacklru *c, hub_framedict *d, uint64_t key, wt_buf *id
 	int found = 0;
 
 	pthread_mutex_lock(&c->mu);
-	if (d == c->cur && (e = *slot_of(c, key))) {
+	if (d == c->cur && (e = find(c, key))) {
 		list_unlink(c, e);
 		list_push(c, e);
 		found = wt_buf_append(ids, e->ids, e->nframes * sizeof(uint32_t)) == 0;
@@ -212,7 +210,7 @@ int hub_stacklru_get_many(hub_stacklru *c, hub_framedict *d, const uint64_t *key
 	pthread_mutex_lock(&c->mu);
 	for (i = 0; i < n; i++) {
 		nframes[i] = SIZE_MAX;
-		if (d != c->cur || !(e = *slot_of(c, keys[i])))
+		if (d != c->cur || !(e = find(c, keys[i])))
 			continue;
 		list_unlink(c, e);
 		list_push(c, e);
@@ -280,10 +278,46 @@ static int intern(hub_framedict *d, const char *name, size_t len, uint32_t *id)
 	return 0;
 }
 
+/* Index e under its key in a free slot (c->mu held; key not present). 0 or
+ * WT_ENOMEM (nothing changed). */
+static int index_entry(hub_stacklru *c, entry *e)
+{
+	size_t slot;
+
+	if (!c->free1 && c->ents_n == c->ents_cap) {
+		/* first: room for an entry per KiB of budget (1024 to 2^20;
+		 * the index sized with it), so a filling cache seldom rehashes */
+		size_t nc = c->ents_cap ? c->ents_cap * 2 : c->max_bytes / 1024;
+		struct ent_slot *ne;
+
+		if (!c->ents_cap)
+			nc = nc < 1024 ? 1024 : nc > ((size_t)1 << 20) ? (size_t)1 << 20 : nc;
+		if (nc > UINT32_MAX - 1 || !(ne = realloc(c->ents, nc * sizeof(*ne))))
+			return WT_ENOMEM;
+		c->ents = ne;
+		c->ents_cap = nc;
+		if (wt_u64map_reserve(&c->idx, nc))
+			return WT_ENOMEM;
+	}
+	if (wt_u64map_slot(&c->idx, e->key, &slot))
+		return WT_ENOMEM;
+	if (c->free1) {
+		e->slot = c->free1 - 1;
+		c->free1 = c->ents[e->slot].next_free;
+	} else {
+		e->slot = (uint32_t)c->ents_n++;
+	}
+	c->ents[e->slot].e = e;
+	c->idx.keys[slot] = e->key;
+	c->idx.vals[slot] = e->slot;
+	c->idx.n++;
+	return 0;
+}
+
 int hub_stacklru_put(hub_stacklru *c, hub_framedict *d, uint64_t key, const char *names, size_t len,
 		     size_t nframes, wt_buf *ids)
 {
-	entry **p, *e = NULL;
+	entry *e = NULL, *old;
 	size_t i, pos = 0, start = ids->len, need = nframes * sizeof(uint32_t) + ENTRY_OVERHEAD;
 	int rc = 0;
 
@@ -315,14 +349,15 @@ int hub_stacklru_put(hub_stacklru *c, hub_framedict *d, uint64_t key, const char
 		goto out;
 	e->key = key;
 	e->nframes = nframes;
-	e->hnext = NULL;
 	memcpy(e->ids, ids->data + start, nframes * sizeof(uint32_t));
-	if (*(p = slot_of(c, key)))
-		drop(c, *p);
+	if ((old = find(c, key)))
+		drop(c, old);
 	while (c->tail && c->bytes + need > c->max_bytes - c->max_bytes / 2)
 		drop(c, c->tail);
-	p = slot_of(c, key);
-	*p = e;
+	if (index_entry(c, e)) {
+		free(e); /* caching is optional: the ids are in *ids already */
+		goto out;
+	}
 	list_push(c, e);
 	c->bytes += need;
 	c->n++;

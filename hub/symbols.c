@@ -20,6 +20,7 @@
 
 #include "ch_format.h"
 #include "fsdir.h"
+#include "hindex.h"
 #include "debuginfod.h"
 #include "log.h"
 #include "ch_health.h"
@@ -58,8 +59,8 @@ typedef struct open_file {
 	pthread_mutex_t lk;
 } open_file;
 
+/* A cached expansion: s->res[id], found through s->ridx (common/hindex.h). */
 typedef struct result {
-	struct result *next;
 	uint64_t h, gen;
 	char *key;   /* project \0 frame */
 	size_t klen;
@@ -88,8 +89,10 @@ struct hub_symbols {
 	open_file files[HUB_SYMBOLS_OPEN_FILES];
 	pthread_cond_t file_cv; /* a slot finished opening or was released */
 	uint64_t use_clock, gen_clock;
-	result **tab;
-	size_t tab_cap, nresults;
+	result *res;     /* cached expansions, ids 0..nresults-1 */
+	size_t nresults, res_cap;
+	wt_hindex ridx;  /* (project, frame) → id in res */
+	int inited;      /* locks and condition variables initialised */
 	miss misses[MISS_SLOTS]; /* also "queued" markers (until = +PENDING_TTL_MS) */
 	size_t miss_next;
 	/* debuginfod fetches run on one background thread with its own
@@ -118,8 +121,7 @@ int hub_symbols_new(const hub_symbols_conf *c, hub_objstore *os, const hub_ch_co
 
 	*out = NULL;
 	if (!s || !(s->cache_dir = strdup(c->cache_dir)) ||
-	    !(s->urls = strdup(c->debuginfod_urls ? c->debuginfod_urls : "")) ||
-	    !(s->tab = calloc(s->tab_cap = 65536, sizeof(*s->tab)))) {
+	    !(s->urls = strdup(c->debuginfod_urls ? c->debuginfod_urls : ""))) {
 		hub_symbols_free(s);
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	}
@@ -132,6 +134,7 @@ int hub_symbols_new(const hub_symbols_conf *c, hub_objstore *os, const hub_ch_co
 	pthread_cond_init(&s->file_cv, NULL);
 	for (size_t i = 0; i < HUB_SYMBOLS_OPEN_FILES; i++)
 		pthread_mutex_init(&s->files[i].lk, NULL);
+	s->inited = 1;
 	if (s->urls[0] && chconf) {
 		if (!(s->fch = hub_ch_new(chconf))) {
 			hub_symbols_free(s);
@@ -149,18 +152,12 @@ int hub_symbols_new(const hub_symbols_conf *c, hub_objstore *os, const hub_ch_co
 
 static void results_clear(hub_symbols *s)
 {
-	for (size_t i = 0; i < s->tab_cap; i++) {
-		result *r = s->tab[i], *nx;
-
-		for (; r; r = nx) {
-			nx = r->next;
-			free(r->key);
-			free(r->names);
-			free(r);
-		}
-		s->tab[i] = NULL;
+	for (size_t i = 0; i < s->nresults; i++) {
+		free(s->res[i].key);
+		free(s->res[i].names);
 	}
 	s->nresults = 0;
+	wt_hindex_free(&s->ridx); /* grows again from its first size */
 }
 
 void hub_symbols_free(hub_symbols *s)
@@ -177,8 +174,9 @@ void hub_symbols_free(hub_symbols *s)
 	hub_ch_free(s->fch);
 	for (size_t i = 0; i < MAX_PROJECTS; i++)
 		free(s->proj[i].files);
-	if (s->tab) {
-		results_clear(s);
+	results_clear(s);
+	free(s->res);
+	if (s->inited) {
 		pthread_mutex_destroy(&s->mu);
 		pthread_cond_destroy(&s->cv);
 		pthread_cond_destroy(&s->file_cv);
@@ -187,7 +185,6 @@ void hub_symbols_free(hub_symbols *s)
 			pthread_mutex_destroy(&s->files[i].lk);
 		}
 	}
-	free(s->tab);
 	free(s->cache_dir);
 	free(s->urls);
 	free(s);
@@ -661,16 +658,26 @@ static uint64_t result_hash(const char *project, size_t plen, const char *frame,
 	return XXH3_64bits(frame, len) ^ XXH3_64bits(project, plen);
 }
 
-static result **result_slot(hub_symbols *s, const char *project, size_t plen, const char *frame, size_t len,
-			   uint64_t h)
-{
-	size_t klen = plen + 1 + len;
-	result **slot = &s->tab[h & (s->tab_cap - 1)];
+/* A result key being looked up. */
+typedef struct result_key {
+	const char *project, *frame;
+	size_t plen, len;
+} result_key;
 
-	while (*slot && !((*slot)->h == h && (*slot)->klen == klen && !memcmp((*slot)->key, project, plen) &&
-			  !memcmp((*slot)->key + plen + 1, frame, len)))
-		slot = &(*slot)->next;
-	return slot;
+static int result_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const result *r = &((const hub_symbols *)ctx)->res[id];
+	const result_key *k = key;
+
+	return r->klen == k->plen + 1 + k->len && !memcmp(r->key, k->project, k->plen) &&
+	       !memcmp(r->key + k->plen + 1, k->frame, k->len);
+}
+
+/* 1 and *id when (project, frame) is cached, 0 when not (*slot: where to
+ * put it), WT_ENOMEM. */
+static int result_find(hub_symbols *s, const result_key *k, uint64_t h, uint32_t *id, size_t *slot)
+{
+	return wt_hindex_lookup(&s->ridx, h, k, result_eq, s, id, slot);
 }
 
 /* Remember the expansion names[0..nlen) (n names; 0 = "nothing") of frame
@@ -679,26 +686,44 @@ static result **result_slot(hub_symbols *s, const char *project, size_t plen, co
 static void result_put(hub_symbols *s, const char *project, size_t plen, const char *frame, size_t len,
 		       uint64_t h, uint64_t gen, const uint8_t *names, size_t nlen, size_t n)
 {
-	size_t klen = plen + 1 + len;
-	result **slot = result_slot(s, project, plen, frame, len, h), *r = *slot;
+	result_key k = {project, frame, plen, len};
+	size_t klen = plen + 1 + len, slot;
+	uint32_t id;
+	int found = result_find(s, &k, h, &id, &slot);
+	result *r;
 
-	if (!r && s->nresults >= MAX_RESULTS) {
+	if (found < 0)
+		return;
+	if (!found && s->nresults >= MAX_RESULTS) {
 		results_clear(s);
-		slot = result_slot(s, project, plen, frame, len, h);
-	}
-	if (!r) {
-		if (!(r = calloc(1, sizeof(*r))) || !(r->key = malloc(klen))) {
-			free(r);
+		if (result_find(s, &k, h, &id, &slot) < 0)
 			return;
+	}
+	if (!found) {
+		char *key;
+
+		if (s->nresults == s->res_cap) {
+			size_t nc = s->res_cap ? s->res_cap * 2 : 1024;
+			result *nr = realloc(s->res, nc * sizeof(*nr));
+
+			if (!nr)
+				return;
+			s->res = nr;
+			s->res_cap = nc;
 		}
+		if (!(key = malloc(klen)))
+			return;
+		id = (uint32_t)s->nresults++;
+		r = &s->res[id];
+		memset(r, 0, sizeof(*r));
+		r->key = key;
 		memcpy(r->key, project, plen + 1);
 		memcpy(r->key + plen + 1, frame, len);
 		r->klen = klen;
 		r->h = h;
-		r->next = NULL;
-		*slot = r;
-		s->nresults++;
+		wt_hindex_put(&s->ridx, slot, h, id);
 	}
+	r = &s->res[id];
 	free(r->names);
 	r->names = NULL;
 	r->nlen = r->n = 0;
@@ -741,7 +766,18 @@ int hub_symbols_expand(hub_symbols *s, hub_ch *ch, const char *project, const ch
 	pthread_mutex_lock(&s->mu);
 	if ((rc = index_fresh(s, ch, project, &gen, err)))
 		goto out;
-	r = *result_slot(s, project, plen, frame, len, h);
+	{
+		result_key k = {project, frame, plen, len};
+		uint32_t id;
+		size_t slot;
+		int found = result_find(s, &k, h, &id, &slot);
+
+		if (found < 0) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");
+			goto out;
+		}
+		r = found ? &s->res[id] : NULL;
+	}
 	if (r && r->gen == gen) {
 		if (wt_buf_append(names, r->names, r->nlen))
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");

@@ -4,6 +4,7 @@
  */
 #include "worker.h"
 #include "clock.h"
+#include "rng.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -54,7 +55,7 @@ static void instance_init(void)
 
 	gethostname(host, sizeof(host) - 1);
 	host[sizeof(host) - 1] = '\0';
-	hub_random(rnd, sizeof(rnd));
+	wt_random_bytes(rnd, sizeof(rnd));
 	hub_hex(rnd, sizeof(rnd), hex);
 	snprintf(instance, sizeof(instance), "%s-%d-%s", host, (int)getpid(), hex);
 }
@@ -153,7 +154,6 @@ static int lease_claim(hub_ch *ch, const char *job, uint64_t base, wt_err *err)
 	const char *me = hub_worker_instance();
 	wt_buf sql = WT_BUF_INIT;
 	char winner[96];
-	struct timespec settle = {HUB_LEASE_SETTLE_MS / 1000, (HUB_LEASE_SETTLE_MS % 1000) * 1000000L};
 	int rc;
 
 	wt_buf_puts(&sql, "INSERT INTO worker_lease_claims (job, base_version, holder) VALUES (");
@@ -165,8 +165,7 @@ static int lease_claim(hub_ch *ch, const char *job, uint64_t base, wt_err *err)
 	wt_buf_free(&sql);
 	if (rc)
 		return rc;
-	while (nanosleep(&settle, &settle) == -1 && errno == EINTR)
-		;
+	wt_sleep_ms(HUB_LEASE_SETTLE_MS);
 	if ((rc = claim_winner(ch, job, base, winner, sizeof(winner), err)))
 		return rc;
 	if (strcmp(winner, me))

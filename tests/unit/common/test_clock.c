@@ -1,9 +1,13 @@
 /*
  * test_clock.c — common/clock.h: wt_now_ns/wt_now_ms agree with
  * clock_gettime on the clock asked for, the monotonic clock never goes
- * back, and wt_deadline lies that far ahead with a normalised timespec.
+ * back, wt_deadline lies that far ahead with a normalised timespec, and
+ * wt_sleep_ns sleeps the whole time even when a signal interrupts it.
  */
 #include <setjmp.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/time.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,12 +64,42 @@ static void deadline(void **state)
 	assert_true((int64_t)d.tv_sec * 1000000000LL + d.tv_nsec <= ref_ns(CLOCK_REALTIME));
 }
 
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+static void sleep_whole(void **state)
+{
+	struct sigaction sa, old;
+	struct itimerval it = {{0, 0}, {0, 20000}}; /* one SIGALRM after 20 ms */
+	int64_t t0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm; /* no SA_RESTART: nanosleep returns EINTR */
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+	t0 = ref_ns(CLOCK_MONOTONIC);
+	assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+	wt_sleep_ms(120);
+	assert_int_equal(alarms, 1);
+	assert_true(ref_ns(CLOCK_MONOTONIC) - t0 >= 120000000LL);
+	sigaction(SIGALRM, &old, NULL);
+	t0 = ref_ns(CLOCK_MONOTONIC);
+	wt_sleep_ns(0);
+	wt_sleep_ns(-5);
+	assert_true(ref_ns(CLOCK_MONOTONIC) - t0 < 100000000LL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(realtime_matches),
 		cmocka_unit_test(monotonic_matches),
 		cmocka_unit_test(deadline),
+		cmocka_unit_test(sleep_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /*
  * test_hash_tables.c — the shared hash tables of common/: hindex.h (an
  * index over the caller's own array, with an eq callback) and bytemap.h
- * (byte keys → uint32, keys copied), and u64map.h's lookup-only get.
+ * (byte keys → uint32, keys copied), u64map.h's lookup-only get and its
+ * uint64-valued wt_u64map64 (insert, replace, full 64-bit values).
  * Each is checked against the keys it was given, 20,000 of them with
  * colliding hashes forced in, through several growths.
  */
@@ -134,10 +135,74 @@ static void u64map_get_matches_slot(void **state)
 	wt_u64map_free(&m);
 }
 
+/* Deleting keys (every third, then the rest) leaves exactly the others
+ * findable, however the runs were laid out; clear empties the map. */
+static void u64map_del_matches_model(void **state)
+{
+	wt_u64map m = {0};
+	uint32_t v;
+	size_t slot;
+
+	for (uint64_t k = 0; k < N; k++) {
+		assert_int_equal(wt_u64map_slot(&m, k * 7919, &slot), 0);
+		m.keys[slot] = k * 7919;
+		m.vals[slot] = (uint32_t)k;
+		m.n++;
+	}
+	for (uint64_t k = 0; k < N; k += 3) {
+		assert_int_equal(wt_u64map_del(&m, k * 7919, &v), 1);
+		assert_int_equal(v, (uint32_t)k);
+		assert_int_equal(wt_u64map_del(&m, k * 7919, NULL), 0);
+	}
+	for (uint64_t k = 0; k < N; k++) {
+		int there = wt_u64map_get(&m, k * 7919, &v);
+		assert_int_equal(there, k % 3 != 0);
+		if (there)
+			assert_int_equal(v, (uint32_t)k);
+	}
+	assert_int_equal(m.n, N - (N + 2) / 3);
+	for (uint64_t k = 0; k < N; k++)
+		if (k % 3)
+			assert_int_equal(wt_u64map_del(&m, k * 7919, NULL), 1);
+	assert_int_equal(m.n, 0);
+	for (size_t i = 0; i < m.cap; i++)
+		assert_int_equal(m.vals[i], WT_U64MAP_EMPTY);
+	assert_int_equal(wt_u64map_slot(&m, 42, &slot), 0);
+	m.keys[slot] = 42;
+	m.vals[slot] = 1;
+	m.n++;
+	wt_u64map_clear(&m);
+	assert_int_equal(m.n, 0);
+	assert_int_equal(wt_u64map_get(&m, 42, &v), 0);
+	wt_u64map_free(&m);
+}
+
+static void u64map64_puts_and_replaces(void **state)
+{
+	wt_u64map64 m = {0};
+	uint64_t v;
+
+	assert_int_equal(wt_u64map64_get(&m, 7, &v), 0);
+	for (uint64_t k = 0; k < N; k++)
+		assert_int_equal(wt_u64map64_put(&m, k << 40 | 5, ~k), 0);
+	for (uint64_t k = 0; k < N; k += 2) /* replace every other value */
+		assert_int_equal(wt_u64map64_put(&m, k << 40 | 5, k * 0x9e3779b97f4a7c15ull), 0);
+	assert_int_equal(m.idx.n, N);
+	for (uint64_t k = 0; k < N; k++) {
+		assert_int_equal(wt_u64map64_get(&m, k << 40 | 5, &v), 1);
+		assert_true(v == (k % 2 ? ~k : k * 0x9e3779b97f4a7c15ull));
+	}
+	assert_int_equal(wt_u64map64_get(&m, 6, &v), 0);
+	wt_u64map64_free(&m);
+	assert_true(m.v == NULL && m.idx.n == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(u64map_get_matches_slot),
+		cmocka_unit_test(u64map64_puts_and_replaces),
+		cmocka_unit_test(u64map_del_matches_model),
 		cmocka_unit_test(hindex_matches_scan),
 		cmocka_unit_test(bytemap_matches_scan),
 	};

@@ -2,7 +2,9 @@
  * test_http_client.c — common/http_client.c against a one-shot HTTP/1.1
  * server on a loopback socket in a thread: status, body and the request
  * line, headers and body as sent; a body over the limit is WT_ELIMIT; a
- * refused connection is WT_EUNAVAIL; the sink's three modes.
+ * refused connection is WT_EUNAVAIL; the sink's three modes;
+ * wt_http_request's retries (a 503, then the answer, with the error text
+ * rolled back), its retry rule saying no, and a DELETE that sends no body.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,13 +26,19 @@ typedef struct srv {
 	int lfd, port;
 	char req[4096];
 	const char *reply;
+	const char *reply2; /* a second connection's answer (NULL: one only) */
+	int conns;
 } srv;
 
 static void *serve(void *arg)
 {
 	srv *s = arg;
-	int fd = accept(s->lfd, NULL, NULL);
+	int fd;
 	size_t got = 0;
+
+again:
+	fd = accept(s->lfd, NULL, NULL);
+	got = 0;
 
 	if (fd < 0)
 		return NULL;
@@ -51,6 +59,12 @@ static void *serve(void *arg)
 	if (write(fd, s->reply, strlen(s->reply)) < 0)
 		perror("write");
 	close(fd);
+	s->conns++;
+	if (s->reply2) {
+		s->reply = s->reply2;
+		s->reply2 = NULL;
+		goto again;
+	}
 	return NULL;
 }
 
@@ -61,6 +75,8 @@ static void start(srv *s, const char *reply, pthread_t *t)
 
 	memset(s->req, 0, sizeof(s->req));
 	s->reply = reply;
+	s->reply2 = NULL;
+	s->conns = 0;
 	s->lfd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(s->lfd >= 0);
 	assert_int_equal(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
@@ -154,10 +170,93 @@ static void sink_modes(void **state)
 	wt_buf_free(&keep);
 }
 
+static unsigned retry_calls;
+
+static int retry_503(void *ctx, const wt_http_req *q, unsigned attempt, int rc, const wt_http_result *r)
+{
+	(void)ctx;
+	(void)attempt;
+	retry_calls++;
+	/* the error answer is where the next attempt will overwrite it */
+	assert_int_equal(rc, 0);
+	assert_true(q->resp->len >= 4 && !memcmp(q->resp->data + q->resp->len - 4, "busy", 4));
+	return r->status == 503;
+}
+
+static void request_retries(void **state)
+{
+	srv s;
+	pthread_t t;
+	char url[64];
+	wt_buf out = WT_BUF_INIT;
+	wt_http_result r;
+	wt_backoff bo = {1, 0, 0};
+	wt_http_req q = {.method = "POST", .url = url, .body = "q", .len = 1, .resp = &out, .max_response = 100,
+			 .timeout_ms = 5000, .retries = 2, .backoff = &bo, .retry = retry_503};
+	CURL *h = curl_easy_init();
+
+	wt_buf_append(&out, "pre", 3);
+	start(&s, "HTTP/1.1 503 Busy\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbusy", &t);
+	s.reply2 = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/q", s.port);
+	retry_calls = 0;
+	assert_int_equal(wt_http_request(h, &q, &r), 0);
+	pthread_join(t, NULL);
+	close(s.lfd);
+	assert_int_equal(s.conns, 2);
+	assert_int_equal(retry_calls, 1);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(out.len, 5); /* what it held, then the last answer only */
+	assert_memory_equal(out.data, "preok", 5);
+
+	/* a 503 with no retries left: the rule is still told (it says why),
+	 * the answer is the 503 */
+	q.retries = 0;
+	out.len = 0;
+	start(&s, "HTTP/1.1 503 Busy\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbusy", &t);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/q", s.port);
+	retry_calls = 0;
+	assert_int_equal(wt_http_request(h, &q, &r), 0);
+	pthread_join(t, NULL);
+	close(s.lfd);
+	assert_int_equal(retry_calls, 1);
+	assert_int_equal(s.conns, 1);
+	assert_int_equal(r.status, 503);
+	wt_buf_free(&out);
+	curl_easy_cleanup(h);
+}
+
+static void delete_sends_no_body(void **state)
+{
+	srv s;
+	pthread_t t;
+	char url[64];
+	wt_buf keep = WT_BUF_INIT;
+	wt_http_result r;
+	wt_http_req q = {.method = "DELETE", .url = url, .keep = &keep, .keep_max = 3};
+	CURL *h = curl_easy_init();
+
+	start(&s, "HTTP/1.1 404 Not Found\r\nContent-Length: 7\r\nConnection: close\r\n\r\nmissing", &t);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/o/k", s.port);
+	assert_int_equal(wt_http_request(h, &q, &r), 0);
+	pthread_join(t, NULL);
+	close(s.lfd);
+	assert_int_equal(r.status, 404);
+	assert_non_null(strstr(s.req, "DELETE /o/k HTTP/1.1\r\n"));
+	assert_null(strcasestr(s.req, "Content-Length"));
+	assert_null(strcasestr(s.req, "Content-Type"));
+	assert_int_equal(keep.len, 3);
+	assert_memory_equal(keep.data, "mis", 3);
+	wt_buf_free(&keep);
+	curl_easy_cleanup(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sink_modes),
+		cmocka_unit_test(request_retries),
+		cmocka_unit_test(delete_sends_no_body),
 		cmocka_unit_test(request_and_answer),
 		cmocka_unit_test(refused),
 	};
