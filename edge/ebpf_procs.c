@@ -25,7 +25,7 @@
 #define CG_BUCKETS 1024
 #define MAX_CGROUPS 4096
 /* re-reads of a capture that came too early (see edge_proc_maps_early), in ms */
-static const int early_wait_ms[] = {1, 3, 8};
+static const int early_wait_ms[] = {1, 3, 8, 20, 50};
 #define NEARLY ((int)(sizeof(early_wait_ms) / sizeof(early_wait_ms[0])))
 
 /* cgroup v2 id → path, so that the many processes of one cgroup (a build,
@@ -374,10 +374,12 @@ static void read_cgroup(edge_procs *t, edge_proc *p, uint64_t cgroup_id)
  * libz and libexpat first — captured then, its libc frames stayed bare
  * addresses and its unwound stacks stopped there). Its later samples would miss the mappings and,
  * for a process gone by the flush, stay bare addresses. The capture then
- * reads them again after 1, 3 and 8 ms while they still look so (one
+ * reads them again after 1, 3, 8, 20 and 50 ms while they still look so (one
  * capture in six under a compile loop here: cc, cc1, as, collect2, ld
  * sampled while ld.so mapped their libraries; most complete at the first
- * re-read). */
+ * re-read; a process starved on a loaded machine can take longer: its
+ * capture is then completed at the next flush, when a leaf address misses
+ * its mappings — edge/ebpf_build.c). */
 int edge_proc_maps_early(const edge_proc *p)
 {
 	int has_exe = 0, has_ld = 0, has_libc = 0, files = 0;
