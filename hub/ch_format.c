@@ -5,6 +5,7 @@
 #include "ch_format.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "err.h"
 
@@ -223,4 +224,21 @@ int hub_rb_read_str(hub_rb_reader *r, const char **s, size_t *n)
 	*n = (size_t)len;
 	r->p += len;
 	return 0;
+}
+
+void hub_ch_date(int64_t ns, char out[11])
+{
+	/* 2149-06-06 is day 65535 of the Date type */
+	const int64_t max_s = 65535LL * 86400;
+	int64_t sec = ns / 1000000000LL;
+	struct tm tm;
+	time_t t;
+
+	if (sec < 0)
+		sec = 0;
+	if (sec > max_s)
+		sec = max_s;
+	t = (time_t)sec;
+	gmtime_r(&t, &tm);
+	strftime(out, 11, "%Y-%m-%d", &tm);
 }

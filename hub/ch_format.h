@@ -17,6 +17,10 @@
 
 /* Append s as a single-quoted SQL string literal ('a\'b\\c'); control bytes
  * are escaped (\n, \t, \0 ...). 0 or WT_ENOMEM. */
+/* ns since the epoch → a ClickHouse Date literal YYYY-MM-DD, clamped to
+ * what the Date type holds (1970-01-01 … 2149-06-06): a later day would
+ * wrap around in ClickHouse and select nothing */
+void hub_ch_date(int64_t ns, char out[11]);
 int hub_sql_quote(wt_buf *b, const char *s);
 int hub_sql_quote_n(wt_buf *b, const char *s, size_t n);
 

@@ -27,15 +27,6 @@
 static const char *const column_labels[] = {"host", "thread", "container", "span_id", "trace_id"};
 #define NCOLS (sizeof(column_labels) / sizeof(column_labels[0]))
 
-static void date_str(int64_t ns, char out[11])
-{
-	time_t sec = (time_t)(ns / 1000000000LL);
-	struct tm tm;
-
-	gmtime_r(&sec, &tm);
-	strftime(out, 11, "%Y-%m-%d", &tm);
-}
-
 /* WHERE of the selection; type NULL = all types; from/until < 0 = open. */
 static void where(wt_buf *w, const char *project, const hub_params *hp, const char *type,
 		  int64_t from, int64_t until)
@@ -54,11 +45,11 @@ static void where(wt_buf *w, const char *project, const hub_params *hp, const ch
 		hub_sql_quote(w, type);
 	}
 	if (from >= 0) {
-		date_str(from, d);
+		hub_ch_date(from, d);
 		wt_buf_printf(w, " AND date >= '%s' AND time_ns >= %lld", d, (long long)from);
 	}
 	if (until >= 0) {
-		date_str(until, d);
+		hub_ch_date(until, d);
 		wt_buf_printf(w, " AND date <= '%s' AND time_ns < %lld", d, (long long)until);
 	}
 	for (i = 0; i < hp->nlabels; i++) {

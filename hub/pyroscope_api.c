@@ -149,6 +149,13 @@ typedef struct pyro_call {
 	char project[HUB_PROJECT_MAX + 1];
 } pyro_call;
 
+/* ms → ns, saturating: a time past what int64 nanoseconds hold (year
+ * 2262) is the end of time, never a wrapped negative one */
+static int64_t ms_to_ns(int64_t ms)
+{
+	return ms >= INT64_MAX / 1000000LL ? INT64_MAX - 1 : ms * 1000000LL;
+}
+
 /* [start, end] in ms → [from, until) ns; 0/0 = all time (open) or the
  * default range (select = 1). */
 static void time_range(const pyro_call *c, int64_t start_ms, int64_t end_ms, int select, int64_t *from,
@@ -156,9 +163,9 @@ static void time_range(const pyro_call *c, int64_t start_ms, int64_t end_ms, int
 {
 	int64_t now = wt_now_ns(CLOCK_REALTIME);
 
-	*until = end_ms > 0 ? end_ms * 1000000LL + 1 : now + 1;
+	*until = end_ms > 0 ? ms_to_ns(end_ms) + 1 : now + 1;
 	if (start_ms > 0)
-		*from = start_ms * 1000000LL;
+		*from = ms_to_ns(start_ms);
 	else
 		*from = select ? *until - (int64_t)c->r->ctx->cfg.default_range_s * 1000000000LL : 0;
 	if (*from < 0)

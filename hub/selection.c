@@ -30,15 +30,6 @@
 static const char *const column_labels[] = {"host", "thread", "container", "span_id", "trace_id"};
 #define NCOL (sizeof(column_labels) / sizeof(column_labels[0]))
 
-static void date_str(int64_t ns, char out[11])
-{
-	time_t sec = (time_t)(ns / 1000000000LL);
-	struct tm tm;
-
-	gmtime_r(&sec, &tm);
-	strftime(out, 11, "%Y-%m-%d", &tm);
-}
-
 /* " AND <label> = 'v'" per label filter (profile_samples_v1 and
  * label_sets_v1 have the same label columns) */
 static void label_conds(wt_buf *w, const hub_params *hp)
@@ -83,8 +74,8 @@ static void where_range(wt_buf *w, const hub_sel *s, const char *type, int64_t f
 	const hub_params *hp = &s->hp;
 	char d0[11], d1[11];
 
-	date_str(from, d0);
-	date_str(until, d1);
+	hub_ch_date(from, d0);
+	hub_ch_date(until, d1);
 	where_head(w, s, type);
 	wt_buf_printf(w, " AND date >= '%s' AND date <= '%s' AND time_ns >= %lld AND time_ns < %lld",
 		      d0, d1, (long long)from, (long long)until);
@@ -135,8 +126,8 @@ static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_a
 	const hub_params *hp = &s->hp;
 	char d0[11], d1[11];
 
-	date_str(g->from_ns, d0);
-	date_str(g->until_ns - 1, d1);
+	hub_ch_date(g->from_ns, d0);
+	hub_ch_date(g->until_ns - 1, d1);
 	where_head(w, s, type);
 	wt_buf_printf(w, " AND res = %lld AND date >= '%s' AND date <= '%s' AND bucket >= %lld AND bucket < %lld",
 		      (long long)g->res, d0, d1, (long long)(g->from_ns / 1000000000LL),

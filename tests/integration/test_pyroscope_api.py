@@ -192,6 +192,15 @@ class PyroscopeApi(unittest.TestCase):
             self.ms, profile_typeID=CPU_NS, label_selector='{service_name="api"}', max_nodes=str(BIG)))
         self.check_flame(body["flamegraph"], service="api", type="cpu")
 
+    def test_end_beyond_int64_nanoseconds(self):
+        """an `end` in ms beyond what int64 nanoseconds hold saturates
+        instead of overflowing (the UBSan build aborted on the multiply);
+        the call is answered in both encodings"""
+        for end in ("9300000000000", "9223372036854775807"):
+            self.both("SelectMergeStacktraces", dict(
+                start=self.ms["start"], end=end, profile_typeID=CPU_SAMPLES,
+                label_selector='{service_name="checkout"}', max_nodes=str(BIG)))
+
     def test_max_nodes(self):
         body = self.both("SelectMergeStacktraces", dict(
             self.ms, profile_typeID=CPU_NS, label_selector='{service_name="api"}', max_nodes="20"))
