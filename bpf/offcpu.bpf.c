@@ -82,18 +82,9 @@ static __always_inline long task_state(struct task_struct *t)
 /* 0, or -1 when the interval is lost (counts map full) */
 static __always_inline int add_ns(void *counts, struct wt_stack_key *key, __u64 delta)
 {
-	__u64 *v = bpf_map_lookup_elem(counts, key);
-	if (v) {
-		__sync_fetch_and_add(v, delta);
-		return 0;
-	}
-	if (bpf_map_update_elem(counts, key, &delta, BPF_NOEXIST)) {
-		v = bpf_map_lookup_elem(counts, key);
-		if (!v) {
-			stat_inc(WT_STAT_LOST);
-			return -1;
-		}
-		__sync_fetch_and_add(v, delta);
+	if (wt_counts_add(counts, key, delta)) {
+		stat_inc(WT_STAT_LOST);
+		return -1;
 	}
 	return 0;
 }

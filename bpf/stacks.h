@@ -65,4 +65,23 @@ static __always_inline int wt_stack_len(struct wt_stack *s, long r)
 		e_;                                                                  \
 	})
 
+/* Add delta to key's value in a per-flush counts map (a hash of
+ * struct wt_stack_key → __u64), creating it: 0, or -1 when the map is full
+ * (the caller counts the value as lost). */
+static __always_inline int wt_counts_add(void *counts, const struct wt_stack_key *key, __u64 delta)
+{
+	__u64 *v = bpf_map_lookup_elem(counts, key);
+	if (v) {
+		__sync_fetch_and_add(v, delta);
+		return 0;
+	}
+	if (bpf_map_update_elem(counts, key, &delta, BPF_NOEXIST)) {
+		v = bpf_map_lookup_elem(counts, key);
+		if (!v)
+			return -1;
+		__sync_fetch_and_add(v, delta);
+	}
+	return 0;
+}
+
 #endif
