@@ -5,12 +5,14 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "log.h"
 
 void hub_failpoint_wait(const char *name)
@@ -52,4 +54,21 @@ void hub_failpoint_slow(const char *edge_id)
 	ts.tv_sec = ms / 1000;
 	ts.tv_nsec = (ms % 1000) * 1000000L;
 	nanosleep(&ts, NULL);
+}
+
+int hub_failpoint_insert(wt_err *err)
+{
+	static _Atomic long blocks;
+	const char *fp = getenv("WT_FAILPOINT_INSERT"), *q;
+	long n;
+
+	if (!fp)
+		return 0;
+	n = atomic_fetch_add(&blocks, 1) + 1;
+	for (q = fp; *q; q++)
+		if ((q == fp || q[-1] == ',') && atol(q) == n) {
+			wt_warn("msg=\"failpoint: INSERT block reported as failed after it was stored\" block=%ld", n);
+			return wt_err_set(err, WT_EUNAVAIL, "clickhouse: timeout (failpoint: insert block %ld)", n);
+		}
+	return 0;
 }

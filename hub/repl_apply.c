@@ -660,7 +660,8 @@ static int insert_block(hub_ch *ch, hub_repl_claim *claim, const char *sql, cons
 {
 	int rc;
 
-	if ((rc = hub_repl_claim_keep(ch, claim, err)) || (rc = hub_ch_insert(ch, sql, data, len, err)))
+	if ((rc = hub_repl_claim_keep(ch, claim, err)) || (rc = hub_ch_insert(ch, sql, data, len, err)) ||
+	    (rc = hub_failpoint_insert(err)))
 		return rc;
 	failpoint_block();
 	hub_failpoint_slow(claim->edge);
