@@ -1106,8 +1106,9 @@ static int apply_batch(hub_ctx *ctx, hub_ch *ch, pb_batch *b, hub_repl_direct *d
 	}
 	rc = ledger_write(ch, b->edge_id, inc, ups, b->n_uploads, LEDGER_APPLIED, err);
 	res->ledger_ns += hub_now_ns() - t0;
-	if (!rc && !direct) {
-		inc_remember(b->edge_id, inc);
+	if (!rc) {
+		if (!direct)
+			inc_remember(b->edge_id, inc);
 		for (i = 0; i < b->n_uploads; i++)
 			hub_rules_count(ups[i].rules);
 	}
