@@ -122,6 +122,7 @@ static int direct_decode(hub_ctx *ctx, wt_upload *up, const uint8_t *body, size_
 	if (wt_format_decode(body, len, up->dec.fmt, &opts, p, detected, err))
 		return err->code ? err->code : WT_EINVAL;
 	wt_upload_place_times(&up->dec, *p, now);
+	wt_profile_seal(*p); /* read only from here: its interning indexes go */
 	return 0;
 }
 
