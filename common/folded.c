@@ -579,7 +579,12 @@ int wt_folded_decode(const uint8_t *buf, size_t len, const wt_folded_opts *opts,
 		for (const char *q = s; q < end && (q = memchr(q, '\n', (size_t)(end - q))); q++)
 			n.stacks++;
 		n.samples = ++n.stacks;
-		if (wt_profile_reserve(d.p, &n)) {
+		/* frames: a guess (a large profile has about one new leaf a
+		 * line), so the indexes are not doubled past it by a few
+		 * entries; reserved slots that stay empty are never touched,
+		 * so an over-guess costs address space, not memory */
+		n.strings = n.functions = n.frames = n.stacks + n.stacks / 8 + 64;
+		if (wt_profile_reserve(d.p, &n) || wt_hindex_reserve(&d.fci, n.frames)) {
 			rc = wt_err_set(err, WT_ENOMEM, "folded: out of memory");
 			goto cleanup;
 		}
