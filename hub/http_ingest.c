@@ -63,6 +63,7 @@ int hub_project_retention(hub_ch *ch, const char *project, int *days, wt_err *er
 }
 
 #define IDEMPOTENCY_KEY_MAX 128
+#define DIRECT_SEAL_STACKS 1000000
 
 /* The upload id (32 hex) of this request: from its Idempotency-Key header
  * (1..128 of [A-Za-z0-9._:-]) or, without one, from what it uploads. */
@@ -122,7 +123,12 @@ static int direct_decode(hub_ctx *ctx, wt_upload *up, const uint8_t *body, size_
 	if (wt_format_decode(body, len, up->dec.fmt, &opts, p, detected, err))
 		return err->code ? err->code : WT_EINVAL;
 	wt_upload_place_times(&up->dec, *p, now);
-	wt_profile_seal(*p); /* read only from here: its interning indexes go */
+	/* read only from here: a profile of a million stacks or more gives
+	 * its interning indexes back (about 250 MB at 3.2 M); below that it
+	 * keeps them — sealing a smaller one left 30-50 MB held after the
+	 * request (docs/operations.md "Memory of large uploads") */
+	if ((*p)->nstacks >= DIRECT_SEAL_STACKS)
+		wt_profile_seal(*p);
 	return 0;
 }
 
