@@ -28,7 +28,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "bytemap.h"
+#include "hindex.h"
 #include "text_input.h"
 
 #define FOLDED_DEFAULT_TYPE "cpu"
@@ -40,11 +40,26 @@
 
 enum dialect { D_PLAIN = 0, D_AUSTIN3, D_AUSTIN1 };
 
+/* Frame cache entry: raw frame text (in the input, which outlives the
+ * decode: nothing is copied) and its frame id. With the 8-byte-slot index
+ * over them, 16 + ~11 bytes per distinct frame. */
+typedef struct fc_ent {
+	const char *s;
+	uint32_t len, frame;
+} fc_ent;
+
+typedef struct fc_key {
+	const char *s;
+	size_t n;
+} fc_key;
+
 typedef struct dec {
 	wt_profile *p;
 	const wt_folded_opts *opts;
 	wt_err *err;
-	wt_bytemap cache; /* raw frame text → frame id */
+	fc_ent *fc;     /* raw frame text → frame id: entries ... */
+	size_t nfc, fc_cap;
+	wt_hindex fci;  /* ... and their index */
 	uint32_t *ids; /* frame ids of the current line, root first */
 	size_t ids_cap;
 	char *scratch; /* NUL-terminated copies (file names) */
@@ -265,26 +280,36 @@ static int split_colon3(const char *s, size_t n, const char **fn, size_t *fn_len
 	return *fn_len > 0;
 }
 
+static int fc_eq(const void *ctx, uint32_t id, const void *key)
+{
+	const fc_ent *e = &((const dec *)ctx)->fc[id];
+	const fc_key *k = key;
+
+	return e->len == k->n && !memcmp(e->s, k->s, k->n);
+}
+
 /* Intern the frame whose raw text is s[0..n) (key) and whose symbol text is
  * s[0..sym_n) with an optional explicit line (Austin 1.x "L<n>" frames). */
 static int intern_frame(dec *d, enum dialect dl, const char *s, size_t n, size_t sym_n,
 			int64_t xline, uint32_t *out)
 {
 	uint64_t h = XXH3_64bits(s, n);
-	wt_bytemap_ent *slot;
+	fc_key key = {s, n};
+	size_t slot;
+	uint32_t ci;
 	wt_frame fr = {0, WT_NO_MAPPING, 0, 0};
 	const char *fn = s, *file = NULL, *fcstr = NULL;
 	size_t fn_len = sym_n, file_len = 0;
 	int64_t line = 0;
 	int rc;
 
-	if ((rc = wt_bytemap_reserve(&d->cache)))
-		return wt_err_set(d->err, WT_ENOMEM, "folded: out of memory");
-	slot = wt_bytemap_find(&d->cache, s, n, h);
-	if (slot->used) {
-		*out = slot->val;
+	rc = wt_hindex_lookup(&d->fci, h, &key, fc_eq, d, &ci, &slot);
+	if (rc == 1) {
+		*out = d->fc[ci].frame;
 		return 0;
 	}
+	if (rc || n > UINT32_MAX)
+		return wt_err_set(d->err, WT_ENOMEM, "folded: out of memory");
 	if (sym_n > d->p->lim.max_string_len)
 		return wt_err_set(d->err, WT_ELIMIT,
 				  "folded: line %zu: frame of %zu bytes exceeds max_string_len %zu",
@@ -319,8 +344,19 @@ static int intern_frame(dec *d, enum dialect dl, const char *s, size_t n, size_t
 	rc = wt_profile_add_frame(d->p, &fr, out, d->err);
 	if (rc)
 		return wt_err_prefix(d->err, "folded: line %zu", d->line);
-	if (wt_bytemap_put(&d->cache, slot, s, n, h, *out))
-		return wt_err_set(d->err, WT_ENOMEM, "folded: out of memory");
+	if (d->nfc == d->fc_cap) {
+		size_t nc = d->fc_cap ? d->fc_cap * 2 : 1024;
+		fc_ent *ne = realloc(d->fc, nc * sizeof(*ne));
+
+		if (!ne)
+			return wt_err_set(d->err, WT_ENOMEM, "folded: out of memory");
+		d->fc = ne;
+		d->fc_cap = nc;
+	}
+	d->fc[d->nfc].s = s;
+	d->fc[d->nfc].len = (uint32_t)n;
+	d->fc[d->nfc].frame = *out;
+	wt_hindex_put(&d->fci, slot, h, (uint32_t)d->nfc++);
 	return 0;
 }
 
@@ -543,7 +579,12 @@ int wt_folded_decode(const uint8_t *buf, size_t len, const wt_folded_opts *opts,
 		for (const char *q = s; q < end && (q = memchr(q, '\n', (size_t)(end - q))); q++)
 			n.stacks++;
 		n.samples = ++n.stacks;
-		if (wt_profile_reserve(d.p, &n)) {
+		/* frames: a guess (a large profile has about one new leaf a
+		 * line), so the indexes are not doubled past it by a few
+		 * entries; reserved slots that stay empty are never touched,
+		 * so an over-guess costs address space, not memory */
+		n.strings = n.functions = n.frames = n.stacks + n.stacks / 8 + 64;
+		if (wt_profile_reserve(d.p, &n) || wt_hindex_reserve(&d.fci, n.frames)) {
 			rc = wt_err_set(err, WT_ENOMEM, "folded: out of memory");
 			goto cleanup;
 		}
@@ -579,7 +620,8 @@ int wt_folded_decode(const uint8_t *buf, size_t len, const wt_folded_opts *opts,
 	d.p = NULL;
 cleanup:
 	wt_profile_free(d.p);
-	wt_bytemap_free(&d.cache);
+	free(d.fc);
+	wt_hindex_free(&d.fci);
 	free(d.ids);
 	free(d.scratch);
 	return rc;

@@ -20,6 +20,7 @@
 /* One hash index (common/hindex.h) per interned table. */
 typedef struct profile_priv {
 	wt_hindex strings, mappings, functions, frames, stacks, labelsets, samples;
+	int sealed; /* wt_profile_seal: the indexes are gone, nothing may be added */
 } profile_priv;
 
 /* Grow *arr (element size sz) to hold at least need elements. */
@@ -120,6 +121,22 @@ void wt_profile_free(wt_profile *p)
 	free(p);
 }
 
+void wt_profile_seal(wt_profile *p)
+{
+	profile_priv *pv = p ? PRIV(p) : NULL;
+
+	if (!pv)
+		return;
+	wt_hindex_free(&pv->strings);
+	wt_hindex_free(&pv->mappings);
+	wt_hindex_free(&pv->functions);
+	wt_hindex_free(&pv->frames);
+	wt_hindex_free(&pv->stacks);
+	wt_hindex_free(&pv->labelsets);
+	wt_hindex_free(&pv->samples);
+	pv->sealed = 1;
+}
+
 int wt_profile_reserve(wt_profile *p, const wt_profile_sizes *n)
 {
 	profile_priv *pv = PRIV(p);
@@ -154,6 +171,8 @@ static int str_eq(const void *ctx, uint32_t id, const void *key)
 
 int wt_profile_intern(wt_profile *p, const char *s, size_t len, uint32_t *id, wt_err *err)
 {
+	if (PRIV(p)->sealed)
+		return wt_err_set(err, WT_EINVAL, "profile: sealed (read only)");
 	str_key k = {s, len};
 	uint64_t h;
 	size_t slot;
@@ -266,6 +285,8 @@ static int mapping_eq(const void *ctx, uint32_t id, const void *key)
 
 int wt_profile_add_mapping(wt_profile *p, const wt_mapping *m, uint32_t *idx, wt_err *err)
 {
+	if (PRIV(p)->sealed)
+		return wt_err_set(err, WT_EINVAL, "profile: sealed (read only)");
 	uint64_t v[5] = {m->start, m->limit, m->offset, m->filename, m->build_id};
 	uint64_t h = hash_u64s(v, 5);
 	size_t slot;
@@ -300,6 +321,8 @@ static int function_eq(const void *ctx, uint32_t id, const void *key)
 
 int wt_profile_add_function(wt_profile *p, const wt_function *f, uint32_t *idx, wt_err *err)
 {
+	if (PRIV(p)->sealed)
+		return wt_err_set(err, WT_EINVAL, "profile: sealed (read only)");
 	uint64_t v[5] = {f->name, f->system_name, f->filename, f->build_id, (uint64_t)f->start_line};
 	uint64_t h = hash_u64s(v, 5);
 	size_t slot;
@@ -347,6 +370,8 @@ static int frame_eq(const void *ctx, uint32_t id, const void *key)
 
 int wt_profile_add_frame(wt_profile *p, const wt_frame *f, uint32_t *idx, wt_err *err)
 {
+	if (PRIV(p)->sealed)
+		return wt_err_set(err, WT_EINVAL, "profile: sealed (read only)");
 	uint64_t v[4] = {f->function, f->mapping, (uint64_t)f->line, f->address};
 	uint64_t h = hash_u64s(v, 4);
 	size_t slot;
@@ -387,6 +412,8 @@ static int stack_eq(const void *ctx, uint32_t id, const void *key)
 
 int wt_profile_add_stack(wt_profile *p, const uint32_t *frames, size_t n, uint32_t *idx, wt_err *err)
 {
+	if (PRIV(p)->sealed)
+		return wt_err_set(err, WT_EINVAL, "profile: sealed (read only)");
 	stack_key k = {frames, n};
 	uint64_t h;
 	size_t slot, i;
@@ -451,6 +478,8 @@ static int labels_eq(const void *ctx, uint32_t id, const void *key)
 
 int wt_profile_add_labelset(wt_profile *p, const wt_label *labels, size_t n, uint32_t *idx, wt_err *err)
 {
+	if (PRIV(p)->sealed)
+		return wt_err_set(err, WT_EINVAL, "profile: sealed (read only)");
 	wt_label tmp[256];
 	labels_key k;
 	uint64_t h = 0;
@@ -525,6 +554,8 @@ static int sample_eq(const void *ctx, uint32_t id, const void *key)
 int wt_profile_add_sample(wt_profile *p, uint32_t stack, uint32_t labelset,
 			  int64_t time_ns, const int64_t *values, wt_err *err)
 {
+	if (PRIV(p)->sealed)
+		return wt_err_set(err, WT_EINVAL, "profile: sealed (read only)");
 	sample_key k = {stack, labelset, time_ns};
 	uint64_t v[3] = {stack, labelset, (uint64_t)time_ns};
 	uint64_t h = hash_u64s(v, 3);

@@ -160,6 +160,13 @@ typedef struct wt_profile {
 wt_profile *wt_profile_new(const wt_limits *lim);
 void wt_profile_free(wt_profile *p);
 
+/* Free the interning indexes (8-byte slots per string, function, frame,
+ * stack and sample: about a quarter of a decoded profile with millions of
+ * distinct stacks) once decoding is done: the profile stays readable; any
+ * later intern/add is WT_EINVAL. The edge and the hub seal an upload's
+ * profile before building its rows. */
+void wt_profile_seal(wt_profile *p);
+
 /* Size the tables for an input that declares (or bounds) how many distinct
  * entries it has, so they are allocated once instead of doubling: each
  * count is clamped to the limits (max_samples, max_strings); 0 leaves a

@@ -1,9 +1,11 @@
 /*
  * rollup.c — per-minute function rollups (see rollup.h).
  *
- * Cost: O(frames) to name every frame once, O(stack frames) per distinct
- * stack to find its leaf and its distinct function names, then O(samples ×
- * distinct names in the stack) to add values. Frames that print the same
+ * Cost: O(frames) to name every frame once, then O(samples × stack
+ * depth) to add values (a sample's distinct names found with a per-name
+ * stamp; cells of one name chained by minute, no hash map). Memory is
+ * sized for millions of distinct stacks: 8-byte-slot name index freed once
+ * the frames are named, scratch arrays freed before the rows are made. Frames that print the same
  * name (same function at different lines) are one function here.
  *
  * Sums saturate at the int64 limits rather than wrap.
@@ -17,7 +19,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "u64map.h"
+#include "hindex.h"
 
 #define NS_PER_MINUTE 60000000000LL
 
@@ -62,49 +64,39 @@ static void pool_free(pool *pl)
 	free(pl->blocks);
 }
 
-/* Names: distinct frame names, interned by content. */
+/* Names: distinct frame names, interned by content (an 8-byte-slot
+ * index, freed once every frame is named). */
 typedef struct names {
 	const char **s;
 	size_t n, cap;
-	wt_u64map idx; /* xxh3 of name → first name id with that hash; collisions chain */
-	uint32_t *next; /* chain of ids sharing a hash */
+	wt_hindex idx;
 } names;
+
+static int name_eq(const void *ctx, uint32_t id, const void *key)
+{
+	return !strcmp(((const names *)ctx)->s[id], key);
+}
 
 static int names_intern(names *nm, pool *pl, const char *s, uint32_t *id)
 {
 	size_t len = strlen(s), slot;
 	uint64_t h = XXH3_64bits(s, len);
-	uint32_t i;
+	int r = wt_hindex_lookup(&nm->idx, h, s, name_eq, nm, id, &slot);
 
-	if (wt_u64map_slot(&nm->idx, h, &slot))
-		return WT_ENOMEM;
-	if (nm->idx.vals[slot] != UINT32_MAX) {
-		for (i = nm->idx.vals[slot]; i != UINT32_MAX; i = nm->next[i])
-			if (!strcmp(nm->s[i], s)) {
-				*id = i;
-				return 0;
-			}
-	}
+	if (r)
+		return r == 1 ? 0 : WT_ENOMEM;
 	if (nm->n == nm->cap) {
 		size_t ncap = nm->cap ? nm->cap * 2 : 256;
 		const char **ns = realloc(nm->s, ncap * sizeof(*ns));
-		uint32_t *nx;
 
 		if (!ns)
 			return WT_ENOMEM;
 		nm->s = ns;
-		if (!(nx = realloc(nm->next, ncap * sizeof(*nx))))
-			return WT_ENOMEM;
-		nm->next = nx;
 		nm->cap = ncap;
 	}
 	if (!(nm->s[nm->n] = pool_dup(pl, s, len)))
 		return WT_ENOMEM;
-	nm->next[nm->n] = nm->idx.vals[slot]; /* UINT32_MAX when new hash */
-	if (nm->idx.vals[slot] == UINT32_MAX)
-		nm->idx.n++;
-	nm->idx.keys[slot] = h;
-	nm->idx.vals[slot] = (uint32_t)nm->n;
+	wt_hindex_put(&nm->idx, slot, h, (uint32_t)nm->n);
 	*id = (uint32_t)nm->n++;
 	return 0;
 }
@@ -170,13 +162,11 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 	rpriv *rp = NULL;
 	names nm;
 	uint32_t *frame_name = NULL; /* frame id → name id */
-	uint32_t *stack_off = NULL;  /* stack → offset into uniq[] */
-	uint32_t *uniq = NULL;       /* per stack: leaf name, then distinct names */
-	uint32_t *mark = NULL;       /* name id → last stack that listed it + 1 */
+	uint32_t *mark = NULL;       /* name id → last sample that listed it + 1 */
 	cell *cells = NULL;
 	int64_t *acc = NULL;         /* cells × ntypes × {self,total} */
 	size_t ncells = 0, cells_cap = 0, nt = p->ntypes, i, j, nrows = 0;
-	wt_u64map cellmap;              /* (minute, name) hash → first cell; chained */
+	uint32_t *cell_head = NULL;  /* name id → its newest cell; chained by minute */
 	uint32_t *cell_next = NULL;
 	const char **tname = NULL, **tunit = NULL;
 	size_t *tord = NULL;
@@ -186,76 +176,59 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 
 	memset(out, 0, sizeof(*out));
 	memset(&nm, 0, sizeof(nm));
-	memset(&cellmap, 0, sizeof(cellmap));
 	if (!(rp = calloc(1, sizeof(*rp))))
 		goto oom;
 	if (!p->nsamples || !nt)
 		goto done;
 
-	/* 1. name every frame */
-	if (!(frame_name = malloc((p->nframes ? p->nframes : 1) * sizeof(*frame_name))))
+	/* 1. name every frame (at most one name per frame: sized once) */
+	if (!(frame_name = malloc((p->nframes ? p->nframes : 1) * sizeof(*frame_name))) ||
+	    wt_hindex_reserve(&nm.idx, p->nframes) ||
+	    !(nm.s = malloc((p->nframes ? p->nframes : 1) * sizeof(*nm.s))))
 		goto oom;
+	nm.cap = p->nframes ? p->nframes : 1;
 	for (i = 0; i < p->nframes; i++)
 		if (names_intern(&nm, &rp->pl, wt_profile_frame_key(p, (uint32_t)i, nbuf, sizeof(nbuf)),
 				 &frame_name[i]))
 			goto oom;
 
-	/* 2. per stack: leaf name and the distinct names (total counted once) */
-	if (!(stack_off = malloc((p->nstacks + 1) * sizeof(*stack_off))) ||
-	    !(uniq = malloc((p->stack_frames_len + p->nstacks + 1) * sizeof(*uniq))) ||
-	    !(mark = calloc(nm.n + 1, sizeof(*mark))))
+	wt_hindex_free(&nm.idx);
+
+	/* 2. accumulate per (minute, name): a sample's leaf name gets self,
+	 * each distinct name of its stack total (once, even when recursing) */
+	if (!(mark = calloc(nm.n + 1, sizeof(*mark))) || !(cell_head = malloc((nm.n + 1) * sizeof(*cell_head))))
 		goto oom;
-	{
-		size_t u = 0;
-
-		for (i = 0; i < p->nstacks; i++) {
-			size_t n;
-			const uint32_t *fr = wt_profile_stack(p, (uint32_t)i, &n);
-
-			stack_off[i] = (uint32_t)u;
-			if (!n)
-				continue;
-			uniq[u++] = frame_name[fr[0]];
-			for (j = 0; j < n; j++) {
-				uint32_t nid = frame_name[fr[j]];
-
-				if (mark[nid] == i + 1)
-					continue;
-				mark[nid] = (uint32_t)(i + 1);
-				uniq[u++] = nid;
-			}
-		}
-		stack_off[p->nstacks] = (uint32_t)u;
-	}
-
-	/* 3. accumulate per (minute, name) */
+	for (i = 0; i <= nm.n; i++)
+		cell_head[i] = UINT32_MAX;
 	for (i = 0; i < p->nsamples; i++) {
 		const wt_sample *s = &p->samples[i];
 		const int64_t *v = wt_profile_values(p, i);
 		int64_t t = s->time_ns ? s->time_ns : p->time_ns ? p->time_ns : fallback_ns;
 		int64_t minute = floor_div(t, NS_PER_MINUTE);
-		uint32_t a = stack_off[s->stack], b = stack_off[s->stack + 1], k;
+		size_t n, k;
+		const uint32_t *fr = wt_profile_stack(p, s->stack, &n);
 		int any = 0;
 
 		for (j = 0; j < nt; j++)
 			any |= v[j] != 0;
-		if (!any || a == b)
+		if (!any || !n)
 			continue;
-		for (k = a; k < b; k++) {
-			/* uniq[a] is the leaf (self); uniq[a+1..b) the distinct names (total) */
-			uint32_t nid = uniq[k];
-			uint64_t key = (uint64_t)minute * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)nid << 1);
-			size_t slot, c;
-			uint32_t ci;
+		for (k = 0; k <= n; k++) {
+			/* k == 0: the leaf (self); then every distinct name (total) */
+			uint32_t nid = frame_name[fr[k ? k - 1 : 0]], ci;
+			size_t c;
 
-			if (wt_u64map_slot(&cellmap, key, &slot))
-				goto oom;
-			ci = cellmap.vals[slot];
-			while (ci != UINT32_MAX && !(cells[ci].minute == minute && cells[ci].name == nid))
-				ci = cell_next[ci];
+			if (k) {
+				if (mark[nid] == i + 1)
+					continue;
+				mark[nid] = (uint32_t)(i + 1);
+			}
+			for (ci = cell_head[nid]; ci != UINT32_MAX && cells[ci].minute != minute; ci = cell_next[ci])
+				;
 			if (ci == UINT32_MAX) {
 				if (ncells == cells_cap) {
-					size_t ncap = cells_cap ? cells_cap * 2 : 1024;
+					/* first: one cell per name (one minute), then doubling */
+					size_t ncap = cells_cap ? cells_cap * 2 : nm.n + 1024;
 					cell *nc = realloc(cells, ncap * sizeof(*nc));
 					int64_t *na;
 					uint32_t *nn;
@@ -275,25 +248,25 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 				cells[ci].minute = minute;
 				cells[ci].name = nid;
 				memset(acc + (size_t)ci * nt * 2, 0, nt * 2 * sizeof(*acc));
-				if (cellmap.vals[slot] == UINT32_MAX) {
-					cellmap.n++;
-					cell_next[ci] = UINT32_MAX;
-				} else {
-					cell_next[ci] = cellmap.vals[slot];
-				}
-				cellmap.keys[slot] = key;
-				cellmap.vals[slot] = ci;
+				cell_next[ci] = cell_head[nid];
+				cell_head[nid] = ci;
 			}
 			for (c = 0; c < nt; c++) {
 				int64_t *cv = acc + ((size_t)ci * nt + c) * 2;
 
-				if (k == a)
+				if (!k)
 					cv[0] = sat_add(cv[0], v[c]); /* self */
 				else
 					cv[1] = sat_add(cv[1], v[c]); /* total */
 			}
 		}
 	}
+	/* what the rows do not need goes before they are made */
+	free(frame_name);
+	free(mark);
+	free(cell_head);
+	free(cell_next);
+	frame_name = mark = cell_head = cell_next = NULL;
 
 	/* 4. rows */
 	if (!(tname = calloc(nt, sizeof(*tname))) || !(tunit = calloc(nt, sizeof(*tunit))))
@@ -375,11 +348,10 @@ cleanup:
 		free(rp);
 	}
 	free(frame_name);
-	free(stack_off);
-	free(uniq);
 	free(mark);
 	free(cells);
 	free(acc);
+	free(cell_head);
 	free(cell_next);
 	free(tname);
 	free(tunit);
@@ -387,9 +359,7 @@ cleanup:
 	free(rank);
 	free(order);
 	free(nm.s);
-	free(nm.next);
-	wt_u64map_free(&nm.idx);
-	wt_u64map_free(&cellmap);
+	wt_hindex_free(&nm.idx);
 	return rc;
 }
 

@@ -18,6 +18,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <time.h>
+#include <zstd.h>
 
 #include "compress.h"
 #include "fsdir.h"
@@ -170,19 +171,83 @@ static const char *stack_name(void *st) { return "wt.stacks.sum.v1"; }
 
 /* ---- commit items ------------------------------------------------------- */
 
+/* A group whose operations add up to this many bytes is split: the batch
+ * holds the raw records, rolluplog, puts and seq (atomic, as always); its
+ * derived merges follow in batches of at most EDGE_CHUNK_BYTES. */
+#define EDGE_SPLIT_BYTES (32u << 20)
+#define EDGE_CHUNK_BYTES (8u << 20)
+/* a spilled commit compresses its merges in pieces of this size */
+#define EDGE_SPILL_PIECE (4u << 20)
+
+/* A commit's stacks/rollup merges (edge_commit_spill): raw records not
+ * compressed yet, then zstd frames of whole records. */
+struct edge_spill {
+	wt_buf raw, z;
+	uint64_t zraw; /* uncompressed bytes in z */
+	ZSTD_CCtx *zc;
+	int oom;
+};
+
+int edge_commit_spill(edge_commit *c)
+{
+	if (c->spill)
+		return 0;
+	c->spill = calloc(1, sizeof(*c->spill));
+	return c->spill ? 0 : WT_ENOMEM;
+}
+
+void edge_commit_ops_free(edge_commit *c)
+{
+	wt_buf_free(&c->ops);
+	if (c->spill) {
+		wt_buf_free(&c->spill->raw);
+		wt_buf_free(&c->spill->z);
+		ZSTD_freeCCtx(c->spill->zc);
+		free(c->spill);
+		c->spill = NULL;
+	}
+}
+
+/* Compress sp->raw into one more frame of sp->z. */
+static int spill_compress(struct edge_spill *sp)
+{
+	size_t bound = ZSTD_compressBound(sp->raw.len), n;
+
+	if (!sp->zc && !(sp->zc = ZSTD_createCCtx()))
+		return WT_ENOMEM;
+	ZSTD_CCtx_setParameter(sp->zc, ZSTD_c_compressionLevel, 1);
+	if (wt_buf_reserve(&sp->z, bound))
+		return WT_ENOMEM;
+	n = ZSTD_compress2(sp->zc, sp->z.data + sp->z.len, bound, sp->raw.data, sp->raw.len);
+	if (ZSTD_isError(n))
+		return WT_ENOMEM;
+	sp->z.len += n;
+	sp->zraw += sp->raw.len;
+	wt_buf_free(&sp->raw); /* given back: the next piece is small */
+	return 0;
+}
+
 int edge_commit_op(edge_commit *c, int cf, int kind, const void *key, size_t klen, const void *val, size_t vlen)
 {
 	uint8_t h[10];
+	wt_buf *out = &c->ops;
+	struct edge_spill *sp = c->spill;
 	h[0] = (uint8_t)cf;
 	h[1] = (uint8_t)kind;
 	for (int i = 0; i < 4; i++) {
 		h[2 + i] = (uint8_t)(klen >> (8 * i));
 		h[6 + i] = (uint8_t)(vlen >> (8 * i));
 	}
-	wt_buf_append(&c->ops, h, sizeof(h));
-	wt_buf_append(&c->ops, key, klen);
-	wt_buf_append(&c->ops, val, vlen);
-	return c->ops.oom ? WT_ENOMEM : 0;
+	if (sp && kind == EDGE_OP_MERGE && (cf == EDGE_CF_STACKS || cf == EDGE_CF_ROLLUP))
+		out = &sp->raw;
+	wt_buf_append(out, h, sizeof(h));
+	wt_buf_append(out, key, klen);
+	wt_buf_append(out, val, vlen);
+	if (out->oom)
+		return WT_ENOMEM;
+	if (out == &sp->raw && sp->raw.len >= (sp->zraw ? EDGE_SPILL_PIECE : EDGE_SPLIT_BYTES))
+		return spill_compress(sp);
+	return 0;
 }
 
 static uint32_t rd32(const uint8_t *p)
@@ -292,11 +357,6 @@ void edge_commit_error(const edge_buffer *s, int rc, wt_err *err)
 
 /* A group whose records add up to this many bytes is flushed at once. */
 #define EDGE_FLUSH_AFTER_BYTES (32u << 20)
-/* A group whose operations add up to this many bytes is split: the batch
- * holds the raw records, rolluplog, puts and seq (atomic, as always); its
- * derived merges follow in batches of at most EDGE_CHUNK_BYTES. */
-#define EDGE_SPLIT_BYTES (32u << 20)
-#define EDGE_CHUNK_BYTES (8u << 20)
 
 /* Which merges of a split group are chunked: the stacks, and the rollups
  * unless they are read-modify-write (those need the batch's view). */
@@ -311,43 +371,98 @@ static int chunked_op(int rmw, int cf)
  * time. A crash between the batch and the last chunk leaves the edge's
  * local stacks/rollup views short of part of that upload (its original,
  * rolluplog and replication are whole); a failed chunk is logged. */
+typedef struct chunker {
+	edge_buffer *s;
+	rocksdb_writebatch_t *wb;
+	int rmw;
+	size_t bytes, chunks;
+	char *err;
+} chunker;
+
+static void chunk_write(chunker *ck)
+{
+	if (!ck->bytes || ck->err)
+		return;
+	rocksdb_write(ck->s->db, ck->s->wopts, ck->wb, &ck->err);
+	rocksdb_writebatch_clear(ck->wb);
+	ck->bytes = 0;
+	ck->chunks++;
+}
+
+/* The chunked merges among the records [p, e). */
+static void chunk_ops(chunker *ck, const uint8_t *p, const uint8_t *e)
+{
+	while (p + 10 <= e && !ck->err) {
+		int cf = p[0], kind = p[1];
+		uint32_t kl = rd32(p + 2), vl = rd32(p + 6);
+		const uint8_t *k = p + 10, *v = k + kl;
+		if (v + vl > e)
+			break;
+		if (kind == EDGE_OP_MERGE && chunked_op(ck->rmw, cf)) {
+			rocksdb_writebatch_merge_cf(ck->wb, ck->s->cf[cf], (const char *)k, kl, (const char *)v, vl);
+			ck->bytes += kl + vl + 16;
+		}
+		p = v + vl;
+		if (ck->bytes >= EDGE_CHUNK_BYTES)
+			chunk_write(ck);
+	}
+}
+
+/* The spilled merges of a commit: its compressed frames, one at a time,
+ * then what was not compressed yet. */
+static void chunk_spill(chunker *ck, struct edge_spill *sp)
+{
+	const uint8_t *z = sp->z.data, *ze = sp->z.data + sp->z.len;
+	uint8_t *tmp = NULL;
+
+	while (z < ze && !ck->err) {
+		size_t zn = ZSTD_findFrameCompressedSize(z, (size_t)(ze - z));
+		unsigned long long rn = ZSTD_isError(zn) ? ZSTD_CONTENTSIZE_ERROR : ZSTD_getFrameContentSize(z, zn);
+		size_t got;
+		if (rn == ZSTD_CONTENTSIZE_ERROR || rn == ZSTD_CONTENTSIZE_UNKNOWN || rn > (1ull << 31) ||
+		    !(tmp = malloc(rn ? rn : 1))) {
+			ck->err = strdup("a spilled piece of merges could not be decompressed (or out of memory)");
+			break;
+		}
+		got = ZSTD_decompress(tmp, rn, z, zn);
+		if (ZSTD_isError(got) || got != rn) {
+			ck->err = strdup("a spilled piece of merges is corrupt");
+			break;
+		}
+		chunk_ops(ck, tmp, tmp + got);
+		free(tmp);
+		tmp = NULL;
+		z += zn;
+	}
+	free(tmp);
+	chunk_ops(ck, sp->raw.data, sp->raw.data + sp->raw.len);
+}
+
+/* The chunked merges of a split group, after its batch was written. Each
+ * chunk is its own write, so memtables switch and flush between them and
+ * RocksDB holds at most its write buffers, not the whole upload a second
+ * time. A crash between the batch and the last chunk leaves the edge's
+ * local stacks/rollup views short of part of that upload (its original,
+ * rolluplog and replication are whole); a failed chunk is logged. */
 static void write_chunked(edge_buffer *s, edge_commit *list, int rmw)
 {
-	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-	size_t bytes = 0, chunks = 0;
-	char *err = NULL;
+	chunker ck = {s, rocksdb_writebatch_create(), rmw, 0, 0, NULL};
 
-	for (edge_commit *c = list; c && !err; c = c->next) {
-		const uint8_t *p = c->ops.data, *e = c->ops.data + c->ops.len;
-		while (p + 10 <= e && !err) {
-			int cf = p[0], kind = p[1];
-			uint32_t kl = rd32(p + 2), vl = rd32(p + 6);
-			const uint8_t *k = p + 10, *v = k + kl;
-			if (v + vl > e)
-				break;
-			if (kind == EDGE_OP_MERGE && chunked_op(rmw, cf)) {
-				rocksdb_writebatch_merge_cf(wb, s->cf[cf], (const char *)k, kl, (const char *)v, vl);
-				bytes += kl + vl + 16;
-			}
-			p = v + vl;
-			if (bytes >= EDGE_CHUNK_BYTES || (p + 10 > e && !c->next && bytes)) {
-				rocksdb_write(s->db, s->wopts, wb, &err);
-				rocksdb_writebatch_clear(wb);
-				bytes = 0;
-				chunks++;
-			}
-		}
+	for (edge_commit *c = list; c && !ck.err; c = c->next) {
+		chunk_ops(&ck, c->ops.data, c->ops.data + c->ops.len);
+		if (c->spill)
+			chunk_spill(&ck, c->spill);
+		/* given back as soon as written: the next commit's are still held */
+		edge_commit_ops_free(c);
 	}
-	if (bytes && !err) {
-		rocksdb_write(s->db, s->wopts, wb, &err);
-		chunks++;
-	}
-	if (err) {
-		wt_error("writing the stacks/rollup merges of a large group failed after %zu chunks: %s", chunks, err);
+	chunk_write(&ck);
+	if (ck.err) {
+		wt_error("writing the stacks/rollup merges of a large group failed after %zu chunks: %s", ck.chunks,
+			 ck.err);
 		atomic_fetch_add(&s->errors, 1);
-		free(err);
+		free(ck.err);
 	}
-	rocksdb_writebatch_destroy(wb);
+	rocksdb_writebatch_destroy(ck.wb);
 }
 
 static void commit_group(edge_buffer *s, edge_commit *list)
@@ -362,7 +477,7 @@ static void commit_group(edge_buffer *s, edge_commit *list)
 	uint64_t opsz = 0;
 
 	for (edge_commit *c = list; c; c = c->next)
-		opsz += c->ops.len;
+		opsz += c->ops.len + (c->spill ? c->spill->raw.len + c->spill->zraw : 0);
 	/* A large group writes its derived merges (stacks, and rollups unless
 	 * read-modify-write) after the atomic batch, in chunks (write_chunked). */
 	int split = opsz >= EDGE_SPLIT_BYTES;
@@ -379,8 +494,21 @@ static void commit_group(edge_buffer *s, edge_commit *list)
 		edge_be64_put(key, c->seq);
 		WB_PUT(EDGE_CF_RAW, key, 8, c->raw, c->raw_len);
 		WB_PUT(EDGE_CF_ROLLUPLOG, key, 8, c->rolluplog, c->rolluplog_len);
+		/* the spilled merges: compressed ones exist only in a split
+		 * group (past EDGE_SPLIT_BYTES) and are all chunked; the
+		 * others go through the batch like any operation */
 		const uint8_t *p = c->ops.data, *e = c->ops.data + c->ops.len;
-		while (p + 10 <= e && rc == 0) {
+		int second = 0;
+		if (!split && c->spill && c->spill->zraw)
+			rc = WT_EINVAL;
+		for (;;) {
+			if (p + 10 > e || rc) {
+				if (second++ || !c->spill || !c->spill->raw.len || split || rc)
+					break;
+				p = c->spill->raw.data;
+				e = p + c->spill->raw.len;
+				continue;
+			}
 			int cf = p[0], kind = p[1];
 			uint32_t kl = rd32(p + 2), vl = rd32(p + 6);
 			const uint8_t *k = p + 10, *v = k + kl;
@@ -408,11 +536,12 @@ static void commit_group(edge_buffer *s, edge_commit *list)
 	 * times (ops, batch, memtable) at once. */
 	uint64_t need = 0;
 	for (edge_commit *c = list; c; c = c->next) {
-		need += 2 * ((uint64_t)c->raw_len + c->rolluplog_len + c->ops.len);
+		need += 2 * ((uint64_t)c->raw_len + c->rolluplog_len + c->ops.len +
+			     (c->spill ? c->spill->raw.len + c->spill->zraw : 0));
 		free(c->raw);
 		free(c->rolluplog);
 		if (!split)
-			wt_buf_free(&c->ops);
+			edge_commit_ops_free(c);
 		c->raw = c->rolluplog = NULL;
 		c->raw_len = c->rolluplog_len = 0;
 	}
@@ -442,7 +571,7 @@ static void commit_group(edge_buffer *s, edge_commit *list)
 		if (rc == 0)
 			write_chunked(s, list, rmw);
 		for (edge_commit *c = list; c; c = c->next)
-			wt_buf_free(&c->ops);
+			edge_commit_ops_free(c);
 	}
 	if (rc == 0) {
 		s->seq = seq;

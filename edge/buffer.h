@@ -41,6 +41,7 @@ typedef struct edge_commit {
 	uint8_t *rolluplog;   /* rolluplog value */
 	size_t rolluplog_len;
 	wt_buf ops;           /* edge_commit_op() records */
+	struct edge_spill *spill; /* edge_commit_spill(): see there */
 	void (*done)(struct edge_commit *c); /* called on the committer thread */
 	void *arg;
 	/* out */
@@ -52,6 +53,20 @@ typedef struct edge_commit {
 /* Append an operation on cf to c->ops. 0 or WT_ENOMEM. */
 int edge_commit_op(edge_commit *c, int cf, int kind, const void *key, size_t klen,
 		   const void *val, size_t vlen);
+
+/* From now on keep c's stacks and rollup merges apart from its other
+ * operations and, once they pass the size at which a group is split (32
+ * MiB), compress them as they come (zstd, in pieces of 4 MiB), so a large
+ * upload does not hold its derived merges uncompressed while it is built;
+ * the committer writes them after the group's atomic batch, as it writes
+ * every large group's (buffer.c, write_chunked). Only for rollup_mode
+ * "merge" (read-modify-write rollups need the batch's view). 0 or
+ * WT_ENOMEM. */
+int edge_commit_spill(edge_commit *c);
+
+/* Free c->ops and c->spill (the committer does it after writing; callers
+ * on an error path before submitting). */
+void edge_commit_ops_free(edge_commit *c);
 
 typedef struct edge_buffer edge_buffer;
 

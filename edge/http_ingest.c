@@ -602,11 +602,16 @@ static void ingest_work(edge_task *t)
 		goto fail;
 	}
 	wt_upload_place_times(&in->u.dec, p, in->received_ns);
+	wt_profile_seal(p); /* read only from here: its interning indexes go */
 	t->fmt = (int)det;
 	t->bytes = in->len;
 	t->samples = p->nsamples;
 
-	if ((rc = build_raw(t, in, data, len, det, stc, stclen)) || (rc = build_rollup(t, in, p)) ||
+	/* a large upload's stacks/rollup merges are compressed as they are
+	 * built (edge_commit_spill, buffer.h) */
+	if (cfg->rollup_mode != EDGE_ROLLUP_RMW && (rc = edge_commit_spill(&t->commit)))
+		rc = wt_err_set(&t->err, rc, "out of memory");
+	if (rc || (rc = build_raw(t, in, data, len, det, stc, stclen)) || (rc = build_rollup(t, in, p)) ||
 	    (rc = build_stacks(t, in, p)))
 		goto fail;
 

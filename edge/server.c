@@ -115,7 +115,7 @@ static void task_reply_cb(evutil_socket_t fd, short what, void *arg)
 		t->cleanup(t);
 	free(t->commit.raw);
 	free(t->commit.rolluplog);
-	wt_buf_free(&t->commit.ops);
+	edge_commit_ops_free(&t->commit);
 	event_free(t->ev);
 	{
 		uint64_t big = t->bytes;

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "ch_format.h"
+#include "failpoint.h"
 #include "rollup.h"
 #include "ch_health.h"
 
@@ -114,6 +115,8 @@ static int flush(hub_ch *ch, const char *sql, wt_buf *b, hub_ch_rows_stats *st, 
 		return 0;
 	t0 = wt_now_ns(CLOCK_REALTIME);
 	rc = hub_ch_insert(ch, sql, b->data, b->len, err);
+	if (!rc)
+		rc = hub_failpoint_insert(err);
 	st->insert_ns += wt_now_ns(CLOCK_REALTIME) - t0;
 	wt_buf_reset(b);
 	return rc;

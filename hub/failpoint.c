@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "err.h"
 #include "log.h"
 
 void hub_failpoint_wait(const char *name)
@@ -48,4 +50,21 @@ void hub_failpoint_slow(const char *edge_id)
 	if (ms <= 0 || ms > HUB_FAILPOINT_MAX_WAIT_S * 1000L)
 		return;
 	wt_sleep_ms(ms);
+}
+
+int hub_failpoint_insert(wt_err *err)
+{
+	static _Atomic long blocks;
+	const char *fp = getenv("WT_FAILPOINT_INSERT"), *q;
+	long n;
+
+	if (!fp)
+		return 0;
+	n = atomic_fetch_add(&blocks, 1) + 1;
+	for (q = fp; *q; q++)
+		if ((q == fp || q[-1] == ',') && atol(q) == n) {
+			wt_warn("msg=\"failpoint: INSERT block reported as failed after it was stored\" block=%ld", n);
+			return wt_err_set(err, WT_EUNAVAIL, "clickhouse: timeout (failpoint: insert block %ld)", n);
+		}
+	return 0;
 }

@@ -22,4 +22,13 @@ void hub_failpoint_wait(const char *name);
  * test_repl_exactly_once.py). Unset: one getenv per call. */
 void hub_failpoint_slow(const char *edge_id);
 
+/* WT_FAILPOINT_INSERT=<K>[,<K>...] makes the K-th data-block INSERT of the
+ * hub process (counted from 1: stacks, samples and rollup blocks of direct
+ * uploads (ch_rows.c) and of replication batches (repl_apply.c)) fail
+ * after ClickHouse stored it, as a timeout after the commit would
+ * (tests/integration/test_direct_retry.py). Call after a successful
+ * INSERT: 0, or WT_EUNAVAIL set in err. Unset: one getenv per call. */
+struct wt_err;
+int hub_failpoint_insert(struct wt_err *err);
+
 #endif

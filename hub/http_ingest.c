@@ -6,6 +6,13 @@
  * replication apply; body raw or gzip. The reply is 2xx
  * only after the original is in the object store and the rows are in
  * ClickHouse; bad input gets a 4xx naming what was wrong and stores nothing.
+ *
+ * All or nothing for the client: the upload id is derived from the
+ * client's Idempotency-Key (else from the project, query string and body),
+ * and the rows are stored by replication's apply (hub_repl_direct_apply,
+ * repl_apply.c: claim, ledger, recovery of an interrupted attempt), so a
+ * retry after a 5xx stores exactly what is missing and a repeat of a stored
+ * upload stores nothing and gets the first reply again.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +25,9 @@
 #include "ch_rows.h"
 #include "log.h"
 #include "params.h"
-#include "recording_rules.h"
+#include "repl.h"
 #include "rng.h"
+#include "recording_rules.h"
 #include "sha.h"
 #include "upload.h"
 
@@ -55,28 +63,86 @@ int hub_project_retention(hub_ch *ch, const char *project, int *days, wt_err *er
 	return rc;
 }
 
-static int put_raw_index(hub_ch *ch, const char *project, const char *service, const char *upload_id,
-			 const char *key, const char *format, size_t size, int64_t tns, wt_err *err)
-{
-	wt_buf sql = WT_BUF_INIT;
-	int rc;
+#define IDEMPOTENCY_KEY_MAX 128
+#define DIRECT_SEAL_STACKS 1000000
 
-	wt_buf_printf(&sql, "INSERT INTO raw_objects_v1 (date, time_ns, project, service, upload_id,"
-		      " object_key, format, size, deleted) VALUES (toDate(%u), %lld, ",
-		      (unsigned)hub_date_of_ns(tns), (long long)tns);
-	hub_sql_quote(&sql, project);
-	wt_buf_puts(&sql, ", ");
-	hub_sql_quote(&sql, service);
-	wt_buf_puts(&sql, ", ");
-	hub_sql_quote(&sql, upload_id);
-	wt_buf_puts(&sql, ", ");
-	hub_sql_quote(&sql, key);
-	wt_buf_puts(&sql, ", ");
-	hub_sql_quote(&sql, format);
-	wt_buf_printf(&sql, ", %zu, 0)", size);
-	rc = hub_ch_query_buf(ch, &sql, NULL, err);
-	wt_buf_free(&sql);
-	return rc;
+/* The upload id (32 hex) of this request: from its Idempotency-Key header
+ * (1..128 of [A-Za-z0-9._:-]) or, without one, from what it uploads. */
+static int direct_upload_id(hub_req *r, const char *project, const uint8_t *body, size_t len, char id[33],
+			    wt_err *err)
+{
+	const char *key = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Idempotency-Key");
+	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(r->req));
+	char bsha[HUB_SHA256_HEX_LEN + 1], sha[HUB_SHA256_HEX_LEN + 1];
+	wt_buf b = WT_BUF_INIT;
+	size_t n;
+
+	if (key) {
+		n = strlen(key);
+		if (!n || n > IDEMPOTENCY_KEY_MAX ||
+		    strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") != n)
+			return wt_err_set(err, WT_EINVAL, "Idempotency-Key: 1..%d characters of [A-Za-z0-9._:-]",
+					  IDEMPOTENCY_KEY_MAX);
+	}
+	wt_buf_puts(&b, "direct");
+	wt_buf_append(&b, "", 1);
+	wt_buf_puts(&b, project);
+	wt_buf_append(&b, "", 1);
+	if (key) {
+		wt_buf_puts(&b, "key");
+		wt_buf_append(&b, "", 1);
+		wt_buf_puts(&b, key);
+	} else {
+		hub_sha256_hex(body, len, bsha);
+		wt_buf_puts(&b, "content");
+		wt_buf_append(&b, "", 1);
+		wt_buf_puts(&b, query ? query : "");
+		wt_buf_append(&b, "", 1);
+		wt_buf_puts(&b, bsha);
+	}
+	if (b.oom) {
+		wt_buf_free(&b);
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	}
+	hub_sha256_hex(b.data, b.len, sha);
+	memcpy(id, sha, 32);
+	id[32] = 0;
+	wt_buf_free(&b);
+	return 0;
+}
+
+/* Decode the body with the request's options, times placed at now. */
+static int direct_decode(hub_ctx *ctx, wt_upload *up, const uint8_t *body, size_t len, int64_t now, wt_profile **p,
+			 wt_format *detected, wt_err *err)
+{
+	wt_limits lim;
+	wt_decode_opts opts;
+
+	wt_limits_default(&lim);
+	lim.max_body = ctx->cfg.max_body;
+	wt_upload_decode_opts(&up->dec, &lim, now, &opts);
+	if (wt_format_decode(body, len, up->dec.fmt, &opts, p, detected, err))
+		return err->code ? err->code : WT_EINVAL;
+	wt_upload_place_times(&up->dec, *p, now);
+	/* read only from here: a profile of a million stacks or more gives
+	 * its interning indexes back (about 250 MB at 3.2 M); below that it
+	 * keeps them — sealing a smaller one left 30-50 MB held after the
+	 * request (docs/operations.md "Memory of large uploads") */
+	if ((*p)->nstacks >= DIRECT_SEAL_STACKS)
+		wt_profile_seal(*p);
+	return 0;
+}
+
+/* Answer a repeat of a stored upload with the first reply. */
+static void reply_duplicate(hub_req *r, const char *stored)
+{
+	json_error_t je;
+	json_t *js = stored ? json_loads(stored, 0, &je) : NULL;
+
+	if (!js)
+		js = json_object();
+	json_object_set_new(js, "duplicate", json_true());
+	hub_req_json(r, 200, js);
 }
 
 /* The route wrapper (server.c) has checked the token (r->who) and parsed
@@ -89,24 +155,22 @@ int hub_handle_upload(hub_req *r, wt_err *e)
 	const struct evkeyval *kv;
 	wt_upload up;
 	hub_label_param lp[WT_UPLOAD_MAX_LABELS];
-	wt_err err = {0, ""}, rerr = {0, ""};
+	wt_err err = {0, ""};
 	const char *project;
 	wt_format detected = WT_FMT_AUTO;
-	wt_limits lim;
-	wt_decode_opts opts;
 	wt_profile *p = NULL;
 	uint8_t *body = NULL;
-	size_t len = 0, t;
-	int64_t now = wt_now_ns(CLOCK_REALTIME);
-	char upload_id[33], key[HUB_OBJSTORE_KEY_MAX];
-	uint8_t rnd[16];
-	hub_ch_rows_req rq;
-	hub_ch_rows_stats st;
-	json_t *types, *reply;
-	int days;
+	size_t len = 0, t, i, rows = 0;
+	int64_t now = wt_now_ns(CLOCK_REALTIME), first_ns = 0;
+	char upload_id[33], *stored = NULL;
+	hub_repl_direct d;
+	hub_repl_result res;
+	json_t *types, *reply = NULL;
+	int days, state = 0;
 
 	(void)e; /* answers its own errors (and counts them as rejected uploads) */
 	wt_upload_init(&up);
+	memset(&res, 0, sizeof(res));
 	for (kv = r->q.tqh_first; kv; kv = kv->next.tqe_next)
 		if (wt_upload_param(&up, 0, kv->key, kv->value, &err))
 			goto fail;
@@ -129,74 +193,87 @@ int hub_handle_upload(hub_req *r, wt_err *e)
 		wt_err_set(&err, WT_EINVAL, "body: empty");
 		goto fail;
 	}
-
-	wt_limits_default(&lim);
-	lim.max_body = ctx->cfg.max_body;
-	wt_upload_decode_opts(&up.dec, &lim, now, &opts);
-	if (wt_format_decode(body, len, up.dec.fmt, &opts, &p, &detected, &err))
-		goto fail;
-	wt_upload_place_times(&up.dec, p, now);
-
-	if (hub_ch_health_check(&ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err))
+	if (direct_upload_id(r, project, body, len, upload_id, &err) ||
+	    direct_decode(ctx, &up, body, len, now, &p, &detected, &err))
 		goto fail;
 
-	/* Original first: a reply that says "stored" must be able to name it. */
-	wt_random_bytes(rnd, sizeof(rnd));
-	hub_hex(rnd, sizeof(rnd), upload_id);
-	if (hub_objstore_put_upload(ctx->os, project, upload_id, body, len, key, sizeof(key), &err)) {
-		atomic_fetch_add(&ctx->metrics.objstore_errors_total, 1);
-		if (err.code != WT_EUNAVAIL)
-			err.code = WT_EIO;
+	if (hub_ch_health_check(&ctx->store, &err) || hub_project_retention(r->ch, project, &days, &err) ||
+	    hub_repl_direct_lookup(r->ch, upload_id, &state, &first_ns, &stored, &err))
 		goto fail;
+	if (state >= 2) { /* stored already: a repeat */
+		reply_duplicate(r, stored);
+		goto done;
 	}
-	atomic_fetch_add(&ctx->metrics.objstore_puts_total, 1);
-	hub_failpoint_wait("ingest_after_object_put"); /* tests: a deletion runs here */
-	memset(&rq, 0, sizeof(rq));
-	rq.project = project;
-	rq.service = up.service;
-	rq.upload_id = upload_id;
-	rq.retention_days = days;
-	rq.labels = lp;
-	rq.nlabels = up.nlabels;
-	rq.batch_rows = ctx->cfg.ch_insert_batch_rows;
-	rq.stacks = ctx->stacks;
-	rq.cache_generation = atomic_load(&ctx->store.transitions);
-	if (hub_ch_rows_profile(r->ch, &rq, p, now, &st, &err))
-		goto fail;
-	if (put_raw_index(r->ch, project, up.service, upload_id, key, wt_format_name(detected), len,
-			  p->time_ns, &err))
-		goto fail;
-	/* Recording rules (recording_rules.c). The samples are stored: a
-	 * failure here is logged and counted, not answered with an error the
-	 * client would retry (and so store the samples twice). */
-	if (hub_rules_apply(r->ch, project, up.service, upload_id, lp, up.nlabels, p, now, &rerr))
-		wt_warn("msg=\"recording rules not applied\" project=%s upload=%s error=\"%s\"", project, upload_id,
-			rerr.msg);
-
-	atomic_fetch_add(&ctx->metrics.uploads_total, 1);
-	atomic_fetch_add(&ctx->metrics.upload_bytes_total, (long)len);
-	atomic_fetch_add(&ctx->metrics.upload_rows_total, (long)st.sample_rows);
-	atomic_fetch_add(&ctx->metrics.ch_insert_ns_total, (long)st.insert_ns);
+	if (state == 1 && first_ns > 0 && first_ns != now) {
+		/* an interrupted attempt: its rows are placed at its time */
+		wt_profile_free(p);
+		p = NULL;
+		now = first_ns;
+		if (direct_decode(ctx, &up, body, len, now, &p, &detected, &err))
+			goto fail;
+	}
+	for (i = 0; i < p->nsamples; i++) {
+		const int64_t *v = wt_profile_values(p, i);
+		for (t = 0; t < p->ntypes; t++)
+			rows += v[t] != 0;
+	}
 	types = json_array();
 	for (t = 0; t < p->ntypes; t++)
 		json_array_append_new(types, json_string(wt_profile_str(p, p->types[t].canonical)));
-	reply = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s}", "upload_id", upload_id,
+	reply = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I}", "upload_id", upload_id,
 			  "project", project, "service", up.service, "format", wt_format_name(detected),
 			  "types", types, "samples", (json_int_t)p->nsamples,
-			  "rows", (json_int_t)st.sample_rows, "stacks", (json_int_t)p->nstacks,
-			  "object_key", key);
-	if (reply && p->nwarnings) { /* what the parser worked around (a cut last record, ...) */
+			  "rows", (json_int_t)rows, "stacks", (json_int_t)p->nstacks);
+	if (!reply) {
+		wt_err_set(&err, WT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (p->nwarnings) { /* what the parser worked around (a cut last record, ...) */
 		json_t *w = json_array();
 		for (t = 0; t < p->nwarnings; t++)
 			json_array_append_new(w, json_string(p->warnings[t]));
 		json_object_set_new(reply, "warnings", w);
 	}
-	hub_req_json(r, 200, reply);
+
+	memset(&d, 0, sizeof(d));
+	d.project = project;
+	d.service = up.service;
+	d.labels = lp;
+	d.nlabels = up.nlabels;
+	d.upload_id = upload_id;
+	d.body = body;
+	d.len = len;
+	d.p = p;
+	d.format = wt_format_name(detected);
+	d.received_ns = now;
+	d.reply = reply;
+	d.retention_days = days;
+	if (hub_repl_direct_apply(ctx, r->ch, &d, &res, &err)) {
+		if (res.retry_after_s) /* another request is storing this upload now */
+			evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", "1");
+		goto fail;
+	}
+	if (res.duplicates) { /* a concurrent request stored it meanwhile */
+		free(stored);
+		stored = NULL;
+		if (hub_repl_direct_lookup(r->ch, upload_id, &state, &first_ns, &stored, &err))
+			goto fail;
+		reply_duplicate(r, stored);
+		goto done;
+	}
+	atomic_fetch_add(&ctx->metrics.objstore_puts_total, 1);
+	atomic_fetch_add(&ctx->metrics.uploads_total, 1);
+	atomic_fetch_add(&ctx->metrics.upload_bytes_total, (long)len);
+	atomic_fetch_add(&ctx->metrics.upload_rows_total, (long)res.sample_rows);
+	atomic_fetch_add(&ctx->metrics.ch_insert_ns_total, (long)res.insert_ns);
+	hub_req_json(r, 200, json_incref(reply));
 	goto done;
 fail:
 	hub_req_fail(r, &err);
 	atomic_fetch_add(&ctx->metrics.uploads_rejected_total, 1);
 done:
+	json_decref(reply);
+	free(stored);
 	wt_profile_free(p);
 	free(body);
 	wt_upload_free(&up);

@@ -6,6 +6,7 @@
  * order. ClickHouse being down at start is not fatal: /healthz says so and
  * the hub becomes ready when ClickHouse answers.
  */
+#include <malloc.h>
 #include <curl/curl.h>
 #include <event2/thread.h>
 #include <signal.h>
@@ -38,6 +39,13 @@ int main(int argc, char **argv)
 	hub_server *srv = NULL;
 	struct hub_repl_server *repl = NULL;
 	hub_worker *wk = NULL;
+
+	/* Allocations of 256 KiB or more are mapped and unmapped with their
+	 * buffers (a fixed threshold: glibc otherwise raises it to the size
+	 * of the largest freed block, up to 32 MiB, and a large upload's
+	 * buffers then stay in the arenas after it; docs/operations.md
+	 * "Memory after large uploads"). */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	wt_err err = {0, ""};
 	static const int handled[] = {SIGTERM, SIGINT, SIGHUP};
 	wt_signals sigs = {-1};

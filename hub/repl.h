@@ -87,6 +87,37 @@ typedef struct hub_repl_result {
 int hub_repl_apply(struct hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t *batch,
 		   size_t len, hub_repl_result *res, wt_err *err);
 
+/* A direct upload (hub/http_ingest.c) stored with the machinery above, so
+ * that it is all or nothing from the client's view: it is applied as the
+ * single upload (seq 1) of a batch from the pseudo edge HUB_REPL_DIRECT_EDGE
+ * (no certificate can name it: edge ids start alphanumeric) whose
+ * incarnation is the upload id, under a claim and the ledger. A retry of
+ * an interrupted one inserts only what is missing; a repeat of a finished
+ * one inserts nothing (res->duplicates = 1). */
+#define HUB_REPL_DIRECT_EDGE "_direct"
+typedef struct hub_repl_direct {
+	const char *project, *service;
+	const struct hub_label_param *labels; /* added to every sample */
+	size_t nlabels;
+	const char *upload_id;     /* 32 lowercase hex (http_ingest.c) */
+	const uint8_t *body;       /* the original as received */
+	size_t len;
+	const struct wt_profile *p; /* decoded, times placed at received_ns */
+	const char *format;        /* detected format name */
+	int64_t received_ns;       /* kept in the "started" ledger row */
+	struct json_t *reply;      /* gains "object_key"; kept in the "applied" row */
+	int retention_days;
+} hub_repl_direct;
+
+/* The ledger's view of direct upload upload_id: *state 0 (unknown),
+ * 1 (started: *received_ns is the first attempt's time) or 2 (applied:
+ * *reply the JSON answered then, malloc'd, caller frees). */
+int hub_repl_direct_lookup(hub_ch *ch, const char *upload_id, int *state, int64_t *received_ns, char **reply,
+			   wt_err *err);
+
+/* Store direct upload d; errors as hub_repl_apply's. */
+int hub_repl_direct_apply(struct hub_ctx *ctx, hub_ch *ch, hub_repl_direct *d, hub_repl_result *res, wt_err *err);
+
 /* Start/stop the replication listener (cfg.repl_listen; off when empty). */
 int hub_repl_server_start(struct hub_ctx *ctx, struct hub_repl_server **out, wt_err *err);
 void hub_repl_server_stop(struct hub_repl_server *s);

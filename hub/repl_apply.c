@@ -78,6 +78,7 @@ typedef struct up_state {
 	int has_own;
 	struct hub_rules_pending *rules; /* recording-rule values (recording_rules.h) */
 	int recovery;        /* ledger said "started": values may be stored */
+	hub_repl_direct *direct; /* a direct upload (http_ingest.c): decoded already */
 } up_state;
 
 /* Per-batch cache of project retention. */
@@ -205,8 +206,21 @@ static int ledger_write(hub_ch *ch, const char *edge, const char *inc, up_state 
 		hub_sql_quote(&sql, s->project ? s->project : "");
 		wt_buf_puts(&sql, ", ");
 		hub_sql_quote(&sql, s->service ? s->service : "");
-		wt_buf_printf(&sql, ", %" PRIu64 ", ", (uint64_t)wt_now_ns(CLOCK_REALTIME));
-		hub_sql_quote(&sql, st == LEDGER_REJECTED ? s->detail : "");
+		/* a direct upload keeps its time placement (for a retry to
+		 * generate the same rows) and its reply (for a repeat) */
+		wt_buf_printf(&sql, ", %" PRIu64 ", ",
+			      (uint64_t)(s->direct ? s->direct->received_ns : wt_now_ns(CLOCK_REALTIME)));
+		if (s->direct && st == LEDGER_APPLIED) {
+			char *js = json_dumps(s->direct->reply, JSON_COMPACT);
+			if (!js) {
+				wt_buf_free(&sql);
+				return wt_err_set(err, WT_ENOMEM, "out of memory");
+			}
+			hub_sql_quote(&sql, js);
+			free(js);
+		} else {
+			hub_sql_quote(&sql, st == LEDGER_REJECTED ? s->detail : "");
+		}
 		wt_buf_puts(&sql, ")");
 	}
 	if (rows)
@@ -610,14 +624,17 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, con
 	wt_limits_default(&lim);
 	lim.max_body = ctx->cfg.max_body;
 	/* the upload contract's label rule, which edges from before it did not
-	 * apply: refused per upload, like a decode failure */
-	if (hub_repl_header_check(h, &derr)) {
+	 * apply: refused per upload, like a decode failure (a direct upload
+	 * was checked by the contract when it came in) */
+	if (!s->direct && hub_repl_header_check(h, &derr)) {
 		s->rejected = 1;
 		snprintf(s->detail, sizeof(s->detail), "header: %s", derr.msg);
 		wt_warn("msg=\"replicated upload rejected\" upload=%s error=\"%s\"", s->upload_id, derr.msg);
 		return 0;
 	}
-	if (hub_repl_decode_upload(u, h, &lim, &p, &det, &derr)) {
+	if (s->direct) {
+		p = (wt_profile *)s->direct->p; /* the caller's: not freed here */
+	} else if (hub_repl_decode_upload(u, h, &lim, &p, &det, &derr)) {
 		s->rejected = 1;
 		snprintf(s->detail, sizeof(s->detail), "decode: %s", derr.msg);
 		wt_warn("msg=\"replicated upload rejected\" upload=%s error=\"%s\"", s->upload_id, derr.msg);
@@ -657,9 +674,10 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, con
 	if (st && (rc = raw_index_exists(ch, s, &exists, err)))
 		goto out;
 	s->raw_index = !exists;
-	s->format = wt_format_name(det);
+	s->format = s->direct ? s->direct->format : wt_format_name(det);
 out:
-	wt_profile_free(p);
+	if (!s->direct)
+		wt_profile_free(p);
 	return rc;
 }
 
@@ -669,7 +687,8 @@ static int insert_block(hub_ch *ch, hub_repl_claim *claim, const char *sql, cons
 {
 	int rc;
 
-	if ((rc = hub_repl_claim_keep(ch, claim, err)) || (rc = hub_ch_insert(ch, sql, data, len, err)))
+	if ((rc = hub_repl_claim_keep(ch, claim, err)) || (rc = hub_ch_insert(ch, sql, data, len, err)) ||
+	    (rc = hub_failpoint_insert(err)))
 		return rc;
 	failpoint_block();
 	hub_failpoint_slow(claim->edge);
@@ -836,10 +855,34 @@ static const char *edge_project_of(const void *arg, size_t i)
 	return ((const up_state *)arg)[i].project;
 }
 
+static int apply_batch(hub_ctx *ctx, hub_ch *ch, pb_batch *b, hub_repl_direct *direct, hub_repl_result *res,
+		       wt_err *err);
+
 int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t *buf, size_t len,
 		   hub_repl_result *res, wt_err *err)
 {
-	pb_batch *b = NULL;
+	pb_batch *b;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	b = watchtower__repl__batch__unpack(NULL, len, buf);
+	if (!b)
+		return wt_err_set(err, WT_EINVAL, "replication batch: not a valid protobuf Batch (%zu bytes)", len);
+	if (!b->edge_id || strcmp(b->edge_id, peer_id))
+		rc = wt_err_set(err, WT_EFORBIDDEN,
+				"replication batch: edge id \"%.64s\" does not match the client certificate \"%.64s\"",
+				b->edge_id ? b->edge_id : "", peer_id);
+	else
+		rc = apply_batch(ctx, ch, b, NULL, res, err);
+	watchtower__repl__batch__free_unpacked(b, NULL);
+	return rc;
+}
+
+/* Apply batch b: from an edge (direct NULL; its id checked against the
+ * certificate) or the single upload of a direct one. */
+static int apply_batch(hub_ctx *ctx, hub_ch *ch, pb_batch *b, hub_repl_direct *direct, hub_repl_result *res,
+		       wt_err *err)
+{
 	up_state *ups = NULL;
 	proj_ret *rets = NULL;
 	int *tentative = NULL;
@@ -857,15 +900,6 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 
 	memset(res, 0, sizeof(*res));
 	memset(&claim, 0, sizeof(claim));
-	b = watchtower__repl__batch__unpack(NULL, len, buf);
-	if (!b)
-		return wt_err_set(err, WT_EINVAL, "replication batch: not a valid protobuf Batch (%zu bytes)", len);
-	if (!b->edge_id || strcmp(b->edge_id, peer_id)) {
-		rc = wt_err_set(err, WT_EFORBIDDEN,
-				"replication batch: edge id \"%.64s\" does not match the client certificate \"%.64s\"",
-				b->edge_id ? b->edge_id : "", peer_id);
-		goto out;
-	}
 	inc = b->incarnation ? b->incarnation : "";
 	if (!incarnation_valid(inc)) {
 		rc = wt_err_set(err, WT_EINVAL, "replication batch: incarnation \"%.80s\" is not lowercase hex"
@@ -901,7 +935,10 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 		up_state *s = &ups[i];
 
 		s->u = b->uploads[i];
-		if (*inc)
+		s->direct = direct;
+		if (direct)
+			snprintf(s->upload_id, sizeof(s->upload_id), "%s", direct->upload_id);
+		else if (*inc)
 			snprintf(s->upload_id, sizeof(s->upload_id), "%s-%s-%" PRIu64, b->edge_id, inc, s->u->seq);
 		else
 			snprintf(s->upload_id, sizeof(s->upload_id), "%s-%" PRIu64, b->edge_id, s->u->seq);
@@ -921,7 +958,8 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	/* the edge's registered projects and its seq bound (edge_projects.h),
 	 * before anything else looks at a project, so an edge cannot probe
 	 * which projects exist */
-	if ((rc = hub_edge_batch_admit(ch, b->edge_id, inc, b->last_seq, b->n_uploads, edge_project_of, ups, err)))
+	if (!direct &&
+	    (rc = hub_edge_batch_admit(ch, b->edge_id, inc, b->last_seq, b->n_uploads, edge_project_of, ups, err)))
 		goto out;
 	/* Then claim the seqs — only for a batch the edge may write, so a refusal
 	 * is a 403 whatever the load and leaves no row behind: the settle wait
@@ -942,7 +980,9 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 				break;
 		if (r == nrets) {
 			snprintf(rets[r].name, sizeof(rets[r].name), "%s", s->project);
-			if ((rc = hub_project_retention(ch, s->project, &rets[r].days, err)))
+			if (direct) /* looked up by the caller */
+				rets[r].days = direct->retention_days;
+			else if ((rc = hub_project_retention(ch, s->project, &rets[r].days, err)))
 				goto out; /* unknown project: retry once it exists */
 			nrets++;
 		}
@@ -1023,6 +1063,8 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	res->prepare_ns += t0 - t1;
 	if ((rc = putter_finish(&put, err)))
 		goto out;
+	if (direct) /* tests: a deletion runs here (test_tenancy.py) */
+		hub_failpoint_wait("ingest_after_object_put");
 	res->objstore_ns = put.ns;
 	res->objstore_wait_ns = wt_now_ns(CLOCK_REALTIME) - t0;
 	t0 = wt_now_ns(CLOCK_REALTIME);
@@ -1041,7 +1083,7 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 				goto out;
 			}
 	}
-	if ((rc = incarnation_check(ch, b->edge_id, inc, res, err)) ||
+	if ((!direct && (rc = incarnation_check(ch, b->edge_id, inc, res, err))) ||
 	    (rc = ledger_write(ch, b->edge_id, inc, ups, b->n_uploads, LEDGER_STARTED, err)))
 		goto out;
 	for (i = 0; i < b->n_uploads; i++)
@@ -1067,10 +1109,16 @@ int hub_repl_apply(hub_ctx *ctx, hub_ch *ch, const char *peer_id, const uint8_t 
 	}
 	if ((rc = hub_repl_claim_keep(ch, &claim, err)))
 		goto out;
+	if (direct && ups[0].state < LEDGER_APPLIED &&
+	    json_object_set_new(direct->reply, "object_key", json_string(ups[0].key))) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
 	rc = ledger_write(ch, b->edge_id, inc, ups, b->n_uploads, LEDGER_APPLIED, err);
 	res->ledger_ns += wt_now_ns(CLOCK_REALTIME) - t0;
 	if (!rc) {
-		inc_remember(b->edge_id, inc);
+		if (!direct)
+			inc_remember(b->edge_id, inc);
 		for (i = 0; i < b->n_uploads; i++)
 			hub_rules_count(ups[i].rules);
 	}
@@ -1097,6 +1145,93 @@ out:
 	hub_daysink_free(&samples);
 	rpieces_free(&rollups);
 	wt_buf_free(&rawsql);
-	watchtower__repl__batch__free_unpacked(b, NULL);
 	return rc;
+}
+
+/* ---- direct uploads (repl.h) ------------------------------------------------------- */
+typedef struct direct_row {
+	int state;
+	int64_t received_ns;
+	char *reply;
+} direct_row;
+
+static int direct_ledger_row(void *vctx, char **f, size_t n)
+{
+	direct_row *d = vctx;
+	size_t len, i;
+
+	if (n < 3)
+		return 0;
+	d->state = atoi(f[0]);
+	d->received_ns = strtoll(f[1], NULL, 10);
+	len = strlen(f[2]) / 2;
+	if (d->state >= LEDGER_APPLIED && len) {
+		if (!(d->reply = malloc(len + 1)))
+			return -1;
+		for (i = 0; i < len; i++) {
+			unsigned v = 0;
+			sscanf(f[2] + 2 * i, "%2x", &v);
+			d->reply[i] = (char)v;
+		}
+		d->reply[len] = 0;
+	}
+	return 0;
+}
+
+int hub_repl_direct_lookup(hub_ch *ch, const char *upload_id, int *state, int64_t *received_ns, char **reply,
+			   wt_err *err)
+{
+	wt_buf sql = WT_BUF_INIT, out = WT_BUF_INIT;
+	direct_row d = {0, 0, NULL};
+	int rc;
+
+	wt_buf_puts(&sql, "SELECT max(state), minIf(time_ns, state = 1), hex(anyIf(detail, state = 2))"
+			  " FROM repl_ledger_v2 WHERE edge_id = '" HUB_REPL_DIRECT_EDGE "' AND incarnation = ");
+	hub_sql_quote(&sql, upload_id);
+	wt_buf_puts(&sql, " AND seq = 1 FORMAT TabSeparated");
+	rc = hub_ch_query_buf(ch, &sql, &out, err);
+	if (!rc && hub_tsv_each((char *)out.data, out.len, 3, direct_ledger_row, &d) < 0)
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+	*state = rc ? 0 : d.state;
+	*received_ns = d.received_ns;
+	if (reply && !rc)
+		*reply = d.reply;
+	else
+		free(d.reply);
+	wt_buf_free(&sql);
+	wt_buf_free(&out);
+	return rc;
+}
+
+int hub_repl_direct_apply(hub_ctx *ctx, hub_ch *ch, hub_repl_direct *d, hub_repl_result *res, wt_err *err)
+{
+	Watchtower__Repl__Batch b = WATCHTOWER__REPL__BATCH__INIT;
+	Watchtower__Repl__Upload u = WATCHTOWER__REPL__UPLOAD__INIT;
+	Watchtower__Repl__UploadHeader h = WATCHTOWER__REPL__UPLOAD_HEADER__INIT;
+	Watchtower__Repl__Label lab[HUB_REPL_MAX_LABELS], *labp[HUB_REPL_MAX_LABELS];
+	pb_upload *ups[1] = {&u};
+	size_t i;
+
+	h.project = (char *)d->project;
+	h.service = (char *)d->service;
+	h.format = (char *)d->format;
+	for (i = 0; i < d->nlabels && i < HUB_REPL_MAX_LABELS; i++) {
+		watchtower__repl__label__init(&lab[i]);
+		lab[i].key = (char *)d->labels[i].key;
+		lab[i].value = (char *)d->labels[i].value;
+		labp[i] = &lab[i];
+	}
+	h.n_labels = i;
+	h.labels = labp;
+	u.seq = 1;
+	u.original.data = (uint8_t *)d->body;
+	u.original.len = d->len;
+	u.received_ns = d->received_ns;
+	u.header = &h;
+	b.edge_id = (char *)HUB_REPL_DIRECT_EDGE;
+	b.incarnation = (char *)d->upload_id;
+	b.first_seq = b.last_seq = 1;
+	b.n_uploads = 1;
+	b.uploads = ups;
+	return apply_batch(ctx, ch, &b, d, res, err);
 }

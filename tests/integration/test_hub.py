@@ -404,7 +404,14 @@ class HubClickHouseOutage(unittest.TestCase):
         st, js = hub.query("demo", "table", rd, service="svc", type="cpu", **ALL_TIME)
         self.assertEqual(st, 200, js)
         self.assertEqual(js["total"], total)  # the acknowledged upload survived
+        # the same bytes and parameters again: the stored upload, once
+        # (docs/api.md: retries never double-count)
         st, js = hub.upload(data, up, "svc", format="pprof")
+        self.assertEqual(st, 200, js)
+        self.assertTrue(js.get("duplicate"), js)
+        # stored again on purpose: a new Idempotency-Key
+        st, js = hub.request("POST", "/v1/profiles?service=svc&format=pprof", data, token=up,
+                             headers={"Idempotency-Key": "second-copy"})
         self.assertEqual(st, 200, js)
         st, js = hub.query("demo", "table", rd, service="svc", type="cpu", **ALL_TIME)
         self.assertEqual(js["total"], 2 * total)

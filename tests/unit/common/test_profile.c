@@ -218,10 +218,29 @@ static void test_reserve_and_index(void **state)
 	}
 }
 
+/* wt_profile_seal: readable as before, nothing more may be added. */
+static void test_seal(void **state)
+{
+	wt_profile *p = wt_profile_new(NULL);
+	uint32_t a, b;
+	wt_err err = {0, ""};
+	(void)state;
+	assert_non_null(p);
+	assert_int_equal(wt_profile_intern_cstr(p, "main", &a, NULL), 0);
+	wt_profile_seal(p);
+	assert_string_equal(wt_profile_str(p, a), "main");
+	assert_int_equal(wt_profile_intern_cstr(p, "main", &b, &err), WT_EINVAL);
+	assert_non_null(strstr(err.msg, "sealed"));
+	assert_int_equal(wt_profile_add_stack(p, NULL, 0, &b, NULL), WT_EINVAL);
+	wt_profile_seal(p); /* twice: harmless */
+	wt_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strings_interned),
+		cmocka_unit_test(test_seal),
 		cmocka_unit_test(test_reserve_and_index),
 		cmocka_unit_test(test_samples_merge),
 		cmocka_unit_test(test_limits),
