@@ -12,7 +12,9 @@ contend_rwlock above the pthread frames (the eh_frame unwinder through
 glibc's frameless __lll_lock_wait), their wait-time shares within 5 points
 of the workload's own, the total within 10 %, contentions (the workload
 counts lock calls whose trylock failed) within 10 %;
-uncontended and cond_waiter absent. A second edge with ebpf.lock = false
+uncontended absent, and the condition variable's waits not counted (its mutex
+taken by the signaller while the waiter holds it is a real, tiny, mutex
+contention and may be). A second edge with ebpf.lock = false
 attaches nothing and stores no lock samples.
 """
 import json
@@ -121,8 +123,14 @@ class EbpfLock(unittest.TestCase):
             self.assertLess(abs(c - want) / want, 0.10, f"{f}: {c} contentions vs the workload's {want}")
         self.assertLess(abs(gtot - mtot) / mtot, 0.10, f"profile {gtot} ns vs workload {mtot} ns")
         self.assertNotIn("uncontended", rows)
-        self.assertNotIn("cond_waiter", rows)
-        self.assertNotIn("cond_signaler", rows)
+        # the condition variable's waits (seconds of them, measured by the
+        # workload) are not lock waits. Its mutex is: cond_signaler taking
+        # it while cond_waiter holds it (between wake-ups) is a real mutex
+        # contention, microseconds in all, and may be counted
+        cond = sum(rows.get(f, {}).get("total", 0) for f in ("cond_waiter", "cond_signaler"))
+        self.assertGreater(meas["cond_waiter"], 1e9)
+        self.assertLess(cond, 0.001 * meas["cond_waiter"],
+                        f"{cond} ns under cond_waiter/cond_signaler: condition-variable waits counted as lock waits")
 
     def test_lock_off(self):
         e = self.edge("lock = false;", settle=False)
