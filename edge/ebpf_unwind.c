@@ -856,6 +856,21 @@ typedef struct job {
 
 #define MAX_JOBS 4096
 #define LAST_SLOTS 16384
+/* captures that came while ld.so was still mapping the libraries (see
+ * edge_proc_maps_early): the loader reads the process's mappings again
+ * itself every RECHECK_MS, up to RECHECK_TRIES times, and writes its entry
+ * again once they are complete. Its own read: the edge_proc is the flush
+ * thread's to change. */
+#define MAX_RECHECKS 64
+#define RECHECK_MS 20
+#define RECHECK_TRIES 50
+
+typedef struct recheck {
+	uint32_t tgid, mode;
+	int tries;
+	int64_t due_ns;
+	char exe[256];
+} recheck;
 
 /* Tables are built on a thread of the loader's own: a large binary takes
  * a while (~25-90 ms per MiB of CFI) and neither the discovery thread
@@ -886,6 +901,9 @@ struct edge_unwind_loader {
 	size_t nfiles, cap;
 	_Atomic uint64_t failed, dropped, files_ok, rows_used; /* for stats */
 	_Atomic uint64_t build_ns, cfi_bytes, built, from_cache; /* tables built (not read from the cache) */
+	recheck rc[MAX_RECHECKS];
+	size_t nrc;
+	_Atomic uint64_t rechecked; /* entries written again after a recheck */
 };
 
 static void job_free(job *j)
@@ -1306,15 +1324,124 @@ static int load_job(edge_unwind_loader *l, const job *j, int may_load)
 	return 0;
 }
 
+/* The executable file mappings of tgid now, as a job (NULL: gone, or out
+ * of memory). */
+static job *job_from_proc(uint32_t tgid, uint32_t mode)
+{
+	char path[64], line[4600];
+	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	job *j = calloc(1, sizeof(*j));
+	if (j) {
+		j->tgid = tgid;
+		j->mode = mode;
+	}
+	while (j && fgets(line, sizeof(line), f) && j->n < WT_UNWIND_MAPS) {
+		unsigned long long a, b, off;
+		char perms[8];
+		int pos = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &a, &b, perms, &off, &pos) < 4 || !pos ||
+		    perms[2] != 'x')
+			continue;
+		char *name = line + pos;
+		name[strcspn(name, "\n")] = '\0';
+		if (name[0] != '/' && strcmp(name, "[vdso]"))
+			continue;
+		job_map *x = &j->m[j->n];
+		if (!(x->path = strdup(name)))
+			break;
+		x->start = a;
+		x->end = b;
+		x->pgoff = off;
+		j->n++;
+	}
+	fclose(f);
+	return j;
+}
+
+/* the early-capture test of edge_proc_maps_early, on a job's mappings */
+static int job_early(const job *j, const char *exe)
+{
+	edge_proc p;
+	edge_proc_map m[WT_UNWIND_MAPS];
+	memset(&p, 0, sizeof(p));
+	memset(m, 0, sizeof(m));
+	snprintf(p.exe, sizeof(p.exe), "%s", exe);
+	for (size_t i = 0; i < j->n; i++) {
+		m[i].path = j->m[i].path;
+		m[i].start = j->m[i].start;
+		m[i].end = j->m[i].end;
+	}
+	p.maps = m;
+	p.nmaps = j->n;
+	return edge_proc_maps_early(&p);
+}
+
+/* Loader thread, mu held: the rechecks that are due. Returns the time the
+ * next one is due (0: none). */
+static int64_t rechecks_run(edge_unwind_loader *l)
+{
+	int64_t next = 0;
+	for (size_t i = 0; i < l->nrc;) {
+		recheck r = l->rc[i];
+		int64_t now = wt_now_ns(CLOCK_MONOTONIC);
+		if (r.due_ns > now) {
+			next = !next || r.due_ns < next ? r.due_ns : next;
+			i++;
+			continue;
+		}
+		pthread_mutex_unlock(&l->mu);
+		job *j = job_from_proc(r.tgid, r.mode);
+		int done = !j || !job_early(j, r.exe) || r.tries + 1 >= RECHECK_TRIES;
+		if (j && !job_early(j, r.exe)) {
+			pthread_mutex_lock(&l->mu);
+			j->seq = ++l->seq;
+			pthread_mutex_unlock(&l->mu);
+			if (load_job(l, j, 1) == 0)
+				atomic_fetch_add(&l->rechecked, 1);
+		}
+		job_free(j);
+		pthread_mutex_lock(&l->mu);
+		/* the list may have changed meanwhile (forget, add): find r again */
+		for (i = 0; i < l->nrc && l->rc[i].tgid != r.tgid; i++)
+			;
+		if (i == l->nrc)
+			continue;
+		if (done) {
+			l->rc[i] = l->rc[--l->nrc];
+		} else {
+			l->rc[i].tries++;
+			l->rc[i].due_ns = wt_now_ns(CLOCK_MONOTONIC) + RECHECK_MS * 1000000LL;
+			i++;
+		}
+	}
+	for (size_t i = 0; i < l->nrc; i++)
+		next = !next || l->rc[i].due_ns < next ? l->rc[i].due_ns : next;
+	return next;
+}
+
 static void *loader_run(void *arg)
 {
 	edge_unwind_loader *l = arg;
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
-		while (!l->stop && !l->qn)
-			pthread_cond_wait(&l->cv, &l->mu);
+		int64_t next = rechecks_run(l);
+		while (!l->stop && !l->qn) {
+			if (!next) {
+				pthread_cond_wait(&l->cv, &l->mu);
+				break;
+			}
+			int64_t wait_ms = (next - wt_now_ns(CLOCK_MONOTONIC)) / 1000000 + 1;
+			struct timespec ts = wt_deadline(CLOCK_REALTIME, wait_ms > 0 ? wait_ms : 1);
+			pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+			break;
+		}
 		if (l->stop)
 			break;
+		if (!l->qn)
+			continue;
 		job *j = l->q[l->qhead];
 		l->qhead = (l->qhead + 1) % MAX_JOBS;
 		l->qn--;
@@ -1355,6 +1482,21 @@ void edge_unwind_loader_add(edge_unwind_loader *l, const edge_proc *p, uint32_t 
 	 * earlier image of the tgid still queued is then not written: seq) */
 	pthread_mutex_lock(&l->mu);
 	j->seq = ++l->seq;
+	if (edge_proc_maps_early(p)) {
+		size_t i;
+		for (i = 0; i < l->nrc && l->rc[i].tgid != p->tgid; i++)
+			;
+		if (i == l->nrc && l->nrc < MAX_RECHECKS)
+			l->nrc++;
+		if (i < l->nrc) {
+			l->rc[i].tgid = p->tgid;
+			l->rc[i].mode = mode;
+			l->rc[i].tries = 0;
+			l->rc[i].due_ns = wt_now_ns(CLOCK_MONOTONIC) + RECHECK_MS * 1000000LL;
+			snprintf(l->rc[i].exe, sizeof(l->rc[i].exe), "%s", p->exe);
+			pthread_cond_signal(&l->cv);
+		}
+	}
 	pthread_mutex_unlock(&l->mu);
 	if (load_job(l, j, 0) == 0) {
 		job_free(j);
@@ -1382,6 +1524,11 @@ void edge_unwind_loader_forget(edge_unwind_loader *l, uint32_t tgid)
 	size_t slot = tgid % LAST_SLOTS;
 	l->last_tgid[slot] = tgid;
 	l->last_seq[slot] = ++l->seq;
+	for (size_t i = 0; i < l->nrc;)
+		if (l->rc[i].tgid == tgid)
+			l->rc[i] = l->rc[--l->nrc];
+		else
+			i++;
 	pf_drop(l, tgid);
 	bpf_map_delete_elem(l->procs_fd, &tgid);
 	pthread_mutex_unlock(&l->mu);

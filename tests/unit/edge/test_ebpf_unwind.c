@@ -528,6 +528,92 @@ static void test_loader_evicts_unused_tables(void **state)
 	close(procs_fd);
 }
 
+/* A capture taken while ld.so was still mapping the libraries (only the
+ * executable and the loader) gets a complete entry soon after: the loader
+ * reads the process's mappings again itself (edge_unwind_loader_add). The
+ * process here is a real `sleep`, complete by now; the capture handed to
+ * the loader is cut to its first two mappings, as an early one is. */
+static void test_loader_rechecks_early_capture(void **state)
+{
+	(void)state;
+	if (geteuid() != 0 || access("/usr/bin/sleep", X_OK))
+		skip();
+	int rows_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_rows", 4, sizeof(struct wt_unwind_row), 200000, NULL);
+	int procs_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_procs", 4, sizeof(struct wt_unwind_proc), 64, NULL);
+	assert_true(rows_fd >= 0 && procs_fd >= 0);
+	pid_t child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/sleep", "sleep", "60", (char *)NULL);
+		_exit(127);
+	}
+	/* its executable mappings once exec and ld.so are done */
+	char path[64], line[4600], names[4][512];
+	edge_proc_map m[4];
+	size_t n = 0;
+	memset(m, 0, sizeof(m));
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)child);
+	for (int tries = 0; tries < 200; tries++) {
+		FILE *f = fopen(path, "re");
+		int libc = 0;
+		n = 0;
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long long a, b, off;
+			char perms[8];
+			int pos = 0;
+			if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &a, &b, perms, &off, &pos) < 4 || !pos ||
+			    perms[2] != 'x' || line[pos] != '/')
+				continue;
+			line[pos + strcspn(line + pos, "\n")] = '\0';
+			libc |= strstr(line + pos, "libc.so") != NULL;
+			if (n < 4 && (strstr(line + pos, "/sleep") || strstr(line + pos, "ld-linux"))) {
+				snprintf(names[n], sizeof(names[n]), "%s", line + pos);
+				m[n].start = a;
+				m[n].end = b;
+				m[n].pgoff = off;
+				m[n].path = names[n];
+				n++;
+			}
+		}
+		if (f)
+			fclose(f);
+		if (libc && n == 2)
+			break;
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(n, 2);
+	edge_unwind_loader *l = edge_unwind_loader_new(rows_fd, 200000, procs_fd, NULL);
+	assert_non_null(l);
+	edge_proc p;
+	memset(&p, 0, sizeof(p));
+	p.tgid = (uint32_t)child;
+	p.state = EDGE_PROC_LIVE;
+	snprintf(p.exe, sizeof(p.exe), "sleep");
+	p.maps = m;
+	p.nmaps = n;
+	assert_true(edge_proc_maps_early(&p));
+	edge_unwind_loader_add(l, &p, WT_UNWIND_MODE_AUTO);
+	/* the entry comes with the two files first, then with libc as well */
+	struct wt_unwind_proc v;
+	uint32_t tgid = (uint32_t)child;
+	int got = 0;
+	for (int i = 0; i < 500 && got < 3; i++) {
+		memset(&v, 0, sizeof(v));
+		if (bpf_map_lookup_elem(procs_fd, &tgid, &v) == 0)
+			got = (int)v.n;
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	print_message("early capture of sleep: entry with %d mappings after the recheck\n", got);
+	assert_true(got >= 3);
+	edge_unwind_loader_free(l);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(rows_fd);
+	close(procs_fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -536,6 +622,7 @@ int main(void)
 		cmocka_unit_test(test_debug_frame_only),
 		cmocka_unit_test(test_cache),
 		cmocka_unit_test(test_loader_evicts_unused_tables),
+		cmocka_unit_test(test_loader_rechecks_early_capture),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
