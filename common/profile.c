@@ -86,6 +86,18 @@ fail:
 	return NULL;
 }
 
+/* the interning indexes (what wt_profile_seal gives back) */
+static void free_indexes(profile_priv *pv)
+{
+	wt_hindex_free(&pv->strings);
+	wt_hindex_free(&pv->mappings);
+	wt_hindex_free(&pv->functions);
+	wt_hindex_free(&pv->frames);
+	wt_hindex_free(&pv->stacks);
+	wt_hindex_free(&pv->labelsets);
+	wt_hindex_free(&pv->samples);
+}
+
 void wt_profile_free(wt_profile *p)
 {
 	profile_priv *pv;
@@ -94,13 +106,7 @@ void wt_profile_free(wt_profile *p)
 		return;
 	pv = PRIV(p);
 	if (pv) {
-		wt_hindex_free(&pv->strings);
-		wt_hindex_free(&pv->mappings);
-		wt_hindex_free(&pv->functions);
-		wt_hindex_free(&pv->frames);
-		wt_hindex_free(&pv->stacks);
-		wt_hindex_free(&pv->labelsets);
-		wt_hindex_free(&pv->samples);
+		free_indexes(pv);
 		free(pv);
 	}
 	free(p->str_data);
@@ -127,13 +133,7 @@ void wt_profile_seal(wt_profile *p)
 
 	if (!pv)
 		return;
-	wt_hindex_free(&pv->strings);
-	wt_hindex_free(&pv->mappings);
-	wt_hindex_free(&pv->functions);
-	wt_hindex_free(&pv->frames);
-	wt_hindex_free(&pv->stacks);
-	wt_hindex_free(&pv->labelsets);
-	wt_hindex_free(&pv->samples);
+	free_indexes(pv);
 	pv->sealed = 1;
 }
 

@@ -1394,8 +1394,9 @@ static int64_t rechecks_run(edge_unwind_loader *l)
 		}
 		pthread_mutex_unlock(&l->mu);
 		job *j = job_from_proc(r.tgid, r.mode);
-		int done = !j || !job_early(j, r.exe) || r.tries + 1 >= RECHECK_TRIES;
-		if (j && !job_early(j, r.exe)) {
+		int complete = j && !job_early(j, r.exe);
+		int done = !j || complete || r.tries + 1 >= RECHECK_TRIES;
+		if (complete) {
 			pthread_mutex_lock(&l->mu);
 			j->seq = ++l->seq;
 			pthread_mutex_unlock(&l->mu);
