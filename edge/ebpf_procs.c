@@ -377,9 +377,10 @@ static void read_cgroup(edge_procs *t, edge_proc *p, uint64_t cgroup_id)
  * reads them again after 1, 3, 8, 20 and 50 ms while they still look so (one
  * capture in six under a compile loop here: cc, cc1, as, collect2, ld
  * sampled while ld.so mapped their libraries; most complete at the first
- * re-read; a process starved on a loaded machine can take longer: its
- * capture is then completed at the next flush, when a leaf address misses
- * its mappings — edge/ebpf_build.c). */
+ * re-read; a process starved on a loaded machine can take longer: the
+ * unwind loader then re-reads its mappings itself for its unwind entry —
+ * edge/ebpf_unwind.c — and its symbolization is completed at the next
+ * flush, when a leaf address misses its mappings — edge/ebpf_build.c). */
 int edge_proc_maps_early(const edge_proc *p)
 {
 	int has_exe = 0, has_ld = 0, has_libc = 0, files = 0;
