@@ -43,6 +43,9 @@
 const volatile int wt_unwind = 0;
 /* generation written by the program; the edge flips it at each drain */
 volatile __u32 wt_gen;
+/* set by the edge while some service wants lock addresses (policy
+ * ebpf.lock_address): the futex word's address then goes into the key */
+volatile __u32 wt_lock_addr;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -206,6 +209,7 @@ static __always_inline int lock_exit(void *ctx)
 		t->gen = g;
 		capture(ctx, &t->key, g);
 	}
+	t->key.kern_stack = wt_lock_addr ? t->uaddr : 0;
 	t->key.pad = WT_LOCK_NS;
 	if (g ? add(&wt_lock_counts1, &t->key, delta) : add(&wt_lock_counts0, &t->key, delta))
 		return 0;

@@ -6,7 +6,10 @@
  * Counts entries use struct wt_stack_key like the on-CPU and off-CPU
  * programs; its pad field says which value the entry holds
  * (enum wt_lock_value): wait time or contentions, two entries per
- * (thread, stack, process image).
+ * (thread, stack, process image). The wait's kernel side is not kept
+ * (kern_err is always set), so kern_stack holds the futex word's address
+ * instead while the edge asks for lock addresses (wt_lock_addr), else 0:
+ * a mutex's own address; for an rwlock, the address of one of its words.
  */
 #ifndef WT_BPF_LOCK_H
 #define WT_BPF_LOCK_H

@@ -67,30 +67,46 @@ void edge_config_defaults(edge_config *c)
 	c->ebpf.max_keys = 16384;
 }
 
+/* the first rule whose glob matches service decides (on -1: dflt) */
+static int rule_pick(const edge_py_rule *r, size_t n, const char *service, int dflt)
+{
+	for (size_t i = 0; i < n; i++)
+		if (service && r[i].glob && !fnmatch(r[i].glob, service, 0))
+			return r[i].on >= 0 ? r[i].on : dflt;
+	return dflt;
+}
+
+/* dflt, or a rule that turns the thing on */
+static int rule_any(const edge_py_rule *r, size_t n, int dflt)
+{
+	for (size_t i = 0; i < n && !dflt; i++)
+		dflt = r[i].on == 1;
+	return dflt;
+}
+
 int edge_ebpf_cfg_python(const edge_ebpf_cfg *c, const char *service)
 {
-	for (size_t i = 0; i < c->npy_rules; i++)
-		if (service && c->py_rules[i].glob && !fnmatch(c->py_rules[i].glob, service, 0))
-			return c->py_rules[i].on >= 0 ? c->py_rules[i].on : c->python;
-	return c->python;
+	return rule_pick(c->py_rules, c->npy_rules, service, c->python);
 }
 
 int edge_ebpf_cfg_lock(const edge_ebpf_cfg *c, const char *service)
 {
-	for (size_t i = 0; i < c->nlock_rules; i++)
-		if (service && c->lock_rules[i].glob && !fnmatch(c->lock_rules[i].glob, service, 0))
-			return c->lock_rules[i].on >= 0 ? c->lock_rules[i].on : c->lock;
-	return c->lock;
+	return rule_pick(c->lock_rules, c->nlock_rules, service, c->lock);
 }
 
 int edge_ebpf_cfg_lock_any(const edge_ebpf_cfg *c)
 {
-	if (c->lock)
-		return 1;
-	for (size_t i = 0; i < c->nlock_rules; i++)
-		if (c->lock_rules[i].on == 1)
-			return 1;
-	return 0;
+	return rule_any(c->lock_rules, c->nlock_rules, c->lock);
+}
+
+int edge_ebpf_cfg_lock_address(const edge_ebpf_cfg *c, const char *service)
+{
+	return rule_pick(c->lockaddr_rules, c->nlockaddr_rules, service, c->lock_address);
+}
+
+int edge_ebpf_cfg_lock_address_any(const edge_ebpf_cfg *c)
+{
+	return rule_any(c->lockaddr_rules, c->nlockaddr_rules, c->lock_address);
 }
 
 int edge_unwind_mode_parse(const char *s)
@@ -192,6 +208,11 @@ void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
 	free(e->lock_rules);
 	e->lock_rules = NULL;
 	e->nlock_rules = 0;
+	for (size_t i = 0; i < e->nlockaddr_rules; i++)
+		free(e->lockaddr_rules[i].glob);
+	free(e->lockaddr_rules);
+	e->lockaddr_rules = NULL;
+	e->nlockaddr_rules = 0;
 }
 
 static void free_strv(char **v, size_t n)
@@ -306,7 +327,8 @@ static int load_ebpf(edge_ebpf_cfg *e, config_setting_t *g, const char *path, wt
 	if (!g)
 		return 0;
 	if ((rc = get_bool(g, "enabled", &e->enabled, path, err)) || (rc = get_bool(g, "offcpu", &e->offcpu, path, err)) ||
-	    (rc = get_bool(g, "python", &e->python, path, err)) || (rc = get_bool(g, "lock", &e->lock, path, err)))
+	    (rc = get_bool(g, "python", &e->python, path, err)) || (rc = get_bool(g, "lock", &e->lock, path, err)) ||
+	    (rc = get_bool(g, "lock_address", &e->lock_address, path, err)))
 		return rc;
 	v = e->frequency_hz;
 	if ((rc = get_int(g, "frequency_hz", 1, 10000, &v, path, err)))

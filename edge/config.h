@@ -75,6 +75,9 @@ typedef struct edge_ebpf_cfg {
 	int lock;               /* lock contention (ebpf.lock; policy rules.ebpf.lock, sample_types.lock) */
 	edge_py_rule *lock_rules; /* policy rules.services[].ebpf.lock / sample_types.lock */
 	size_t nlock_rules;
+	int lock_address;       /* the lock's address as label lock_address (ebpf.lock_address; policy rules.ebpf.lock_address) */
+	edge_py_rule *lockaddr_rules; /* policy rules.services[].ebpf.lock_address */
+	size_t nlockaddr_rules;
 	edge_ebpf_rule *rules;
 	size_t nrules;
 	edge_unwind_rule *unwind_rules; /* from the remote policy, first match wins */
@@ -90,6 +93,12 @@ int edge_ebpf_cfg_lock(const edge_ebpf_cfg *c, const char *service);
 /* 1 when some service may want lock contention (the lock program is then
  * loaded): c->lock, or a rule that turns it on. */
 int edge_ebpf_cfg_lock_any(const edge_ebpf_cfg *c);
+/* The lock's address wanted as a label for service's lock samples: the
+ * same with lockaddr_rules and c->lock_address. Pure. */
+int edge_ebpf_cfg_lock_address(const edge_ebpf_cfg *c, const char *service);
+/* 1 when some service may want lock addresses (the lock program then
+ * keeps them in its keys) */
+int edge_ebpf_cfg_lock_address_any(const edge_ebpf_cfg *c);
 /* 1 when some service may be unwound with tables (the program is then
  * loaded with the unwinder and its maps) */
 int edge_ebpf_cfg_unwinds(const edge_ebpf_cfg *c);

@@ -300,7 +300,7 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	const char *root = NULL, *below_root = NULL;
 	size_t n = 0;
 	char comm[WT_COMM_LEN + 1];
-	wt_label lab[4];
+	wt_label lab[5];
 	size_t nl = 0;
 	int64_t vals[4] = {0, 0, 0, 0};
 	int rc = 0;
@@ -397,6 +397,15 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	if (*pr->container) {
 		if ((rc = wt_profile_intern_cstr(s->p, "container", &lab[nl].key, err)) ||
 		    (rc = wt_profile_intern_cstr(s->p, pr->container, &lab[nl].str, err)))
+			return;
+		nl++;
+	}
+	/* the lock's address, where the policy asks (bpf/lock.h) */
+	if (kind == EDGE_EBPF_LOCK && k->kern_stack && edge_ebpf_cfg_lock_address(&e->cur, pr->service)) {
+		char addr[24];
+		snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)k->kern_stack);
+		if ((rc = wt_profile_intern_cstr(s->p, "lock_address", &lab[nl].key, err)) ||
+		    (rc = wt_profile_intern_cstr(s->p, addr, &lab[nl].str, err)))
 			return;
 		nl++;
 	}
@@ -515,7 +524,7 @@ void edge_ebpf_flush(edge_ebpf *e)
 		wt_warn("msg=\"ebpf cpu drain failed\" error=\"%s\"", err.msg);
 	if (e->off && edge_ebpf_off_drain(e->off, sink, e, &err))
 		wt_warn("msg=\"ebpf offcpu drain failed\" error=\"%s\"", err.msg);
-	if (e->lock && edge_ebpf_lock_drain(e->lock, sink, e, &err))
+	if (e->lock && edge_ebpf_lock_drain(e->lock, edge_ebpf_cfg_lock_address_any(&e->cur), sink, e, &err))
 		wt_warn("msg=\"ebpf lock drain failed\" error=\"%s\"", err.msg);
 	if (e->flush_err.code) {
 		wt_warn("msg=\"ebpf flush incomplete\" error=\"%s\"", e->flush_err.msg);

@@ -205,8 +205,10 @@ fail:
 	return rc;
 }
 
-int edge_ebpf_lock_drain(edge_ebpf_lock *l, edge_ebpf_sink fn, void *arg, wt_err *err)
+int edge_ebpf_lock_drain(edge_ebpf_lock *l, int addresses, edge_ebpf_sink fn, void *arg, wt_err *err)
 {
+	/* from the next wait on: the settings of this flush */
+	l->skel->bss->wt_lock_addr = addresses ? 1 : 0;
 	edge_ebpf_read_stats(bpf_map__fd(l->skel->maps.wt_lock_stats), l->prev, l->ctr);
 	return edge_ebpf_drain_gen(&l->g, EDGE_EBPF_LOCK, fn, arg, l->ctr, err);
 }

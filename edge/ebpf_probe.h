@@ -146,7 +146,9 @@ typedef struct edge_ebpf_lock edge_ebpf_lock;
  * value kind in key->pad (enum wt_lock_value, bpf/lock.h). */
 int edge_ebpf_lock_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_ebpf_counters *ctr,
 			edge_ebpf_lock **out, wt_err *err);
-int edge_ebpf_lock_drain(edge_ebpf_lock *l, edge_ebpf_sink fn, void *arg, wt_err *err);
+/* addresses: keep each wait's futex word address in the key's
+ * kern_stack from now on (bpf/lock.h), for the lock_address label */
+int edge_ebpf_lock_drain(edge_ebpf_lock *l, int addresses, edge_ebpf_sink fn, void *arg, wt_err *err);
 void edge_ebpf_lock_close(edge_ebpf_lock *l);
 
 #endif

@@ -184,9 +184,11 @@ static int drain_entries(const struct wt_stack_key *keys, const uint64_t *vals, 
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct wt_stack_key *k = &keys[i];
-		const stk_ent *us = stk_get(t, k->user_stack), *ks = stk_get(t, k->kern_stack),
-			      *ps = stk_get(t, k->py_stack);
-		if ((k->user_stack && !us) || (k->kern_stack && !ks) || (k->py_stack && !ps))
+		/* kern_stack is a stack id only without kern_err (the lock
+		 * program keeps the lock's address there: bpf/lock.h) */
+		uint64_t kid = k->kern_err ? 0 : k->kern_stack;
+		const stk_ent *us = stk_get(t, k->user_stack), *ks = stk_get(t, kid), *ps = stk_get(t, k->py_stack);
+		if ((k->user_stack && !us) || (kid && !ks) || (k->py_stack && !ps))
 			atomic_fetch_add(&ctr->missing_stacks, 1);
 		if (ps && !(ps->flags & WT_STACK_PYTHON))
 			ps = NULL;

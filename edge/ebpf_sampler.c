@@ -59,12 +59,15 @@ static int cfg_copy(edge_ebpf_cfg *dst, const edge_ebpf_cfg *src)
 	dst->nrules = 0;
 	dst->lock_rules = NULL;
 	dst->nlock_rules = 0;
+	dst->lockaddr_rules = NULL;
+	dst->nlockaddr_rules = 0;
 	/* nothing of src's left in dst before a copy can fail (the caller
 	 * frees dst then) */
 	dst->unwind_rules = NULL;
 	dst->n_unwind_rules = 0;
 	if (glob_rules_copy(&dst->py_rules, &dst->npy_rules, src->py_rules, src->npy_rules) ||
-	    glob_rules_copy(&dst->lock_rules, &dst->nlock_rules, src->lock_rules, src->nlock_rules))
+	    glob_rules_copy(&dst->lock_rules, &dst->nlock_rules, src->lock_rules, src->nlock_rules) ||
+	    glob_rules_copy(&dst->lockaddr_rules, &dst->nlockaddr_rules, src->lockaddr_rules, src->nlockaddr_rules))
 		return WT_ENOMEM;
 	if (edge_unwind_rules_copy(&dst->unwind_rules, src->unwind_rules, src->n_unwind_rules))
 		return WT_ENOMEM;

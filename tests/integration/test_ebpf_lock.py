@@ -77,8 +77,11 @@ class EbpfLock(unittest.TestCase):
             time.sleep(0.1)
         return truth
 
-    def table(self, e, truth, typ):
-        st, js = e.query("table", service="lockwork", type=typ, **{"label.pid": str(truth["pid"])})
+    def table(self, e, truth, typ, address=None):
+        labels = {"label.pid": str(truth["pid"])}
+        if address:
+            labels["label.lock_address"] = address
+        st, js = e.query("table", service="lockwork", type=typ, **labels)
         self.assertIn(st, (200, 404), js)
         return {r["function"]: r for r in js.get("rows", [])} if st == 200 else {}
 
@@ -88,6 +91,7 @@ class EbpfLock(unittest.TestCase):
         truth = self.run_work(e, 6)
         rows = self.table(e, truth, "lock")
         counts = self.table(e, truth, "mutex_contentions")
+        by_address = self.table(e, truth, "lock", hex(truth["mutex_addr"]))
         st, flame = e.query("flamegraph", service="lockwork", type="lock", **{"label.pid": str(truth["pid"])})
         log = e.read_log()
         e.stop()
@@ -123,6 +127,8 @@ class EbpfLock(unittest.TestCase):
             self.assertLess(abs(c - want) / want, 0.10, f"{f}: {c} contentions vs the workload's {want}")
         self.assertLess(abs(gtot - mtot) / mtot, 0.10, f"profile {gtot} ns vs workload {mtot} ns")
         self.assertNotIn("uncontended", rows)
+        # the lock's address is a label only when asked for (ebpf.lock_address)
+        self.assertEqual(by_address, {})
         # the condition variable's waits (seconds of them, measured by the
         # workload) are not lock waits. Its mutex is: cond_signaler taking
         # it while cond_waiter holds it (between wake-ups) is a real mutex
@@ -131,6 +137,30 @@ class EbpfLock(unittest.TestCase):
         self.assertGreater(meas["cond_waiter"], 1e9)
         self.assertLess(cond, 0.001 * meas["cond_waiter"],
                         f"{cond} ns under cond_waiter/cond_signaler: condition-variable waits counted as lock waits")
+
+    def test_lock_address_label(self):
+        """ebpf.lock_address = true: each lock sample carries the futex
+        word's address as label lock_address — the mutex's own address,
+        an address inside the rwlock — and the per-address totals add up
+        to the per-function ones."""
+        e = self.edge("lock = true; lock_address = true;")
+        truth = self.run_work(e, 3)
+        rows = self.table(e, truth, "lock")
+        mu = self.table(e, truth, "lock", hex(truth["mutex_addr"]))
+        inside = {}
+        for off in range(0, truth["rwlock_size"], 4):
+            for f, r in self.table(e, truth, "lock", hex(truth["rwlock_addr"] + off)).items():
+                inside[f] = inside.get(f, 0) + r["total"]
+        e.stop()
+        print(f"lock_address: mutex {mu.get('contend_mutex', {}).get('total', 0) / 1e6:.1f} ms of "
+              f"{rows.get('contend_mutex', {}).get('total', 0) / 1e6:.1f}; rwlock words "
+              f"{inside.get('contend_rwlock', 0) / 1e6:.1f} ms of {rows.get('contend_rwlock', {}).get('total', 0) / 1e6:.1f}",
+              file=sys.stderr)
+        self.assertGreater(rows.get("contend_mutex", {}).get("total", 0), 0)
+        self.assertEqual(mu.get("contend_mutex", {}).get("total"), rows["contend_mutex"]["total"])
+        self.assertNotIn("contend_rwlock", mu)
+        self.assertEqual(inside.get("contend_rwlock"), rows["contend_rwlock"]["total"])
+        self.assertNotIn("contend_mutex", inside)
 
     def test_lock_off(self):
         e = self.edge("lock = false;", settle=False)

@@ -239,8 +239,9 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	printf("{\"pid\": %d, \"wait_ns\": {\"contend_mutex\": %lld, \"contend_rwlock\": %lld, \"uncontended\": %lld, "
 	       "\"cond_waiter\": %lld}, \"contentions\": {\"contend_mutex\": %lld, \"contend_rwlock\": %lld, "
-	       "\"uncontended\": %lld}}\n",
+	       "\"uncontended\": %lld}, \"mutex_addr\": %llu, \"rwlock_addr\": %llu, \"rwlock_size\": %zu}\n",
 	       (int)getpid(), (long long)mutex_ns, (long long)rwlock_ns, (long long)unc_ns, (long long)cond_ns,
-	       (long long)mutex_cont, (long long)rwlock_cont, (long long)unc_cont);
+	       (long long)mutex_cont, (long long)rwlock_cont, (long long)unc_cont, (unsigned long long)(uintptr_t)&mu,
+	       (unsigned long long)(uintptr_t)&rw, sizeof(rw));
 	return 0;
 }

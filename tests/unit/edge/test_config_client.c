@@ -87,13 +87,14 @@ static void test_reject(void **state)
 	edge_config_free(&cfg);
 }
 
-static int g_python = -2, g_lock = -2;
+static int g_python = -2, g_lock = -2, g_lock_address = -2;
 
 static void hook(void *arg, const edge_sampler_policy *p)
 {
 	(void)arg;
 	g_python = p->python;
 	g_lock = p->lock;
+	g_lock_address = p->lock_address;
 }
 
 static void test_python_policy(void **state)
@@ -155,7 +156,7 @@ static void test_lock_policy(void **state)
 			  "\"effective\":{\"ebpf\":{\"lock\":true},\"sample_types\":{\"lock\":false}},"
 			  "\"upload_token_sha256\":[],\"read_token_sha256\":[]}]}";
 	const char *on = "{\"edge_id\":\"edge1\",\"etag\":\"b\",\"projects\":[{\"name\":\"demo\",\"policy_revision\":2,"
-			 "\"effective\":{\"ebpf\":{\"lock\":true}},\"upload_token_sha256\":[],\"read_token_sha256\":[]}]}";
+			 "\"effective\":{\"ebpf\":{\"lock\":true,\"lock_address\":true}},\"upload_token_sha256\":[],\"read_token_sha256\":[]}]}";
 	(void)state;
 
 	edge_config_defaults(&cfg);
@@ -171,8 +172,10 @@ static void test_lock_policy(void **state)
 	edge_config_set_policy_hook(hook, NULL);
 	assert_int_equal(edge_config_client_apply(c, off, strlen(off), 0, &err), 0);
 	assert_int_equal(g_lock, 0);
+	assert_int_equal(g_lock_address, -1); /* not set: the edge's own ebpf.lock_address */
 	assert_int_equal(edge_config_client_apply(c, on, strlen(on), 0, &err), 0);
 	assert_int_equal(g_lock, 1);
+	assert_int_equal(g_lock_address, 1);
 	edge_config_set_policy_hook(NULL, NULL);
 	edge_config_client_free_detached(c);
 	cfg.projects = NULL;
@@ -194,6 +197,16 @@ static void test_lock_policy(void **state)
 	rules[1].on = 1;
 	assert_int_equal(edge_ebpf_cfg_lock(&e, "api-1"), 1);
 	assert_int_equal(edge_ebpf_cfg_lock_any(&e), 1);
+
+	/* lock addresses: off by default, on for the services a rule names */
+	edge_py_rule addr[] = {{"db*", 1}};
+	assert_int_equal(edge_ebpf_cfg_lock_address(&e, "db-main"), 0);
+	assert_int_equal(edge_ebpf_cfg_lock_address_any(&e), 0);
+	e.lockaddr_rules = addr;
+	e.nlockaddr_rules = 1;
+	assert_int_equal(edge_ebpf_cfg_lock_address(&e, "db-main"), 1);
+	assert_int_equal(edge_ebpf_cfg_lock_address(&e, "api-1"), 0);
+	assert_int_equal(edge_ebpf_cfg_lock_address_any(&e), 1);
 }
 
 int main(void)
