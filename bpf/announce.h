@@ -46,6 +46,7 @@ static __always_inline int wt_announce(const struct wt_stack_key *k)
 	ev->image = image;
 	ev->cgroup_id = k->cgroup_id;
 	__builtin_memcpy(ev->comm, k->comm, sizeof(ev->comm));
+	ev->ts_ns = bpf_ktime_get_ns(); /* orders the tgid's images (edge_procs_get_at) */
 	bpf_ringbuf_submit(ev, 0);
 	return 0;
 }

@@ -67,6 +67,7 @@ struct wt_proc_event {
 	__u64 image;
 	__u64 cgroup_id;
 	char comm[WT_COMM_LEN]; /* the sampled thread's name */
+	__u64 ts_ns;         /* bpf_ktime_get_ns() of the announcing sample (0: found by a scan) */
 };
 
 /* A sample streamed through the ring buffer (ring mode): the key, the

@@ -310,7 +310,8 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		return; /* this flush already failed (OOM / limits) */
 	memcpy(comm, k->comm, WT_COMM_LEN);
 	comm[WT_COMM_LEN] = '\0';
-	edge_proc *pr = edge_procs_get(e->procs, k->tgid, k->image, k->cgroup_id, comm, k->pid == k->tgid);
+	edge_proc *pr = edge_procs_get_at(e->procs, k->tgid, k->image, k->cgroup_id, comm, k->pid == k->tgid,
+					  (uint64_t)atomic_load(&e->drained_since_ns));
 	svc *s = pr ? svc_get(e, pr) : NULL;
 	if (!s) {
 		atomic_fetch_add(&e->no_proc, 1);
@@ -518,6 +519,9 @@ void edge_ebpf_flush(edge_ebpf *e)
 	if (!e->cpu && !e->off)
 		return;
 	e->gen++;
+	/* the generation drained now began at the previous flush */
+	atomic_store(&e->drained_since_ns, atomic_load(&e->gen_since_ns));
+	atomic_store(&e->gen_since_ns, t0);
 	memset(&e->flush_err, 0, sizeof(e->flush_err));
 	e->period_ns_cached = (int)(NS_PER_S / (e->cpu ? edge_ebpf_cpu_frequency(e->cpu) : e->cur.frequency_hz));
 	if (e->cpu && edge_ebpf_cpu_drain(e->cpu, sink, e, &err))

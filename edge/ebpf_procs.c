@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "perfmap.h"
 
@@ -491,7 +492,7 @@ static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char 
 }
 
 static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm,
-			      int leader)
+			      int leader, uint64_t seen_ns)
 {
 	size_t h = (tgid * 2654435761u) % NBUCKETS;
 	for (edge_proc *p = t->b[h]; p; p = p->next)
@@ -504,31 +505,46 @@ static edge_proc *get_locked(edge_procs *t, uint32_t tgid, uint64_t image, uint6
 		return NULL;
 	p->tgid = tgid;
 	p->image = image;
+	p->seen_ns = seen_ns;
 	capture(t, p, cgroup_id, comm, leader);
 	if (!p->service) {
 		proc_free(t, p);
 		return NULL;
 	}
 	/* an exec: the tgid's earlier images keep their mappings for the
-	 * samples still to be flushed, then go. Image 0 is no exec: a task
-	 * sampled with no address space (a kernel thread, or a process past
-	 * exit_mm in its exit, captured after its real image) */
-	for (edge_proc *q = t->b[h]; q && image; q = q->next)
-		if (q->tgid == tgid)
+	 * samples still to be flushed, then go. Earlier by the time of their
+	 * first sample, not by the order of captures (a pre-exec image can be
+	 * captured after the image that followed it: seen_ns, ties to the
+	 * later capture). Image 0 is no exec: a task sampled with no address
+	 * space (a kernel thread, or a process past exit_mm in its exit,
+	 * captured after its real image) supersedes nothing */
+	for (edge_proc *q = t->b[h]; q && image; q = q->next) {
+		if (q->tgid != tgid)
+			continue;
+		if (q->seen_ns <= seen_ns)
 			q->superseded = 1;
+		else if (q->image)
+			p->superseded = 1;
+	}
 	p->next = t->b[h];
 	t->b[h] = p;
 	t->n++;
 	return p;
 }
 
+edge_proc *edge_procs_get_at(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm,
+			     int leader, uint64_t seen_ns)
+{
+	pthread_mutex_lock(&t->mu);
+	edge_proc *p = get_locked(t, tgid, image, cgroup_id, comm, leader, seen_ns);
+	pthread_mutex_unlock(&t->mu);
+	return p;
+}
+
 edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm,
 			  int leader)
 {
-	pthread_mutex_lock(&t->mu);
-	edge_proc *p = get_locked(t, tgid, image, cgroup_id, comm, leader);
-	pthread_mutex_unlock(&t->mu);
-	return p;
+	return edge_procs_get_at(t, tgid, image, cgroup_id, comm, leader, (uint64_t)wt_now_ns(CLOCK_MONOTONIC));
 }
 
 void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen)

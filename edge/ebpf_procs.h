@@ -43,6 +43,8 @@ typedef struct edge_proc {
 	int state;
 	uint64_t image;   /* see struct wt_stack_key */
 	int superseded;   /* a later image of the same tgid exists (exec) */
+	uint64_t seen_ns; /* CLOCK_MONOTONIC time of its first sample (announced),
+			   * or a lower bound of it (found at a flush or a scan) */
 	char comm[16];    /* process name (thread-group leader) */
 	char exe[256];    /* executable base name, "" if unknown */
 	char container[65];
@@ -89,6 +91,14 @@ void edge_procs_close_files(edge_procs *t);
  * thread was the group leader. NULL only on OOM or when the table is full. */
 edge_proc *edge_procs_get(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm,
 			  int leader);
+/* The same, for an image first sampled at seen_ns (CLOCK_MONOTONIC, the
+ * time bpf_ktime_get_ns gave its announcement, or a lower bound of it).
+ * Of the tgid's images, the one sampled first latest is the current one
+ * and marks the others superseded, whatever the order of the captures: a
+ * pre-exec image captured late does not hide the image after the exec.
+ * edge_procs_get is this with seen_ns = now (the order of captures). */
+edge_proc *edge_procs_get_at(edge_procs *t, uint32_t tgid, uint64_t image, uint64_t cgroup_id, const char *comm,
+			     int leader, uint64_t seen_ns);
 /* Re-read the mappings (after an address missed them: exec, dlopen),
  * at most once per generation. */
 void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen);

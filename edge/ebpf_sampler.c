@@ -123,7 +123,10 @@ static void seen(void *arg, const struct wt_proc_event *ev)
 	char comm[WT_COMM_LEN + 1];
 	memcpy(comm, ev->comm, WT_COMM_LEN);
 	comm[WT_COMM_LEN] = '\0';
-	edge_proc *pr = edge_procs_get(e->procs, ev->tgid, ev->image, ev->cgroup_id, comm, ev->pid == ev->tgid);
+	/* announced: the time of its first sample; found by a scan of the
+	 * counts: no time, the start of the oldest generation it can be in */
+	uint64_t at = ev->ts_ns ? ev->ts_ns : (uint64_t)atomic_load(&e->drained_since_ns);
+	edge_proc *pr = edge_procs_get_at(e->procs, ev->tgid, ev->image, ev->cgroup_id, comm, ev->pid == ev->tgid, at);
 	if (pr)
 		edge_ebpf_py_check(e, pr);
 	/* tables at capture: the process's next samples are unwound with them */

@@ -57,6 +57,11 @@ struct edge_ebpf {
 	edge_procs *procs;
 	uint64_t gen;
 	int64_t window_ns;
+	/* CLOCK_MONOTONIC start of the generation the last flush drained (the
+	 * flush before it began there; 0 until two flushes): a lower bound of
+	 * the first sample's time of an image found at a flush or a scan,
+	 * which carries no time (edge_procs_get_at) */
+	_Atomic int64_t drained_since_ns, gen_since_ns;
 	char host[256];
 	svc *svcs;
 	wt_err flush_err;

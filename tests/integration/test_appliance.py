@@ -9,10 +9,14 @@ answers its health check, `up` again is a no-op, `up` after a rebuild
 restarts exactly the processes whose binary changed, `ctl stop/start/kill`
 act on one process and keep DIR/env current, and `down` leaves no process
 behind (also when a test fails: cleanup runs `down` and then kills any
-recorded process whose executable still matches).
+recorded process whose executable still matches). With edge1's eBPF
+sampler on (where the machine allows it): Debian's gzip gets full stacks
+at the hub, and the explorer in headless chromium (names.spec.mjs) shows
+a stock python3 program's Python function names.
 """
 import json
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -28,6 +32,7 @@ ROOT = os.environ.get("WT_ROOT") or os.path.abspath(os.path.join(os.path.dirname
 BUILD = os.environ.get("BUILD", "build")
 BIN = os.environ.get("WT_BIN") or os.path.join(ROOT, BUILD, "bin")
 CORPUS = os.path.join(ROOT, "tests", "corpus")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # test_browser's harness
 EDGES = 2
 REQUIRED_KEYS = ["WT_HUB_URL", "WT_EDGE_URLS", "WT_ADMIN_TOKEN", "WT_PROJECT",
                  "WT_UPLOAD_TOKEN", "WT_READ_TOKEN", "WT_CLICKHOUSE_URL", "WT_BUILD_STAMP",
@@ -288,6 +293,64 @@ class ApplianceTest(unittest.TestCase):
               f"__libc_start_main", file=sys.stderr)
         self.assertGreater(tot, 0, "no samples of gzip at the hub")
         self.assertGreaterEqual(ok / tot, 0.95)
+
+    def test_3c_python_names_in_browser(self):
+        """A stock python3 program on the cluster's machine, no agent: the
+        hub's explorer, in headless chromium, shows its Python functions
+        (edge1's eBPF sampler walks CPython's frames, ebpf.python on in
+        appliance/edge.cfg) in the flame graph of its service —
+        tests/browser/names.spec.mjs, with tests/gen/python/pywork.py's
+        hot functions and <module> expected and a function it never calls
+        in this mode (sleep_in_python) absent."""
+        from test_browser import CHROMIUM, playwright_dir
+        env = read_env(self.dir)
+        edge1 = env["WT_EDGE_URLS"].split()[0]
+        with urllib.request.urlopen(edge1 + "/metrics", timeout=10) as resp:
+            if "wt_edge_ebpf_enabled 1" not in resp.read().decode():
+                self.fail("edge1's eBPF sampler is not running here (appliance/up enables it where the machine allows)")
+        self.assertTrue(os.path.exists(CHROMIUM), "Debian chromium is missing (appliance/install-deps installs it)")
+        mods, why = playwright_dir()
+        if mods is None:
+            self.fail("cannot install npm playwright-core: " + str(why))
+        work = os.path.join(ROOT, "tests", "gen", "python", "pywork.py")
+        out = subprocess.run(["/usr/bin/python3", work, "cpu", "6"], capture_output=True, text=True, timeout=300,
+                             cwd=self.tmp)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        pid, p_end = json.loads(out.stdout.strip().splitlines()[-1])["pid"], time.time()
+        fn = lambda f: r"^pywork\.%s \(pywork\.py:\d+\)$" % re.escape(f)
+        expect = [fn(f) for f in ("hot_alpha", "hot_beta", "hot_gamma", "<module>")]
+        # the service is the executable's name (python3.11 for Debian's
+        # python3); the edge flushes every 10 s, then replicates: wait
+        # until the hub has the process's samples with the names
+        fr, until = int(time.time()) - 900, int(time.time()) + 600
+        deadline, svc, names = time.time() + 120, None, set()
+        while time.time() < deadline:
+            best = (0, None, set())
+            for s in ("python3.11", "python3.12", "python3.13", "python3"):
+                req = urllib.request.Request(
+                    env["WT_HUB_URL"] + "/v1/projects/%s/profiles/table?service=%s&type=cpu&label.pid=%d"
+                    "&from=%d&until=%d" % (env["WT_PROJECT"], s, pid, fr, until),
+                    headers={"Authorization": "Bearer " + env["WT_READ_TOKEN"]})
+                with urllib.request.urlopen(req, timeout=30) as resp:
+                    js = json.loads(resp.read())
+                if js.get("total", 0) > best[0]:
+                    best = (js["total"], s, {r["function"] for r in js["rows"]})
+            _, svc, names = best
+            if svc and time.time() > p_end + 12 and all(any(re.match(e, n) for n in names) for e in expect):
+                break
+            time.sleep(2)
+        self.assertIsNotNone(svc, "no samples of python3 pid %d at the hub" % pid)
+        art = os.path.join(ROOT, BUILD, "test-artifacts")
+        os.makedirs(art, exist_ok=True)
+        benv = dict(os.environ, NODE_PATH=mods, WT_HUB_URL=env["WT_HUB_URL"], WT_READ_TOKEN=env["WT_READ_TOKEN"],
+                    WT_PROJECT=env["WT_PROJECT"], WT_SERVICE=svc, WT_TYPE="cpu", WT_FROM=str(fr),
+                    WT_UNTIL=str(until), WT_LABELS=json.dumps({"pid": str(pid)}), WT_EXPECT=json.dumps(expect),
+                    WT_ABSENT=json.dumps([fn("sleep_in_python")]), WT_ARTIFACTS=art, WT_CHROMIUM=CHROMIUM,
+                    WT_PLAYWRIGHT=os.path.join(mods, "playwright-core", "index.js"))
+        r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "names.spec.mjs")], env=benv,
+                           capture_output=True, text=True, timeout=180)
+        sys.stderr.write("\n  python3 pid %d, service %s at the hub:\n%s%s" % (pid, svc, r.stdout, r.stderr))
+        self.assertEqual(r.returncode, 0, "the explorer does not show the Python function names (see above)")
 
     def test_4_up_again_is_noop(self):
         before = read_env(self.dir)

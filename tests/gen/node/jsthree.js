@@ -15,6 +15,10 @@
 //   SECONDS, each phase's CPU time measured with process.cpuUsage.
 //   Prints {"pid", "cpu_ns": {"hotAlpha": ns, "lateDelta": ns},
 //   "late_at_ms": ms since start when lateDelta was made}.
+// `node jsthree.js rate SECONDS`: hotAlpha, hotBeta and hotGamma in turn
+//   (5:3:2 iterations) for SECONDS of wall time; prints {"pid",
+//   "iters_per_s", "iters_per_cpu_s"} (per second of wall time and of the
+//   process's CPU time; bench/ebpf_overhead.sh's Node.js workload).
 "use strict";
 
 const t00 = process.hrtime.bigint();
@@ -93,10 +97,26 @@ function runLate(seconds) {
 	return { sink, ns, lateAt };
 }
 
+function runRate(seconds) {
+	const end = process.hrtime.bigint() + BigInt(Math.round(seconds * 1e9));
+	let n = 0, sink = 0;
+	const c0 = cpuNs();
+	while (process.hrtime.bigint() < end) {
+		sink ^= hotAlpha(50000) ^ hotBeta(30000) ^ hotGamma(20000);
+		n += 100000;
+	}
+	return { sink, ips: n / seconds, ipc: n / Math.max(Number(cpuNs() - c0) / 1e9, 1e-9) };
+}
+
 const mode = process.argv[2] || "cpu";
 const seconds = Number(process.argv[3] || 3);
 const out = { pid: process.pid };
-if (mode === "late") {
+if (mode === "rate") {
+	const r = runRate(seconds);
+	out.sink = r.sink;
+	out.iters_per_s = r.ips;
+	out.iters_per_cpu_s = r.ipc;
+} else if (mode === "late") {
 	const r = runLate(seconds);
 	out.sink = r.sink;
 	out.late_at_ms = r.lateAt;

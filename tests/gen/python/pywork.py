@@ -11,7 +11,8 @@ frame). `pywork.py short SECONDS`: like cpu, for a short-lived process.
 `pywork.py sleep SECONDS`: sleep_in_python sleeps 20 ms at a time for
 SECONDS (off-CPU time under a Python frame); prints {"pid", "slept_ns"}.
 `pywork.py rate SECONDS`: the cpu mix for SECONDS of wall time, printing
-{"pid", "iters_per_s"} (bench/ebpf_overhead.sh's Python workload).
+{"pid", "iters_per_s", "iters_per_cpu_s"} (per second of wall time and of
+the process's CPU time; bench/ebpf_overhead.sh's Python workload).
 """
 import json
 import os
@@ -68,13 +69,14 @@ def compress_loop(seconds):
 
 def rate(seconds):
     n = 0
+    c0 = time.process_time()
     end = time.time() + seconds
     while time.time() < end:
         hot_alpha(500)
         hot_beta(300)
         hot_gamma(200)
         n += 1000
-    return n / seconds
+    return n / seconds, n / max(time.process_time() - c0, 1e-9)
 
 
 def sleep_in_python(seconds):
@@ -95,7 +97,7 @@ def main():
     elif mode == "sleep":
         out["slept_ns"] = sleep_in_python(seconds)
     elif mode == "rate":
-        out["iters_per_s"] = rate(seconds)
+        out["iters_per_s"], out["iters_per_cpu_s"] = rate(seconds)
     elif mode == "zlib":
         out["bytes"] = compress_loop(seconds)
     print(json.dumps(out))

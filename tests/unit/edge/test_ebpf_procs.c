@@ -9,7 +9,9 @@
  *     without reporting the process gone, and reports a dead pid gone;
  *     image 0 (samples in a process's exit, after exit_mm) supersedes
  *     nothing; a superseded image still names JIT code from the pid's
- *     perf map;
+ *     perf map; of two images the one first sampled later is current,
+ *     whatever the order of their captures (a pre-exec image captured
+ *     late supersedes nothing);
  *   - a cgroup id seen once is not read from /proc again;
  *   - the captured mappings (PROCMAP_QUERY where the kernel has it, and
  *     the text path of kernels before 6.11, forced) equal the executable
@@ -227,6 +229,45 @@ static void images_per_exec(void **state)
 	edge_elf_cache_free(c);
 }
 
+/* Which image of a tgid is current follows the time of its first sample,
+ * not the order of captures: under load the discovery thread (or a flush)
+ * can capture the image from before an exec after the one from after it,
+ * and marked the running image superseded (no map refresh, no tables
+ * given again, no CPython registration, dropped at the next sweep). */
+static void images_by_sample_time(void **state)
+{
+	(void)state;
+	edge_elf_cache *c = edge_elf_cache_new(16);
+	edge_procs *t = edge_procs_new("/proc", c, NULL, 0);
+	uint32_t me = (uint32_t)getpid();
+	uint64_t captured, lost, tracked, rereads;
+
+	edge_proc *now = edge_procs_get_at(t, me, 0x2000, 0, NULL, 0, 2000); /* after the exec */
+	edge_proc *before = edge_procs_get_at(t, me, 0x1000, 0, NULL, 0, 1000); /* before it, captured late */
+	assert_non_null(now);
+	assert_non_null(before);
+	assert_false(now->superseded);
+	assert_true(before->superseded);
+	/* the sweep drops the stale image, keeps the current one */
+	now->gen = 1;
+	gone_calls = 0;
+	edge_procs_sweep(t, 1, on_gone, NULL);
+	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
+	assert_int_equal(tracked, 1);
+	assert_int_equal(gone_calls, 0);
+	assert_ptr_equal(edge_procs_get_at(t, me, 0x2000, 0, NULL, 0, 5000), now);
+	/* image 0 (a process's exit) supersedes nothing */
+	assert_non_null(edge_procs_get_at(t, me, 0, 0, NULL, 0, 6000));
+	assert_false(now->superseded);
+	/* a later exec does */
+	edge_proc *next = edge_procs_get_at(t, me, 0x3000, 0, NULL, 0, 7000);
+	assert_non_null(next);
+	assert_true(now->superseded);
+	assert_false(next->superseded);
+	edge_procs_free(t);
+	edge_elf_cache_free(c);
+}
+
 /* cgroup v2 path of this process, "" when there is none */
 static void self_cgroup(char *out, size_t cap)
 {
@@ -439,6 +480,7 @@ int main(void)
 		cmocka_unit_test(maps_match_the_text_text_path),
 		cmocka_unit_test(early_capture_read_again),
 		cmocka_unit_test(superseded_image_keeps_jit_names),
+		cmocka_unit_test(images_by_sample_time),
 		cmocka_unit_test(elf_parse_deferred),
 		cmocka_unit_test(images_per_exec),
 		cmocka_unit_test(cgroup_read_once_per_id),
