@@ -72,13 +72,11 @@ static void where_head(wt_buf *w, const hub_sel *s, const char *type)
 static void where_range(wt_buf *w, const hub_sel *s, const char *type, int64_t from, int64_t until)
 {
 	const hub_params *hp = &s->hp;
-	char d0[11], d1[11];
 
-	hub_ch_date(from, d0);
-	hub_ch_date(until, d1);
 	where_head(w, s, type);
-	wt_buf_printf(w, " AND date >= '%s' AND date <= '%s' AND time_ns >= %lld AND time_ns < %lld",
-		      d0, d1, (long long)from, (long long)until);
+	hub_sql_date_cond(w, ">=", from);
+	hub_sql_date_cond(w, "<=", until);
+	wt_buf_printf(w, " AND time_ns >= %lld AND time_ns < %lld", (long long)from, (long long)until);
 	label_conds(w, hp);
 	hub_lsel_where(w, s->lsel); /* raw rows only: hub_sel_agg_ok */
 }
@@ -124,13 +122,12 @@ int hub_sel_agg_ok(const hub_sel *s)
 static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_agg_seg *g, const char *ls)
 {
 	const hub_params *hp = &s->hp;
-	char d0[11], d1[11];
 
-	hub_ch_date(g->from_ns, d0);
-	hub_ch_date(g->until_ns - 1, d1);
 	where_head(w, s, type);
-	wt_buf_printf(w, " AND res = %lld AND date >= '%s' AND date <= '%s' AND bucket >= %lld AND bucket < %lld",
-		      (long long)g->res, d0, d1, (long long)(g->from_ns / 1000000000LL),
+	wt_buf_printf(w, " AND res = %lld", (long long)g->res);
+	hub_sql_date_cond(w, ">=", g->from_ns);
+	hub_sql_date_cond(w, "<=", g->until_ns - 1);
+	wt_buf_printf(w, " AND bucket >= %lld AND bucket < %lld", (long long)(g->from_ns / 1000000000LL),
 		      (long long)(g->until_ns / 1000000000LL));
 	if (!hp->nlabels) {
 		wt_buf_puts(w, " AND labelset_id = 0");

@@ -197,6 +197,23 @@ class AggregatesTest(unittest.TestCase):
         self.assertEqual(self.q("SELECT count() FROM stack_agg_v1"), "0")
         self.assertEqual(self.q("SELECT count() FROM profile_samples_v1"), "0")
 
+    def test_far_future_until(self):
+        """until past 2106-02-07 (4294967295 s, the end of 32-bit seconds):
+        the raw path and the aggregates path both answer the whole total."""
+        hub = self.make_hub()
+        t0 = (int(time.time()) // DAY - 2) * DAY + 77
+        rd = self.load(hub, "far", t0, n=6, seed=11)
+        total = int(self.q("SELECT sum(value) FROM profile_samples_v1 WHERE project = 'far' AND service = 'a'"
+                           " AND sample_type = 'cpu'"))
+        self.assertGreater(total, 0)
+        for until in ("5000000000", "7258118400", "9000000000"):
+            for path in ("raw", "auto"):
+                st, js = hub.query("far", "table", rd, path=path, service="a", type="cpu", until=until,
+                                   **{"from": str(t0 - DAY)})
+                self.assertEqual(st, 200, js)
+                self.assertEqual(js["total"], total, (until, path))
+        hub.stop()
+
     def test_migration_backfill(self):
         hub = self.make_hub()
         t0 = (int(time.time()) // DAY - 5) * DAY + 999
