@@ -46,7 +46,8 @@ def timed(fn, runs):
 ch = ClickHouse().start()
 hub = None
 try:
-    hub = Hub(None, ch, workers=4).start()
+    # debug log: the aggregate path's phases per query (selection.c)
+    hub = Hub(None, ch, workers=4).start(env={"WT_LOG_LEVEL": "debug"})
     assert hub.create_project("bench")[0] == 201
     rd = hub.create_token("bench", "read")
     up = hub.create_token("bench", "upload")
@@ -95,8 +96,11 @@ try:
                             f"{ch.url}/?database={DB}"], check=True)
         return f
 
-    def hub_query(view, frm, until, label, path="auto"):
-        params = {"service": "svc", "type": "cpu", "from": str(frm), "until": str(until), "path": path}
+    def hub_query(view, frm, until, label, path="auto", cache="0"):
+        # cache=0: built from ClickHouse rows each time (the view cache,
+        # hub/viewcache.h, answers a past range asked again)
+        params = {"service": "svc", "type": "cpu", "from": str(frm), "until": str(until), "path": path,
+                  "cache": cache}
         if label:
             params["label.thread"] = "3"
         if view == "diff":
@@ -124,7 +128,7 @@ try:
     assert js["path"] == "aggregates" and js["total"] == N * 10000000, str(js)[:300]
     fm_whole = None
     print(f"{'range':14s} {'filter':7s} {'view':10s} {'new median':>10s} {'p99':>7s} | {'raw GROUP BY':>12s}"
-          f" {'ratio':>7s} | {'hub raw path':>12s}")
+          f" {'ratio':>7s} | {'hub raw path':>12s} | {'cached':>8s} {'ratio':>7s}")
     for rname, frm, until in ranges:
         for label in (False, True):
             hub_query("flamegraph", frm, until, label)(); raw_query(frm, until, label)()  # warm
@@ -136,9 +140,31 @@ try:
                 m = statistics.median(xs)
                 if view == "flamegraph" and rname == "whole" and not label:
                     fm_whole = m
+                cm = float("nan")
+                if view in ("flamegraph", "table"):
+                    hub_query(view, frm, until, label, cache="1")()  # fills the view cache
+                    cm = statistics.median(timed(hub_query(view, frm, until, label, cache="1"), RUNS))
                 print(f"{rname:14s} {'thread' if label else '-':7s} {view:10s} {m*1000:8.0f}ms {pct(xs,99)*1000:5.0f}ms"
-                      f" | {bm*1000:10.0f}ms {bm/m:6.1f}x | {old*1000 if view == 'flamegraph' else float('nan'):10.0f}ms")
+                      f" | {bm*1000:10.0f}ms {bm/m:6.1f}x | {old*1000 if view == 'flamegraph' else float('nan'):10.0f}ms"
+                      f" | {cm*1000:6.0f}ms {bm/cm:6.1f}x")
     fm = fm_whole
+    # where a whole-range flame graph's time goes (hub debug log; ClickHouse
+    # wall clock, the hub's phases its worker thread's CPU time)
+    phases, most = {}, 0
+    for line in hub.read_log().splitlines():
+        if "flame from aggregates" not in line or "misses=0 " not in line:
+            continue
+        kv = dict(x.split("=", 1) for x in line.split() if "=" in x and x.split("=", 1)[1][:1].isdigit())
+        n = int(kv["stacks"])
+        if n > most:
+            phases, most = {}, n
+        if n == most:
+            for k, v in kv.items():
+                if k.endswith("_ms"):
+                    phases.setdefault(k, []).append(float(v))
+    if phases:
+        print(f"flame graph phases over {most} stacks (median ms; clickhouse: wall, the rest: hub CPU): "
+              + " ".join(f"{k[:-3]} {statistics.median(v):.0f}" for k, v in phases.items()))
     # 4 concurrent clients (4 workers): throughput vs sequential
     t = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(4) as ex:
@@ -156,9 +182,12 @@ try:
     uploads = 4
     t = time.perf_counter()
     rows = 0
+    per = []
     for i in range(uploads):
+        t1 = time.perf_counter()
         st, js = hub.upload(folded, up, f"ingest{i}", format="folded", **{"from": str(BASE_S + i)})
         assert st == 200, (st, js)
+        per.append(time.perf_counter() - t1)
         rows += js["rows"]
     hub_s = time.perf_counter() - t
     hub_rate = rows / hub_s
@@ -182,7 +211,8 @@ try:
     raw_rate = rows / raw_s
     print(f"baseline clickhouse RowBinary insert, table without the aggregate views (curl): {raw_rate:,.0f} rows/s")
     print(f"hub ingest (folded upload -> parse -> object store -> ClickHouse): {hub_rate:,.0f} rows/s"
-          f"  ratio vs baseline {hub_rate/raw_rate:.2f}x  ({uploads} uploads of {len(folded)} bytes)")
+          f"  ratio vs baseline {hub_rate/raw_rate:.2f}x  ({uploads} uploads of {len(folded)} bytes:"
+          f" {', '.join(f'{x:.2f}' for x in per)} s)")
 finally:
     if hub:
         hub.cleanup()

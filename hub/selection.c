@@ -682,6 +682,7 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 				bids[n++] = fm.bids[sp[0] + q];
 		}
 		if (n == 0) {
+			s->unknown_stacks = 1;
 			if (unknown_id == UINT32_MAX && wt_flame_intern(f, "[unknown stack]", &unknown_id)) {
 				rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 				goto out;
@@ -813,6 +814,72 @@ static int int_field(void *ctx, char **f, size_t n)
 	if (n >= 1)
 		*dst = strtoll(f[0], NULL, 10);
 	return 0;
+}
+
+/* YYYYMMDD of the day of unix s (a toYYYYMMDD partition name) */
+static void day_partition(int64_t sec, char out[16])
+{
+	time_t t = (time_t)(sec < 0 ? 0 : sec);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, 16, "%Y%m%d", &tm);
+}
+
+int hub_sel_cache_key(hub_ch *ch, hub_sel *s, const char *view, const struct evkeyvalq *q, int64_t now_ns,
+		      wt_buf *key, uint64_t *fp, wt_err *err, int *rc)
+{
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	const struct evkeyval *kv;
+	char d0[16], d1[16];
+	unsigned long long sum = 0, n = 0;
+	uint64_t symhash = 0;
+	int ok = 0;
+
+	*rc = 0;
+	*fp = 0;
+	if (!s->ctx || !s->ctx->views || hub_ch_cluster(ch) || !s->type[0] || !hub_sel_agg_ok(s) ||
+	    s->until > now_ns - STABLE_LAG_NS)
+		return 0;
+	if ((*rc = hub_symbols_index_hash(s->syms, ch, s->project, &symhash, err)))
+		return 0;
+	wt_buf_printf(key, "%s\n%s\n%s\n%lld\n%lld\n%lld\n%llx\n%d\n", view, s->project, s->type,
+		      (long long)s->from, (long long)s->until, (long long)hub_agg_from_day(s->ctx, ch),
+		      (unsigned long long)symhash, s->syms != NULL);
+	for (kv = q->tqh_first; kv; kv = kv->next.tqe_next)
+		if (strcmp(kv->key, "cache")) {
+			hub_sql_quote(key, kv->key);
+			wt_buf_putc(key, '=');
+			hub_sql_quote(key, kv->value ? kv->value : "");
+			wt_buf_putc(key, '\n');
+		}
+	if (wt_buf_putc(key, '\0')) {
+		*rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* a day either side of the range: margins cost nothing */
+	day_partition(s->from / 1000000000LL - 86400, d0);
+	day_partition(s->until / 1000000000LL + 86400, d1);
+	wt_buf_printf(&sql, "SELECT sum(cityHash64(table, name)), count() FROM system.parts WHERE database ="
+		      " currentDatabase() AND active AND (table IN ('stack_agg_v1', 'profile_samples_v1') AND"
+		      " partition >= '%s' AND partition <= '%s'%s) FORMAT TabSeparated", d0, d1,
+		      s->hp.nlabels ? " OR table = 'label_sets_v1'" : "");
+	if ((*rc = hub_ch_query_buf(ch, &sql, &res, err)))
+		goto out;
+	if (wt_buf_putc(&res, '\0')) {
+		*rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (sscanf((const char *)res.data, "%llu\t%llu", &sum, &n) != 2) {
+		*rc = wt_err_set(err, WT_EIO, "clickhouse: unexpected system.parts answer");
+		goto out;
+	}
+	*fp = (uint64_t)sum ^ ((uint64_t)n * 0x9e3779b97f4a7c15ULL);
+	ok = 1;
+out:
+	wt_buf_free(&sql);
+	wt_buf_free(&res);
+	return ok;
 }
 
 int hub_sel_total(hub_ch *ch, hub_sel *s, const char *type, int64_t *out, wt_err *err)

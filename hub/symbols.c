@@ -348,6 +348,21 @@ static int index_fresh(hub_symbols *s, hub_ch *ch, const char *project, uint64_t
 	return 0;
 }
 
+int hub_symbols_index_hash(hub_symbols *s, hub_ch *ch, const char *project, uint64_t *hash, wt_err *err)
+{
+	uint64_t gen;
+	int rc;
+
+	*hash = 0;
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	if (!(rc = index_fresh(s, ch, project, &gen, err)))
+		*hash = index_slot(s, project)->hash ^ gen;
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
 static void cache_path(const hub_symbols *s, const char *project, const char *bid, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/%s/%s", s->cache_dir, project, bid);
