@@ -34,7 +34,7 @@ static int query_view(hub_req *r, const char *view, wt_err *err)
 	int64_t t0 = wt_now_ns(CLOCK_REALTIME);
 	long max_nodes, limit;
 	wt_buf key = WT_BUF_INIT;
-	uint64_t fp = 0;
+	uint64_t fp = 0, unavail;
 	int cache_on, cacheable = 0;
 	const char *type, *unit;
 	char *unit_m = NULL;
@@ -84,7 +84,10 @@ static int query_view(hub_req *r, const char *view, wt_err *err)
 	}
 	if (strcmp(view, "callgraph"))
 		wt_flame_skip_edges(f);
+	unavail = hub_symbols_unavailable(sel->syms);
 	rc = hub_sel_load_flame(r->ch, sel, f, &unit_m, err);
+	if (hub_symbols_unavailable(sel->syms) != unavail)
+		cacheable = 0; /* a frame missed its debug file for now */
 	if (unit_m && wt_arena_defer(&r->arena, free, unit_m) && !rc)
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 	if (rc) {
