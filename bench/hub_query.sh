@@ -10,7 +10,11 @@
 # beside the hub's own raw path (path=raw) in the same run. BENCH_SCALE=large:
 # 100 M samples / 1 M stacks over 7 days instead of 10 M / 100 k over 1 h
 # (the default took 35 min on the shared 2-core VM, mostly generating the
-# rows through the aggregate views; large, hours).
+# rows through the aggregate views; large, hours). Hub queries pass
+# cache=0 (built from ClickHouse rows each time); the "cached" column is
+# the same query answered by the hub's view cache (hub/viewcache.h). The
+# ingest part also inserts the baseline's bytes into profile_samples_v1
+# itself: the aggregate views' share of an INSERT.
 # BENCH_SAMPLES / BENCH_STACKS / BENCH_SPAN_S / BENCH_RUNS override sizes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +50,8 @@ def timed(fn, runs):
 ch = ClickHouse().start()
 hub = None
 try:
-    hub = Hub(None, ch, workers=4).start()
+    # debug log: the aggregate path's phases per query (selection.c)
+    hub = Hub(None, ch, workers=4).start(env={"WT_LOG_LEVEL": "debug"})
     assert hub.create_project("bench")[0] == 201
     rd = hub.create_token("bench", "read")
     up = hub.create_token("bench", "upload")
@@ -95,8 +100,11 @@ try:
                             f"{ch.url}/?database={DB}"], check=True)
         return f
 
-    def hub_query(view, frm, until, label, path="auto"):
-        params = {"service": "svc", "type": "cpu", "from": str(frm), "until": str(until), "path": path}
+    def hub_query(view, frm, until, label, path="auto", cache="0"):
+        # cache=0: built from ClickHouse rows each time (the view cache,
+        # hub/viewcache.h, answers a past range asked again)
+        params = {"service": "svc", "type": "cpu", "from": str(frm), "until": str(until), "path": path,
+                  "cache": cache}
         if label:
             params["label.thread"] = "3"
         if view == "diff":
@@ -124,7 +132,7 @@ try:
     assert js["path"] == "aggregates" and js["total"] == N * 10000000, str(js)[:300]
     fm_whole = None
     print(f"{'range':14s} {'filter':7s} {'view':10s} {'new median':>10s} {'p99':>7s} | {'raw GROUP BY':>12s}"
-          f" {'ratio':>7s} | {'hub raw path':>12s}")
+          f" {'ratio':>7s} | {'hub raw path':>12s} | {'cached':>8s} {'ratio':>7s}")
     for rname, frm, until in ranges:
         for label in (False, True):
             hub_query("flamegraph", frm, until, label)(); raw_query(frm, until, label)()  # warm
@@ -136,9 +144,31 @@ try:
                 m = statistics.median(xs)
                 if view == "flamegraph" and rname == "whole" and not label:
                     fm_whole = m
+                cm = float("nan")
+                if view in ("flamegraph", "table"):
+                    hub_query(view, frm, until, label, cache="1")()  # fills the view cache
+                    cm = statistics.median(timed(hub_query(view, frm, until, label, cache="1"), RUNS))
                 print(f"{rname:14s} {'thread' if label else '-':7s} {view:10s} {m*1000:8.0f}ms {pct(xs,99)*1000:5.0f}ms"
-                      f" | {bm*1000:10.0f}ms {bm/m:6.1f}x | {old*1000 if view == 'flamegraph' else float('nan'):10.0f}ms")
+                      f" | {bm*1000:10.0f}ms {bm/m:6.1f}x | {old*1000 if view == 'flamegraph' else float('nan'):10.0f}ms"
+                      f" | {cm*1000:6.0f}ms {bm/cm:6.1f}x")
     fm = fm_whole
+    # where a whole-range flame graph's time goes (hub debug log; ClickHouse
+    # wall clock, the hub's phases its worker thread's CPU time)
+    phases, most = {}, 0
+    for line in hub.read_log().splitlines():
+        if "flame from aggregates" not in line or "misses=0 " not in line:
+            continue
+        kv = dict(x.split("=", 1) for x in line.split() if "=" in x and x.split("=", 1)[1][:1].isdigit())
+        n = int(kv["stacks"])
+        if n > most:
+            phases, most = {}, n
+        if n == most:
+            for k, v in kv.items():
+                if k.endswith("_ms"):
+                    phases.setdefault(k, []).append(float(v))
+    if phases:
+        print(f"flame graph phases over {most} stacks (median ms; clickhouse: wall, the rest: hub CPU): "
+              + " ".join(f"{k[:-3]} {statistics.median(v):.0f}" for k, v in phases.items()))
     # 4 concurrent clients (4 workers): throughput vs sequential
     t = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(4) as ex:
@@ -156,9 +186,12 @@ try:
     uploads = 4
     t = time.perf_counter()
     rows = 0
+    per = []
     for i in range(uploads):
+        t1 = time.perf_counter()
         st, js = hub.upload(folded, up, f"ingest{i}", format="folded", **{"from": str(BASE_S + i)})
         assert st == 200, (st, js)
+        per.append(time.perf_counter() - t1)
         rows += js["rows"]
     hub_s = time.perf_counter() - t
     hub_rate = rows / hub_s
@@ -176,13 +209,23 @@ try:
                " value, host, thread, container, span_id, trace_id, labels.key, labels.value, upload_id,"
                " retention_days) FORMAT RowBinary")
         t = time.perf_counter()
-        subprocess.run(["curl", "-sS", "-o", "/dev/null", "--data-binary", "@" + f.name,
+        subprocess.run(["curl", "-sS", "-f", "-o", "/dev/null", "--data-binary", "@" + f.name,
                         f"{ch.url}/?database={DB}&query=" + urllib.parse.quote(ins)], check=True)
         raw_s = time.perf_counter() - t
+        # the same bytes into profile_samples_v1 itself: the views' share
+        # of an INSERT (its stack_agg_v1 and label_sets_v1 rows)
+        t = time.perf_counter()
+        subprocess.run(["curl", "-sS", "-f", "-o", "/dev/null", "--data-binary", "@" + f.name,
+                        f"{ch.url}/?database={DB}&query="
+                        + urllib.parse.quote(ins.replace("bench_samples_noviews", "profile_samples_v1"))], check=True)
+        views_s = time.perf_counter() - t
     raw_rate = rows / raw_s
+    print(f"clickhouse RowBinary insert of the same rows into profile_samples_v1 (with the aggregate views):"
+          f" {rows / views_s:,.0f} rows/s  ratio vs without {raw_s / views_s:.2f}x")
     print(f"baseline clickhouse RowBinary insert, table without the aggregate views (curl): {raw_rate:,.0f} rows/s")
     print(f"hub ingest (folded upload -> parse -> object store -> ClickHouse): {hub_rate:,.0f} rows/s"
-          f"  ratio vs baseline {hub_rate/raw_rate:.2f}x  ({uploads} uploads of {len(folded)} bytes)")
+          f"  ratio vs baseline {hub_rate/raw_rate:.2f}x  ({uploads} uploads of {len(folded)} bytes:"
+          f" {', '.join(f'{x:.2f}' for x in per)} s)")
 finally:
     if hub:
         hub.cleanup()

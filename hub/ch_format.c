@@ -242,3 +242,16 @@ void hub_ch_date(int64_t ns, char out[11])
 	gmtime_r(&t, &tm);
 	strftime(out, 11, "%Y-%m-%d", &tm);
 }
+
+/* 2105-12-31: the last day ClickHouse 18.16 reads from a date literal */
+#define LAST_LITERAL_DAY 49672LL
+
+int hub_sql_date_cond(wt_buf *w, const char *op, int64_t ns)
+{
+	char d[11];
+
+	if (ns / 1000000000LL / 86400 > LAST_LITERAL_DAY)
+		return w->oom ? WT_ENOMEM : 0;
+	hub_ch_date(ns, d);
+	return wt_buf_printf(w, " AND date %s '%s'", op, d);
+}

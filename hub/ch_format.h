@@ -21,6 +21,13 @@
  * what the Date type holds (1970-01-01 … 2149-06-06): a later day would
  * wrap around in ClickHouse and select nothing */
 void hub_ch_date(int64_t ns, char out[11]);
+/* Append " AND date <op> 'YYYY-MM-DD'" (op ">=" or "<=") for the day of ns,
+ * or nothing when that day is past 2105-12-31: ClickHouse 18.16 parses a
+ * later date literal as 1970-01-01 (its date tables end there), so such a
+ * bound would select nothing (<=) or everything (>=). The callers' time_ns
+ * conditions are the exact filter; the date bound only prunes partitions.
+ * 0 or WT_ENOMEM. */
+int hub_sql_date_cond(wt_buf *w, const char *op, int64_t ns);
 int hub_sql_quote(wt_buf *b, const char *s);
 int hub_sql_quote_n(wt_buf *b, const char *s, size_t n);
 

@@ -118,6 +118,7 @@ int hub_config_load(const char *path, hub_config *c, wt_err *err)
 	    (rc = get_int(&cf, "hub.worker_lease_ttl_s", 120, 3, 86400, &c->worker_lease_ttl_s, err)) ||
 	    (rc = get_int(&cf, "hub.query_aggregates", 1, 0, 1, &c->query_aggregates, err)) ||
 	    (rc = get_size(&cf, "hub.stack_cache_bytes", 256ll << 20, 0, 64ll << 30, &c->stack_cache_bytes, err)) ||
+	    (rc = get_size(&cf, "hub.view_cache_bytes", 64ll << 20, 0, 64ll << 30, &c->view_cache_bytes, err)) ||
 	    (rc = get_size(&cf, "recording_rules.max_series", 10000, 0, 10000000, &c->rules_max_series, err)) ||
 	    (rc = get_int(&cf, "clickhouse.timeout_ms", 30000, 100, 3600000, &c->ch_timeout_ms, err)) ||
 	    (rc = get_int(&cf, "clickhouse.connect_timeout_ms", 2000, 10, 600000,

@@ -33,6 +33,7 @@ typedef struct hub_config {
 	int worker_lease_ttl_s;  /* job lease expiry, renewed every third of it while a job runs; 120 */
 	int query_aggregates;    /* 1: views read the stack aggregates where they can (stackagg.h); 1 */
 	size_t stack_cache_bytes; /* frames cache of the aggregate query path (stacklru.h); 256 MiB */
+	size_t view_cache_bytes; /* rendered views of past ranges (viewcache.h); 64 MiB; 0 = off */
 	char *pyroscope_prefix;  /* path before /querier.v1.QuerierService/ (pyroscope_api.c); "" */
 	size_t rules_max_series; /* recording_rules.max_series: counter series on /metrics; 10000 */
 

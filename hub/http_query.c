@@ -14,6 +14,7 @@
 #include "flame.h"
 #include "http_server.h"
 #include "hub.h"
+#include "log.h"
 #include "selection.h"
 #include "params.h"
 
@@ -32,6 +33,10 @@ static int query_view(hub_req *r, const char *view, wt_err *err)
 	hub_sel *sel = wt_arena_calloc(&r->arena, 1, sizeof(*sel));
 	int64_t t0 = wt_now_ns(CLOCK_REALTIME);
 	long max_nodes, limit;
+	wt_buf key = WT_BUF_INIT;
+	uint64_t fp = 0, unavail;
+	wt_err cerr = {0, ""};
+	int cache_on, cacheable = 0;
 	const char *type, *unit;
 	char *unit_m = NULL;
 	wt_flame *f;
@@ -53,16 +58,44 @@ static int query_view(hub_req *r, const char *view, wt_err *err)
 	    (rc = hub_sel_resolve(r->ch, sel, t0, ctx->cfg.default_range_s, err)))
 		return rc;
 	type = sel->type;
+	/* a past range asked again: the rendering cached while the data it
+	 * read is unchanged (viewcache.h); cache=0 skips the cache */
+	cache_on = !(wt_http_param(&r->q, "cache") && !strcmp(wt_http_param(&r->q, "cache"), "0"));
+	if (cache_on && hub_sel_cache_key(r->ch, sel, view, &r->q, t0, &key, &fp, &cerr, &rc)) {
+		char *text;
+		size_t len;
+		json_error_t jerr;
+
+		if (hub_viewcache_get(ctx->views, (const char *)key.data, fp, &text, &len)) {
+			out = json_loadb(text, len, 0, &jerr);
+			free(text);
+			wt_buf_free(&key);
+			wt_debug("msg=\"view from the view cache\" view=%s bytes=%zu", view, len);
+			return hub_req_query_json(r, t0, out, err); /* takes out (NULL: out of memory) */
+		}
+		cacheable = 1;
+	} else if (rc) {
+		/* no fingerprint: answered without the cache */
+		wt_debug("msg=\"view cache skipped\" error=\"%s\"", cerr.msg);
+		rc = 0;
+	}
 	f = wt_flame_new();
-	if (!f || wt_arena_defer(&r->arena, flame_free, f))
+	if (!f || wt_arena_defer(&r->arena, flame_free, f)) {
+		wt_buf_free(&key);
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	}
 	if (strcmp(view, "callgraph"))
 		wt_flame_skip_edges(f);
+	unavail = hub_symbols_unavailable(sel->syms);
 	rc = hub_sel_load_flame(r->ch, sel, f, &unit_m, err);
+	if (hub_symbols_unavailable(sel->syms) != unavail)
+		cacheable = 0; /* a frame missed its debug file for now */
 	if (unit_m && wt_arena_defer(&r->arena, free, unit_m) && !rc)
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
-	if (rc)
+	if (rc) {
+		wt_buf_free(&key);
 		return rc;
+	}
 	unit = unit_m ? unit_m : "";
 	if (!strcmp(view, "flamegraph"))
 		out = wt_flame_tree_json(f, unit, (size_t)max_nodes);
@@ -70,14 +103,25 @@ static int query_view(hub_req *r, const char *view, wt_err *err)
 		out = wt_flame_table_json(f, unit, (size_t)limit);
 	else
 		out = wt_flame_callgraph_json(f, unit, (size_t)max_nodes);
-	if (!out)
+	if (!out) {
+		wt_buf_free(&key);
 		return wt_err_set(err, WT_ENOMEM, "out of memory rendering the view");
+	}
 	json_object_set_new(out, "type", json_string(type[0] ? type : (sel->hp.type ? sel->hp.type : "cpu")));
 	if (sel->hp.service)
 		json_object_set_new(out, "service", json_string(sel->hp.service));
 	json_object_set_new(out, "from", json_integer(sel->from));
 	json_object_set_new(out, "until", json_integer(sel->until));
 	json_object_set_new(out, "path", json_string(sel->agg_used ? "aggregates" : "raw"));
+	/* a stack without frames yet (its row may still be on the way) is
+	 * not cached */
+	if (cacheable && sel->agg_used && !sel->unknown_stacks) {
+		char *text = json_dumps(out, JSON_COMPACT);
+		if (text)
+			hub_viewcache_put(ctx->views, (const char *)key.data, fp, text, strlen(text));
+		free(text);
+	}
+	wt_buf_free(&key);
 	return hub_req_query_json(r, t0, out, err);
 }
 

@@ -31,7 +31,6 @@ static const char *const column_labels[] = {"host", "thread", "container", "span
 static void where(wt_buf *w, const char *project, const hub_params *hp, const char *type,
 		  int64_t from, int64_t until)
 {
-	char d[11];
 	size_t i, j;
 
 	wt_buf_puts(w, " WHERE project = ");
@@ -45,12 +44,12 @@ static void where(wt_buf *w, const char *project, const hub_params *hp, const ch
 		hub_sql_quote(w, type);
 	}
 	if (from >= 0) {
-		hub_ch_date(from, d);
-		wt_buf_printf(w, " AND date >= '%s' AND time_ns >= %lld", d, (long long)from);
+		hub_sql_date_cond(w, ">=", from);
+		wt_buf_printf(w, " AND time_ns >= %lld", (long long)from);
 	}
 	if (until >= 0) {
-		hub_ch_date(until, d);
-		wt_buf_printf(w, " AND date <= '%s' AND time_ns < %lld", d, (long long)until);
+		hub_sql_date_cond(w, "<=", until);
+		wt_buf_printf(w, " AND time_ns < %lld", (long long)until);
 	}
 	for (i = 0; i < hp->nlabels; i++) {
 		const char *k = hp->labels[i].key;

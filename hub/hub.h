@@ -20,6 +20,7 @@
 #include "metrics.h"
 #include "objstore.h"
 #include "stackcache.h"
+#include "viewcache.h"
 #include "stacklru.h"
 #include "ch_health.h"
 #include "symbols.h"
@@ -32,6 +33,7 @@ typedef struct hub_ctx {
 	hub_auth *auth;
 	hub_stackcache *stacks;
 	hub_stacklru *frames;        /* stack frames for the aggregate query path */
+	hub_viewcache *views;        /* rendered views (viewcache.h); NULL = off */
 	hub_metrics metrics;
 	struct hub_regress *regress; /* regression detector (regress.h); NULL when not started */
 	hub_symbols *syms;           /* debug files and the query-time symbolizer */

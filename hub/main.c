@@ -124,6 +124,7 @@ int main(int argc, char **argv)
 	ctx.auth = hub_auth_new(ctx.cfg.admin_token, ctx.cfg.token_cache_ttl_ms);
 	ctx.stacks = hub_stackcache_new(STACK_CACHE_ENTRIES);
 	ctx.frames = hub_stacklru_new(ctx.cfg.stack_cache_bytes);
+	ctx.views = hub_viewcache_new(ctx.cfg.view_cache_bytes); /* NULL: off (or out of memory) */
 	if (!ctx.auth || !ctx.stacks || !ctx.frames) {
 		wt_error("msg=\"out of memory at start\"");
 		goto out_os;
@@ -179,6 +180,7 @@ out_os:
 	hub_symbols_free(ctx.syms);
 	hub_stackcache_free(ctx.stacks);
 	hub_stacklru_free(ctx.frames);
+	hub_viewcache_free(ctx.views);
 	hub_auth_free(ctx.auth);
 	hub_objstore_close(ctx.os);
 out_curl:

@@ -72,13 +72,11 @@ static void where_head(wt_buf *w, const hub_sel *s, const char *type)
 static void where_range(wt_buf *w, const hub_sel *s, const char *type, int64_t from, int64_t until)
 {
 	const hub_params *hp = &s->hp;
-	char d0[11], d1[11];
 
-	hub_ch_date(from, d0);
-	hub_ch_date(until, d1);
 	where_head(w, s, type);
-	wt_buf_printf(w, " AND date >= '%s' AND date <= '%s' AND time_ns >= %lld AND time_ns < %lld",
-		      d0, d1, (long long)from, (long long)until);
+	hub_sql_date_cond(w, ">=", from);
+	hub_sql_date_cond(w, "<=", until);
+	wt_buf_printf(w, " AND time_ns >= %lld AND time_ns < %lld", (long long)from, (long long)until);
 	label_conds(w, hp);
 	hub_lsel_where(w, s->lsel); /* raw rows only: hub_sel_agg_ok */
 }
@@ -124,13 +122,12 @@ int hub_sel_agg_ok(const hub_sel *s)
 static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_agg_seg *g, const char *ls)
 {
 	const hub_params *hp = &s->hp;
-	char d0[11], d1[11];
 
-	hub_ch_date(g->from_ns, d0);
-	hub_ch_date(g->until_ns - 1, d1);
 	where_head(w, s, type);
-	wt_buf_printf(w, " AND res = %lld AND date >= '%s' AND date <= '%s' AND bucket >= %lld AND bucket < %lld",
-		      (long long)g->res, d0, d1, (long long)(g->from_ns / 1000000000LL),
+	wt_buf_printf(w, " AND res = %lld", (long long)g->res);
+	hub_sql_date_cond(w, ">=", g->from_ns);
+	hub_sql_date_cond(w, "<=", g->until_ns - 1);
+	wt_buf_printf(w, " AND bucket >= %lld AND bucket < %lld", (long long)(g->from_ns / 1000000000LL),
 		      (long long)(g->until_ns / 1000000000LL));
 	if (!hp->nlabels) {
 		wt_buf_puts(w, " AND labelset_id = 0");
@@ -189,10 +186,15 @@ static int labelset_list(hub_ch *ch, const hub_sel *s, wt_buf *out, wt_err *err,
 /* The selection's pieces as one UNION ALL of SELECTs, each giving [keys, ]
  * v = the signed sum of value and u = any(unit), grouped by `keys` (NULL:
  * no key, no GROUP BY); value is `value` in raw rows and stack_agg_v1
- * alike. Returns the number of pieces, 0 when none (or on a ClickHouse
- * error resolving label sets: *rc set). */
+ * alike. flat (keys "stack_id" only): the aggregate pieces are not grouped
+ * but read row by row (stack_id, ±value, u = ''), each after one row
+ * (0, 0, unit) of the same piece (LIMIT 1); the caller sums equal stack ids (a stack
+ * has one row per piece once SummingMergeTree merged its parts, a few more
+ * before: reading them is cheaper than a GROUP BY in ClickHouse). Returns
+ * the number of pieces, 0 when none (or on a ClickHouse error resolving
+ * label sets: *rc set). */
 static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *type, const char *keys,
-			int64_t cover, wt_err *err, int *rc)
+			int64_t cover, int flat, wt_err *err, int *rc)
 {
 	hub_agg_seg segs[HUB_AGG_MAX_SIGNED];
 	wt_buf ls = WT_BUF_INIT;
@@ -211,13 +213,24 @@ static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *typ
 		}
 	}
 	for (i = 0; i < n; i++) {
+		const char *ls_list = sub || !ls.data ? NULL : (const char *)ls.data;
+
 		if (i)
 			wt_buf_puts(w, " UNION ALL ");
+		if (flat && segs[i].res) {
+			wt_buf_puts(w, "SELECT toUInt64(0) AS stack_id, toInt64(0) AS v, unit AS u FROM stack_agg_v1");
+			where_agg(w, s, type, &segs[i], ls_list);
+			wt_buf_puts(w, " LIMIT 1 UNION ALL ");
+			wt_buf_printf(w, "SELECT stack_id, %svalue AS v, '' AS u FROM stack_agg_v1",
+				      segs[i].sign < 0 ? "-" : "");
+			where_agg(w, s, type, &segs[i], ls_list);
+			continue;
+		}
 		wt_buf_printf(w, "SELECT %s%s%ssum(value) AS v, any(unit) AS u FROM %s", keys ? keys : "",
 			      keys ? ", " : "", segs[i].sign < 0 ? "-" : "",
 			      segs[i].res ? "stack_agg_v1" : "profile_samples_v1");
 		if (segs[i].res)
-			where_agg(w, s, type, &segs[i], sub || !ls.data ? NULL : (const char *)ls.data);
+			where_agg(w, s, type, &segs[i], ls_list);
 		else
 			where_range(w, s, type, segs[i].from_ns, segs[i].until_ns);
 		if (keys)
@@ -519,7 +532,7 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	wt_buf sql = WT_BUF_INIT, uq = WT_BUF_INIT, res = WT_BUF_INIT, arena = WT_BUF_INIT;
 	wt_u64map idx = {0};
 	agg_row *rows = NULL;
-	size_t nrows = 0, cap = 0, nmiss = 0, npieces, i;
+	size_t nrows = 0, cap = 0, nmiss = 0, i, k, slot;
 	uint32_t *bids = NULL, unknown_id = UINT32_MAX;
 	hub_stacklru *c = s->ctx->frames, *own = NULL;
 	hub_framedict *d = NULL;
@@ -538,17 +551,14 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (!(npieces = union_sql(ch, &uq, s, s->type, "stack_id", agg_cover_ns(s, ch), err, &rc)))
+	if (!union_sql(ch, &uq, s, s->type, "stack_id", agg_cover_ns(s, ch), 1, err, &rc))
 		goto out;
 	if (wt_buf_putc(&uq, '\0')) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (npieces == 1) /* one piece is grouped by stack already */
-		wt_buf_printf(&sql, "%s HAVING v != 0 FORMAT RowBinary", (const char *)uq.data);
-	else
-		wt_buf_printf(&sql, "SELECT stack_id, sum(v) AS tv, any(u) AS tu FROM (%s) GROUP BY stack_id"
-			      " HAVING tv != 0 FORMAT RowBinary", (const char *)uq.data);
+	/* rows of equal stack ids are summed here, zero sums dropped */
+	wt_buf_printf(&sql, "%s FORMAT RowBinary", (const char *)uq.data);
 	ph0 = wt_now_ns(CLOCK_REALTIME);
 	if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
 		goto out;
@@ -567,9 +577,17 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 					(size_t)(rd.p - res.data));
 			goto out;
 		}
-		if (!*unit && !(*unit = strndup(u, ul))) {
+		if (!*unit && ul && !(*unit = strndup(u, ul))) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 			goto out;
+		}
+		if (wt_u64map_slot(&idx, sid, &slot)) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+			goto out;
+		}
+		if (idx.vals[slot] != WT_U64MAP_EMPTY) {
+			rows[idx.vals[slot]].v += v; /* another part or piece of the stack */
+			continue;
 		}
 		if (nrows == cap) {
 			size_t nc = cap ? cap * 2 : 1024;
@@ -585,7 +603,20 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		memset(r, 0, sizeof(*r));
 		r->sid = sid;
 		r->v = v;
-		nrows++;
+		idx.keys[slot] = sid;
+		idx.vals[slot] = (uint32_t)nrows++;
+		idx.n++;
+	}
+	/* stacks summing to zero are not in the view (the raw path's HAVING) */
+	for (i = k = 0; i < nrows; i++)
+		if (rows[i].v)
+			rows[k++] = rows[i];
+	if (k != nrows)
+		wt_u64map_clear(&idx);
+	nrows = k;
+	if (!nrows) { /* no stack: no unit either, as on the raw path */
+		free(*unit);
+		*unit = NULL;
 	}
 	/* frame ids of the cached stacks, a batch per lock */
 	for (i = 0; i < nrows; i += CACHE_BATCH) {
@@ -610,10 +641,9 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		}
 	}
 	ph2 = cpu_ns();
-	/* stack id → row, to place the misses */
-	for (i = 0; nmiss && i < nrows; i++) {
-		size_t slot;
-
+	/* stack id → row, to place the misses (kept from the summing unless
+	 * rows were dropped) */
+	for (i = 0, k = !idx.n; nmiss && k && i < nrows; i++) {
 		if (wt_u64map_slot(&idx, rows[i].sid, &slot)) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 			goto out;
@@ -644,14 +674,15 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	for (i = 0; i < nrows; i++) {
 		const agg_row *r = &rows[i];
 		const uint32_t *ids = (const uint32_t *)arena.data + r->off;
-		size_t n = 0, j, k;
+		size_t n = 0, j, q;
 
 		for (j = 0; r->have && j < r->nframes && n < MAX_FRAMES; j++) {
 			const uint32_t *sp = fm.span[fm.dense[ids[j]] - 1];
-			for (k = 0; k < sp[1] && n < MAX_FRAMES; k++)
-				bids[n++] = fm.bids[sp[0] + k];
+			for (q = 0; q < sp[1] && n < MAX_FRAMES; q++)
+				bids[n++] = fm.bids[sp[0] + q];
 		}
 		if (n == 0) {
+			s->unknown_stacks = 1;
 			if (unknown_id == UINT32_MAX && wt_flame_intern(f, "[unknown stack]", &unknown_id)) {
 				rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 				goto out;
@@ -785,6 +816,72 @@ static int int_field(void *ctx, char **f, size_t n)
 	return 0;
 }
 
+/* YYYYMMDD of the day of unix s (a toYYYYMMDD partition name) */
+static void day_partition(int64_t sec, char out[16])
+{
+	time_t t = (time_t)(sec < 0 ? 0 : sec);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, 16, "%Y%m%d", &tm);
+}
+
+int hub_sel_cache_key(hub_ch *ch, hub_sel *s, const char *view, const struct evkeyvalq *q, int64_t now_ns,
+		      wt_buf *key, uint64_t *fp, wt_err *err, int *rc)
+{
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	const struct evkeyval *kv;
+	char d0[16], d1[16];
+	unsigned long long sum = 0, n = 0;
+	uint64_t symhash = 0;
+	int ok = 0;
+
+	*rc = 0;
+	*fp = 0;
+	if (!s->ctx || !s->ctx->views || hub_ch_cluster(ch) || !s->type[0] || !hub_sel_agg_ok(s) ||
+	    s->until > now_ns - STABLE_LAG_NS)
+		return 0;
+	if ((*rc = hub_symbols_index_hash(s->syms, ch, s->project, &symhash, err)))
+		return 0;
+	wt_buf_printf(key, "%s\n%s\n%s\n%lld\n%lld\n%lld\n%llx\n%d\n", view, s->project, s->type,
+		      (long long)s->from, (long long)s->until, (long long)hub_agg_from_day(s->ctx, ch),
+		      (unsigned long long)symhash, s->syms != NULL);
+	for (kv = q->tqh_first; kv; kv = kv->next.tqe_next)
+		if (strcmp(kv->key, "cache")) {
+			hub_sql_quote(key, kv->key);
+			wt_buf_putc(key, '=');
+			hub_sql_quote(key, kv->value ? kv->value : "");
+			wt_buf_putc(key, '\n');
+		}
+	if (wt_buf_putc(key, '\0')) {
+		*rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* a day either side of the range: margins cost nothing */
+	day_partition(s->from / 1000000000LL - 86400, d0);
+	day_partition(s->until / 1000000000LL + 86400, d1);
+	wt_buf_printf(&sql, "SELECT sum(cityHash64(table, name)), count() FROM system.parts WHERE database ="
+		      " currentDatabase() AND active AND (table IN ('stack_agg_v1', 'profile_samples_v1') AND"
+		      " partition >= '%s' AND partition <= '%s'%s) FORMAT TabSeparated", d0, d1,
+		      s->hp.nlabels ? " OR table = 'label_sets_v1'" : "");
+	if ((*rc = hub_ch_query_buf(ch, &sql, &res, err)))
+		goto out;
+	if (wt_buf_putc(&res, '\0')) {
+		*rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (sscanf((const char *)res.data, "%llu\t%llu", &sum, &n) != 2) {
+		*rc = wt_err_set(err, WT_EIO, "clickhouse: unexpected system.parts answer");
+		goto out;
+	}
+	*fp = (uint64_t)sum ^ ((uint64_t)n * 0x9e3779b97f4a7c15ULL);
+	ok = 1;
+out:
+	wt_buf_free(&sql);
+	wt_buf_free(&res);
+	return ok;
+}
+
 int hub_sel_total(hub_ch *ch, hub_sel *s, const char *type, int64_t *out, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
@@ -793,7 +890,7 @@ int hub_sel_total(hub_ch *ch, hub_sel *s, const char *type, int64_t *out, wt_err
 	*out = 0;
 	if (hub_sel_agg_ok(s)) {
 		wt_buf_puts(&sql, "SELECT sum(v) FROM (");
-		if (!union_sql(ch, &sql, s, type, NULL, agg_cover_ns(s, ch), err, &rc)) {
+		if (!union_sql(ch, &sql, s, type, NULL, agg_cover_ns(s, ch), 0, err, &rc)) {
 			if (rc)
 				goto out;
 			wt_buf_puts(&sql, "SELECT toInt64(0) AS v");

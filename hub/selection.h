@@ -35,6 +35,7 @@ typedef struct hub_sel {
 	 * 1 when they read aggregates. */
 	struct hub_ctx *ctx;
 	int agg_used;
+	int unknown_stacks;      /* set by the aggregate loader: a stack had no frames */
 	const struct hub_lsel *lsel; /* more label matchers (label_selector.h); NULL = none */
 } hub_sel;
 
@@ -51,6 +52,18 @@ int hub_sel_resolve(hub_ch *ch, hub_sel *s, int64_t now_ns, int default_range_s,
  * frames are symbolized on the way (symbols.h), one stored frame becoming
  * its inline chain. */
 int hub_sel_load_flame(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_err *err);
+
+/* The view cache (viewcache.h) for a rendering `view` of resolved s with
+ * request parameters q: returns 1 when it applies — single server, the
+ * aggregate path, a range ending at least STABLE_LAG before now_ns (its
+ * pieces then never change) — with the key appended to key (view,
+ * project, type, range, aggregate coverage, symbol index, parameters but
+ * `cache`) and *fp = a fingerprint of the active ClickHouse parts of
+ * stack_agg_v1 and profile_samples_v1 over the range's days (and of
+ * label_sets_v1 with label filters); 0 when not (or on a ClickHouse
+ * error: *rc set). */
+int hub_sel_cache_key(hub_ch *ch, hub_sel *s, const char *view, const struct evkeyvalq *q, int64_t now_ns,
+		      wt_buf *key, uint64_t *fp, wt_err *err, int *rc);
 
 /* Sum of values of type `type` over the selection (0 when empty). */
 int hub_sel_total(hub_ch *ch, hub_sel *s, const char *type, int64_t *out, wt_err *err);

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ typedef struct miss {
 
 struct hub_symbols {
 	pthread_mutex_t mu;
+	_Atomic uint64_t unavailable; /* debug files that could not be opened (hub_symbols_unavailable) */
 	hub_objstore *os;
 	char *cache_dir, *urls;
 	size_t max_file_bytes;
@@ -346,6 +348,26 @@ static int index_fresh(hub_symbols *s, hub_ch *ch, const char *project, uint64_t
 	}
 	*gen = pi->gen;
 	return 0;
+}
+
+uint64_t hub_symbols_unavailable(hub_symbols *s)
+{
+	return s ? atomic_load(&s->unavailable) : 0;
+}
+
+int hub_symbols_index_hash(hub_symbols *s, hub_ch *ch, const char *project, uint64_t *hash, wt_err *err)
+{
+	uint64_t gen;
+	int rc;
+
+	*hash = 0;
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	if (!(rc = index_fresh(s, ch, project, &gen, err)))
+		*hash = index_slot(s, project)->hash ^ gen;
+	pthread_mutex_unlock(&s->mu);
+	return rc;
 }
 
 static void cache_path(const hub_symbols *s, const char *project, const char *bid, char *out, size_t cap)
@@ -801,8 +823,10 @@ int hub_symbols_expand(hub_symbols *s, hub_ch *ch, const char *project, const ch
 		goto out;
 	}
 	snprintf(bid, sizeof(bid), "%s", d->build_id);
-	if (!(f = file_acquire(s, project, bid)))
+	if (!(f = file_acquire(s, project, bid))) {
+		atomic_fetch_add(&s->unavailable, 1);
 		goto out; /* unavailable now: try again next time, nothing cached */
+	}
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_lock(&f->lk);
 	rc = render(f->sf, ref.offset, names, n);

@@ -90,6 +90,17 @@ int hub_debug_file_store(hub_symbols *s, hub_ch *ch, const char *project, const 
 int hub_debug_file_delete(hub_symbols *s, hub_ch *ch, const char *project, const char *build_id,
 			  const char *by, wt_err *err);
 
+/* *hash: a fingerprint of the project's debug-file index (refreshed by the
+ * same rule as hub_symbols_expand), so a cached rendering of symbolized
+ * frames (viewcache.h) is reused only while the index is unchanged; s NULL:
+ * 0. 0 or a ClickHouse error. */
+int hub_symbols_index_hash(hub_symbols *s, hub_ch *ch, const char *project, uint64_t *hash, wt_err *err);
+
+/* How many times a matching debug file could not be opened (object store
+ * down, a damaged file): the frame stayed unsymbolized for that query
+ * only, so a rendering made meanwhile is not cached. s NULL: 0. */
+uint64_t hub_symbols_unavailable(hub_symbols *s);
+
 /* Symbolize the stored frame string frame[0..len) of project: when it is
  * a symref with a matching debug file, append the frame names OUTERMOST
  * FIRST ("func (file.c:42)", inlined functions as their own frames) to

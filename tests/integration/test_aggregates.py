@@ -197,6 +197,78 @@ class AggregatesTest(unittest.TestCase):
         self.assertEqual(self.q("SELECT count() FROM stack_agg_v1"), "0")
         self.assertEqual(self.q("SELECT count() FROM profile_samples_v1"), "0")
 
+    def test_far_future_until(self):
+        """until past 2106-02-07 (4294967295 s, the end of 32-bit seconds):
+        the raw path and the aggregates path both answer the whole total."""
+        hub = self.make_hub()
+        t0 = (int(time.time()) // DAY - 2) * DAY + 77
+        rd = self.load(hub, "far", t0, n=6, seed=11)
+        total = int(self.q("SELECT sum(value) FROM profile_samples_v1 WHERE project = 'far' AND service = 'a'"
+                           " AND sample_type = 'cpu'"))
+        self.assertGreater(total, 0)
+        for until in ("5000000000", "7258118400", "9000000000"):
+            for path in ("raw", "auto"):
+                st, js = hub.query("far", "table", rd, path=path, service="a", type="cpu", until=until,
+                                   **{"from": str(t0 - DAY)})
+                self.assertEqual(st, 200, js)
+                self.assertEqual(js["total"], total, (until, path))
+        hub.stop()
+
+    def test_view_cache(self):
+        """A past range asked again comes from the view cache (viewcache.h)
+        until the data it read changes: a late upload into the range, an
+        audited deletion; cache=0 and the raw path answer the same."""
+        hub = Hub(self, self.ch, database=self.db, hub_extra="worker_interval_s = 0;")
+        hub.start(env={"WT_LOG_LEVEL": "debug"})
+        t0 = (int(time.time()) // DAY - 3) * DAY + 500
+        rd = self.load(hub, "vc", t0, n=12, seed=21)
+        params = {"from": str(t0), "until": str(t0 + 3 * DAY), "service": "a", "type": "cpu"}
+
+        def hits():
+            return hub.read_log().count("view from the view cache")
+
+        for view in ("flamegraph", "table", "callgraph"):
+            st, first = hub.query("vc", view, rd, **params)
+            self.assertEqual((st, first["path"]), (200, "aggregates"), first)
+            n = hits()
+            st, again = hub.query("vc", view, rd, **params)
+            self.assertEqual(st, 200, again)
+            self.assertEqual(hits(), n + 1, view)
+            self.assertEqual(again, first, view)
+            st, nocache = hub.query("vc", view, rd, cache="0", **params)
+            self.assertEqual((st, hits()), (200, n + 1), view)
+            self.assertEqual(nocache, first, view)
+        st, before = hub.query("vc", "table", rd, **params)
+        # a late upload into the range: the next answer has it
+        up = hub.create_token("vc", "upload")
+        st, js = hub.upload(b"late;frame 7\n", up, "a", format="folded", type="cpu",
+                            **{"from": str(t0 + DAY)})
+        self.assertEqual(st, 200, js)
+        n = hits()
+        st, after = hub.query("vc", "table", rd, **params)
+        self.assertEqual(hits(), n)
+        self.assertEqual(after["total"], before["total"] + 7)
+        st, raw = hub.query("vc", "table", rd, path="raw", **params)
+        self.assertEqual(norm(after), norm(raw))
+        # an audited deletion: the next answer lacks the deleted samples
+        deleter = hub.create_token("vc", "DeleteTelemetry")
+        st, js = hub.request("DELETE", "/v1/projects/vc/profiles?" + urllib.parse.urlencode(
+            {"before": str(t0 + DAY + 3600), "service": "a"}), token=deleter)
+        self.assertEqual(st, 202, js)
+        self.wait_mutations()
+        st, deleted = hub.query("vc", "table", rd, **params)
+        st, raw = hub.query("vc", "table", rd, path="raw", **params)
+        self.assertEqual(norm(deleted), norm(raw))
+        self.assertLess(deleted["total"], after["total"])
+        # a range reaching into the last minutes is never cached
+        n = hits()
+        now = int(time.time())
+        for _ in range(2):
+            st, js = hub.query("vc", "flamegraph", rd, **{"from": str(now - 3600), "until": str(now)})
+            self.assertEqual(st, 200, js)
+        self.assertEqual(hits(), n)
+        hub.stop()
+
     def test_migration_backfill(self):
         hub = self.make_hub()
         t0 = (int(time.time()) // DAY - 5) * DAY + 999

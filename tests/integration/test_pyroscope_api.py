@@ -201,6 +201,18 @@ class PyroscopeApi(unittest.TestCase):
                 start=self.ms["start"], end=end, profile_typeID=CPU_SAMPLES,
                 label_selector='{service_name="checkout"}', max_nodes=str(BIG)))
 
+    def test_end_in_year_2200(self):
+        """an `end` past 2106-02-07 (beyond 32-bit seconds) answers the
+        same flame graph, on the aggregates and on the raw path (a regex
+        matcher); a ClickHouse date literal past 2105 selected nothing"""
+        want = {("main", "parse", "lex"): 37, ("main", "parse"): 10, ("main", "render"): 25,
+                ("main", "lex"): 1, ("main", "handler", "db"): 40, ("main", "handler"): 2}
+        for sel in ('{service_name="checkout"}', '{service_name=~"checkout"}'):
+            body = self.both("SelectMergeStacktraces", dict(
+                start=self.ms["start"], end="7258118400000", profile_typeID=CPU_SAMPLES,
+                label_selector=sel, max_nodes=str(BIG)))
+            self.assertEqual(decode_flamegraph(body["flamegraph"])[0], want, sel)
+
     def test_max_nodes(self):
         body = self.both("SelectMergeStacktraces", dict(
             self.ms, profile_typeID=CPU_NS, label_selector='{service_name="api"}', max_nodes="20"))

@@ -34,6 +34,22 @@ static void test_sql_quote(void **state)
 	wt_buf_free(&b);
 }
 
+static void test_sql_date_cond(void **state)
+{
+	wt_buf b = WT_BUF_INIT;
+	(void)state;
+	assert_int_equal(hub_sql_date_cond(&b, ">=", 86400LL * 1000000000 * 20000 + 5), 0);
+	/* 2105-12-31 is the last day a literal may name; later days add nothing */
+	assert_int_equal(hub_sql_date_cond(&b, "<=", 86400LL * 1000000000 * 49672 + 86399999999999LL), 0);
+	assert_int_equal(hub_sql_date_cond(&b, "<=", 86400LL * 1000000000 * 49673), 0);
+	assert_int_equal(hub_sql_date_cond(&b, "<=", 5000000000LL * 1000000000), 0);
+	assert_int_equal(hub_sql_date_cond(&b, ">=", -1), 0);
+	assert_int_equal(wt_buf_putc(&b, '\0'), 0);
+	assert_string_equal((const char *)b.data,
+			    " AND date >= '2024-10-04' AND date <= '2105-12-31' AND date >= '1970-01-01'");
+	wt_buf_free(&b);
+}
+
 static void test_tsv_roundtrip(void **state)
 {
 	const char raw[] = "a\tb\nc\\d'e\r\b\f";
@@ -134,6 +150,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sql_quote),
+		cmocka_unit_test(test_sql_date_cond),
 		cmocka_unit_test(test_tsv_roundtrip),
 		cmocka_unit_test(test_tsv_each),
 		cmocka_unit_test(test_rowbinary_write),

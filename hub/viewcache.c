@@ -1,0 +1,161 @@
+/*
+ * viewcache.c — cache of rendered query views (viewcache.h). Entries are
+ * few (each is a whole rendered view, kilobytes to megabytes), so they sit
+ * in a doubly linked list in recency order, searched linearly by key.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viewcache.h"
+
+typedef struct entry {
+	struct entry *prev, *next; /* recency list: head = most recent */
+	uint64_t fp;
+	size_t klen, tlen;
+	char *key, *text;
+} entry;
+
+struct hub_viewcache {
+	pthread_mutex_t mu;
+	size_t max_bytes, bytes, n;
+	entry *head, *tail;
+};
+
+#define ENTRY_OVERHEAD (sizeof(entry) + 32)
+
+static size_t entry_bytes(const entry *e)
+{
+	return e->klen + e->tlen + ENTRY_OVERHEAD;
+}
+
+hub_viewcache *hub_viewcache_new(size_t max_bytes)
+{
+	hub_viewcache *c;
+
+	if (!max_bytes || !(c = calloc(1, sizeof(*c))))
+		return NULL;
+	pthread_mutex_init(&c->mu, NULL);
+	c->max_bytes = max_bytes;
+	return c;
+}
+
+static void unlink_entry(hub_viewcache *c, entry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		c->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		c->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void push_front(hub_viewcache *c, entry *e)
+{
+	e->prev = NULL;
+	e->next = c->head;
+	if (c->head)
+		c->head->prev = e;
+	c->head = e;
+	if (!c->tail)
+		c->tail = e;
+}
+
+static void drop(hub_viewcache *c, entry *e)
+{
+	unlink_entry(c, e);
+	c->bytes -= entry_bytes(e);
+	c->n--;
+	free(e->key);
+	free(e->text);
+	free(e);
+}
+
+void hub_viewcache_free(hub_viewcache *c)
+{
+	if (!c)
+		return;
+	while (c->head)
+		drop(c, c->head);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+static entry *find(hub_viewcache *c, const char *key, size_t klen)
+{
+	entry *e;
+
+	for (e = c->head; e; e = e->next)
+		if (e->klen == klen && !memcmp(e->key, key, klen))
+			return e;
+	return NULL;
+}
+
+int hub_viewcache_get(hub_viewcache *c, const char *key, uint64_t fp, char **text, size_t *len)
+{
+	entry *e;
+	int hit = 0;
+
+	*text = NULL;
+	*len = 0;
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	e = find(c, key, strlen(key));
+	if (e && e->fp == fp && (*text = malloc(e->tlen + 1))) {
+		memcpy(*text, e->text, e->tlen);
+		(*text)[e->tlen] = '\0';
+		*len = e->tlen;
+		unlink_entry(c, e);
+		push_front(c, e);
+		hit = 1;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return hit;
+}
+
+void hub_viewcache_put(hub_viewcache *c, const char *key, uint64_t fp, const char *text, size_t len)
+{
+	size_t klen;
+	entry *e, *old;
+
+	if (!c)
+		return;
+	klen = strlen(key);
+	if (klen + len + ENTRY_OVERHEAD > c->max_bytes / 4)
+		return;
+	if (!(e = calloc(1, sizeof(*e))) || !(e->key = malloc(klen)) || !(e->text = malloc(len ? len : 1))) {
+		if (e)
+			free(e->key);
+		free(e);
+		return; /* out of memory: simply not cached */
+	}
+	memcpy(e->key, key, klen);
+	memcpy(e->text, text, len);
+	e->klen = klen;
+	e->tlen = len;
+	e->fp = fp;
+	pthread_mutex_lock(&c->mu);
+	if ((old = find(c, key, klen)))
+		drop(c, old);
+	while (c->tail && c->bytes + entry_bytes(e) > c->max_bytes)
+		drop(c, c->tail);
+	push_front(c, e);
+	c->bytes += entry_bytes(e);
+	c->n++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+void hub_viewcache_usage(hub_viewcache *c, size_t *bytes, size_t *entries)
+{
+	*bytes = *entries = 0;
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	*bytes = c->bytes;
+	*entries = c->n;
+	pthread_mutex_unlock(&c->mu);
+}
