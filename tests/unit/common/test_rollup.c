@@ -246,6 +246,12 @@ static void test_corpus_against_awk(void **state)
 	free(buf);
 }
 
+static uint32_t lcg(uint32_t *seed)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return (*seed >> 8) & 0xffffff;
+}
+
 /* Rows come out in (type, minute, function) order with functions in
  * strcmp (unsigned byte) order, whatever the names share: long common
  * prefixes (past 256 bytes too), prefixes of one another, bytes >= 0x80,
@@ -267,7 +273,7 @@ static void test_row_order(void **state)
 	size_t i, j;
 	(void)state;
 
-#define RND() (seed = seed * 1103515245u + 12345u, (seed >> 8) & 0xffffff)
+#define RND() lcg(&seed)
 	assert_non_null(p);
 	assert_int_equal(wt_profile_add_type(p, "cpu", "nanoseconds", NULL, NULL, &e), 0);
 	assert_int_equal(wt_profile_add_type(p, "alloc", "bytes", NULL, NULL, &e), 0);
