@@ -52,7 +52,11 @@ typedef struct walk_lim {
  * number so the code does not depend on that order. */
 static uint32_t count_of(const ProtobufCMessageDescriptor *d, const uint32_t *counts, unsigned num)
 {
-	const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, num);
+	const ProtobufCFieldDescriptor *f;
+
+	if (num - 1 < d->n_fields && d->fields[num - 1].id == num) /* numbered 1..n: no search */
+		return counts[num - 1];
+	f = protobuf_c_message_descriptor_get_field(d, num);
 	return f ? counts[f - d->fields] : 0;
 }
 

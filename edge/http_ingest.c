@@ -308,17 +308,21 @@ static int idx_add(edge_task *t, ingest *in, const wt_profile *p, idx_run *runs,
 static pthread_mutex_t dict_seen_mu = PTHREAD_MUTEX_INITIALIZER;
 static wt_u64map dict_seen;
 
-static int dict_add(edge_task *t, ingest *in, const wt_profile *p, uint32_t type, int64_t minute, uint64_t sh,
-		    const uint8_t *frames, size_t flen)
+/* The series part of dict_add's hash (project, service, type name). */
+static uint64_t dict_series_hash(const ingest *in, const char *tname)
+{
+	return XXH3_64bits_withSeed(tname, strlen(tname),
+				    XXH3_64bits_withSeed(in->u.service, strlen(in->u.service),
+							 XXH3_64bits(in->project, strlen(in->project))));
+}
+
+static int dict_add(edge_task *t, ingest *in, const wt_profile *p, uint32_t type, uint64_t series_hash,
+		    int64_t minute, uint64_t sh, const uint8_t *frames, size_t flen)
 {
 	int64_t day = (minute < 0 ? 0 : minute) / EDGE_MINUTES_PER_DAY;
 	const char *tname = wt_profile_str(p, p->types[type].canonical);
 	uint64_t k[2] = {(uint64_t)day, sh};
-	uint64_t h = XXH3_64bits_withSeed(k, sizeof(k),
-					  XXH3_64bits_withSeed(tname, strlen(tname),
-							       XXH3_64bits_withSeed(in->u.service, strlen(in->u.service),
-										    XXH3_64bits(in->project,
-												strlen(in->project)))));
+	uint64_t h = XXH3_64bits_withSeed(k, sizeof(k), series_hash);
 	wt_buf key = WT_BUF_INIT, val = WT_BUF_INIT;
 	static const uint8_t nolabels[4] = {0, 0, 0, 0};
 	size_t slot;
@@ -352,6 +356,7 @@ static int dict_add(edge_task *t, ingest *in, const wt_profile *p, uint32_t type
 static int build_stacks(edge_task *t, ingest *in, const wt_profile *p)
 {
 	idx_run runs[IDX_OPEN];
+	uint64_t series_hash[64]; /* per type (at most limits' 32 types) */
 	agg a = {0};
 	cache lc;
 	int rc = 0;
@@ -359,6 +364,8 @@ static int build_stacks(edge_task *t, ingest *in, const wt_profile *p)
 
 	memset(&lc, 0, sizeof(lc));
 	memset(runs, 0, sizeof(runs));
+	for (size_t ty = 0; ty < p->ntypes && ty < 64; ty++)
+		series_hash[ty] = dict_series_hash(in, wt_profile_str(p, p->types[ty].canonical));
 	if ((rc = cache_init(&lc, p->nlabelsets)))
 		goto out;
 	for (size_t i = 0; i < p->nsamples && rc == 0; i++) {
@@ -389,7 +396,10 @@ static int build_stacks(edge_task *t, ingest *in, const wt_profile *p)
 		if (!rc)
 			rc = idx_add(t, in, p, runs, e->type, e->minute, lc.hash[e->ls], sh, e->value);
 		if (!rc)
-			rc = dict_add(t, in, p, e->type, e->minute, sh, val.data + sp, val.len - sp);
+			rc = dict_add(t, in, p, e->type,
+				      e->type < 64 ? series_hash[e->type]
+						   : dict_series_hash(in, wt_profile_str(p, p->types[e->type].canonical)),
+				      e->minute, sh, val.data + sp, val.len - sp);
 	}
 	for (size_t i = 0; i < IDX_OPEN; i++) {
 		if (!rc)
