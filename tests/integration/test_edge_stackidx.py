@@ -6,6 +6,7 @@ pprof uploads with per-sample labels and several sample types, two
 services; queries over the whole buffer, minute-aligned and unaligned
 ranges, a single minute, label filters that match some, all or none of the
 samples, each type. Totals are also checked against what was uploaded.
+Retention removes expired minutes from the index path too.
 """
 import gzip
 import os
@@ -109,6 +110,41 @@ class EdgeStackIndexTest(unittest.TestCase):
         rows = run_all()
         for (view, q), a, b in zip(queries, idx, rows):
             self.assertEqual(a, b, f"{view} {q}: the stack index and the rows differ")
+
+    def test_retention_removes_index(self):
+        """Samples older than rollup_days leave the local views on both paths
+        (the retention job range-deletes stacks, stackidx and stackdict)."""
+        e = Edge(self, project="p", sync=False, retention={"rollup_days": 1, "interval_s": 1})
+        e.start()
+        now = int(time.time())
+        body = b"main;a;b 5\nmain;a;c 7\n"
+        for frm in (now - 3 * 86400, now - 120):
+            st, out = e.upload(body, format="folded", service="s", **{"from": frm})
+            self.assertEqual(st, 200, out)
+        old = {"service": "s", "from": now - 3 * 86400 - 60, "until": now - 3 * 86400 + 60}
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            st, doc = e.query("flamegraph", **old)
+            self.assertEqual(st, 200, doc)
+            if doc["total"] == 0:
+                break
+            time.sleep(0.2)
+        self.assertEqual(doc["total"], 0, "the expired minute is still answered")
+        # its index entries went with its rows (else the query finds entries
+        # whose stacks are gone, skips them and says so)
+        self.assertNotIn("without its stacks row", e.read_log())
+        st, doc = e.query("flamegraph", service="s")
+        self.assertEqual(doc["total"], 12)
+        self.assertEqual(e.stop(), 0)
+        with open(e.cfg) as f:
+            cfg = f.read()
+        with open(e.cfg, "w") as f:
+            f.write(cfg.replace('rollup_mode = "merge";', 'rollup_mode = "merge"; query_aggregates = false;'))
+        e.start()
+        st, doc = e.query("flamegraph", service="s")
+        self.assertEqual(doc["total"], 12)
+        st, doc = e.query("flamegraph", **old)
+        self.assertEqual(doc["total"], 0)
 
 
 if __name__ == "__main__":
