@@ -129,6 +129,24 @@ static int64_t packed_count(const uint8_t *buf, size_t start, size_t end, int wt
 		return (end - start) % 4 ? -1 : (int64_t)((end - start) / 4);
 	if (wt == WT_I64)
 		return (end - start) % 8 ? -1 : (int64_t)((end - start) / 8);
+	{
+		/* Fast path: count the bytes that end a varint. Exact when no
+		 * varint is longer than 9 bytes (63 bits: nothing to overflow)
+		 * and the last byte ends one; otherwise the checked loop below
+		 * decides. */
+		size_t i, run = 0, maxrun = 0;
+
+		for (i = start; i < end; i++) {
+			size_t cont = buf[i] >> 7;
+
+			n += (int64_t)(cont ^ 1);
+			run = cont ? run + 1 : 0;
+			maxrun = run > maxrun ? run : maxrun;
+		}
+		if (maxrun < 9 && run == 0)
+			return n;
+		n = 0;
+	}
 	while (off < end) {
 		if (wt_pb_varint(buf, end, &off, &v))
 			return -1;
@@ -137,13 +155,25 @@ static int64_t packed_count(const uint8_t *buf, size_t start, size_t end, int wt
 	return n;
 }
 
+/* The field numbered num: the descriptor's own lookup (a binary search over
+ * its ranges), skipped when fields[num-1] is that field, as it is in
+ * schemas numbered 1..n without gaps. */
+static inline const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor *d, uint32_t num)
+{
+	if (num - 1 < d->n_fields && d->fields[num - 1].id == num)
+		return &d->fields[num - 1];
+	return protobuf_c_message_descriptor_get_field(d, num);
+}
+
 static int walk(wt_pb_walker *w, const ProtobufCMessageDescriptor *d, size_t start, size_t end)
 {
 	uint32_t counts[WT_PB_MAX_FIELDS];
 	size_t off = start;
 	int rc;
 
-	memset(counts, 0, sizeof(counts));
+	/* only the counts a field can reach (messages are many and small) */
+	memset(counts, 0, (d->n_fields < WT_PB_MAX_FIELDS ? d->n_fields : WT_PB_MAX_FIELDS) *
+			  sizeof(counts[0]));
 	while (off < end) {
 		const ProtobufCFieldDescriptor *f;
 		size_t tag_off = off, fidx = 0;
@@ -157,7 +187,7 @@ static int walk(wt_pb_walker *w, const ProtobufCMessageDescriptor *d, size_t sta
 		if (tag >> 3 == 0 || tag >> 3 > 0x1fffffff)
 			return fail(w, NULL, 0, tag_off, "invalid field number");
 		num = (uint32_t)(tag >> 3);
-		f = protobuf_c_message_descriptor_get_field(d, num);
+		f = field_of(d, num);
 		if (f) {
 			int want = scalar_wire(f->type);
 

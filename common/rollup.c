@@ -101,15 +101,45 @@ static int names_intern(names *nm, pool *pl, const char *s, uint32_t *id)
 	return 0;
 }
 
+/* The string id wt_profile_frame_key() returns for frame i when it is a
+ * function's name (or system name) as interned; 0 when the key is made up
+ * (an address, a symref). */
+static uint32_t frame_name_sid(const wt_profile *p, uint32_t i)
+{
+	const wt_frame *f = &p->frames[i];
+	const wt_function *fn;
+
+	if (f->function == WT_NO_FUNCTION)
+		return 0;
+	fn = &p->functions[f->function];
+	return fn->name ? fn->name : fn->system_name;
+}
+
 typedef struct rpriv {
 	pool pl;
 } rpriv;
 
-/* Accumulator cell: (minute, name) → self/total for every type. */
+/* Accumulator cell: (minute, name) → self/total for every type. A cell
+ * and its ntypes × {self, total} sums are one record of cell_size(nt)
+ * bytes (one cache line for two types): the hot loop touches one place. */
 typedef struct cell {
 	int64_t minute;
 	uint32_t name;
+	uint32_t next; /* the name's previous cell (another minute), UINT32_MAX = none */
 } cell;
+
+static size_t cell_size(size_t nt)
+{
+	return sizeof(cell) + nt * 2 * sizeof(int64_t);
+}
+
+#define CELL(base, sz, i) ((cell *)((char *)(base) + (size_t)(i) * (sz)))
+#define CELL_ACC(c) ((int64_t *)((c) + 1))
+
+/* Per name: the last sample that listed it + 1, and its newest cell. */
+typedef struct name_state {
+	uint32_t mark, head;
+} name_state;
 
 static int64_t sat_add(int64_t a, int64_t b)
 {
@@ -128,13 +158,6 @@ static int64_t floor_div(int64_t a, int64_t b)
 }
 
 /* qsort_r comparators (no globals: rollups may be built on many threads). */
-static int name_cmp(const void *a, const void *b, void *ctx)
-{
-	const char **s = ctx;
-
-	return strcmp(s[*(const uint32_t *)a], s[*(const uint32_t *)b]);
-}
-
 static int type_cmp(const void *a, const void *b, void *ctx)
 {
 	const char **s = ctx;
@@ -144,17 +167,160 @@ static int type_cmp(const void *a, const void *b, void *ctx)
 
 typedef struct cell_sort {
 	const cell *cells;
+	size_t size;          /* cell_size() */
 	const uint32_t *rank; /* name id → position in name order */
 } cell_sort;
 
 static int cell_cmp(const void *a, const void *b, void *ctx)
 {
 	const cell_sort *cs = ctx;
-	const cell *x = &cs->cells[*(const uint32_t *)a], *y = &cs->cells[*(const uint32_t *)b];
+	const cell *x = CELL(cs->cells, cs->size, *(const uint32_t *)a);
+	const cell *y = CELL(cs->cells, cs->size, *(const uint32_t *)b);
 
 	if (x->minute != y->minute)
 		return x->minute < y->minute ? -1 : 1;
 	return cs->rank[x->name] < cs->rank[y->name] ? -1 : cs->rank[x->name] > cs->rank[y->name];
+}
+
+/* LSD radix sort of (key, idx) pairs by key, 8 bits a pass, skipping the
+ * passes whose byte is the same in every key. tk/ti: scratch of n. */
+static void radix_sort(uint64_t *key, uint32_t *idx, uint64_t *tk, uint32_t *ti, size_t n)
+{
+	size_t cnt[256], i, b;
+
+	for (b = 0; b < 64; b += 8) {
+		size_t sum = 0;
+
+		memset(cnt, 0, sizeof(cnt));
+		for (i = 0; i < n; i++)
+			cnt[(key[i] >> b) & 0xff]++;
+		if (cnt[(key[0] >> b) & 0xff] == n)
+			continue;
+		for (i = 0; i < 256; i++) {
+			size_t c = cnt[i];
+			cnt[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++) {
+			size_t d = cnt[(key[i] >> b) & 0xff]++;
+			tk[d] = key[i];
+			ti[d] = idx[i];
+		}
+		memcpy(key, tk, n * sizeof(*key));
+		memcpy(idx, ti, n * sizeof(*idx));
+	}
+}
+
+/* order[] = cell indexes by (minute, name rank), when the minutes span
+ * less than 2^32 (they do for any real profile): 0; else (or out of
+ * memory) -1 and order[] is left for qsort. */
+static int sort_cells(const cell_sort *cs, size_t n, uint32_t *order)
+{
+	uint64_t *key, *tk;
+	uint32_t *ti;
+	int64_t lo, hi;
+	size_t i;
+	int rc = -1;
+
+	if (!n)
+		return 0;
+	lo = hi = cs->cells->minute;
+	for (i = 1; i < n; i++) {
+		int64_t m = CELL(cs->cells, cs->size, i)->minute;
+
+		if (m < lo)
+			lo = m;
+		if (m > hi)
+			hi = m;
+	}
+	if ((uint64_t)hi - (uint64_t)lo > UINT32_MAX)
+		return -1;
+	key = malloc(n * sizeof(*key));
+	tk = malloc(n * sizeof(*tk));
+	ti = malloc(n * sizeof(*ti));
+	if (key && tk && ti) {
+		for (i = 0; i < n; i++) {
+			const cell *c = CELL(cs->cells, cs->size, i);
+
+			key[i] = ((uint64_t)c->minute - (uint64_t)lo) << 32 | cs->rank[c->name];
+			order[i] = (uint32_t)i;
+		}
+		radix_sort(key, order, tk, ti, n);
+		rc = 0;
+	}
+	free(key);
+	free(tk);
+	free(ti);
+	return rc;
+}
+
+/* Up to 8 bytes of s as a big-endian number, zero after the string's
+ * end: numbers compare as the bytes do under strcmp. */
+static uint64_t load8(const char *s)
+{
+	uint64_t k = 0;
+	int b;
+
+	for (b = 0; b < 8 && s[b]; b++)
+		k |= (uint64_t)(uint8_t)s[b] << (56 - 8 * b);
+	return k;
+}
+
+typedef struct name_sort {
+	const char **s;
+	size_t d;
+} name_sort;
+
+static int name_cmp_from(const void *a, const void *b, void *ctx)
+{
+	const name_sort *ns = ctx;
+
+	return strcmp(ns->s[*(const uint32_t *)a] + ns->d, ns->s[*(const uint32_t *)b] + ns->d);
+}
+
+/* Sort name ids by their strings (strcmp order), given that all of them
+ * agree on their first d bytes: 8 bytes at a time, as numbers (radix
+ * sorted, or insertion sorted when few), then each run of equal numbers
+ * that does not end its strings one level deeper. Long shared prefixes
+ * ("github.com/...") cost a pass per 8 bytes instead of a strcmp from the
+ * start per comparison. Past 256 shared bytes the rest is strcmp'd, which
+ * bounds the recursion. key/tk/ti: scratch of n. */
+static void sort_names(uint32_t *ids, size_t n, const char **s, size_t d, uint64_t *key, uint64_t *tk,
+		       uint32_t *ti)
+{
+	size_t i, j;
+
+	if (n < 2)
+		return;
+	if (d >= 256) {
+		name_sort ns = {s, d};
+
+		qsort_r(ids, n, sizeof(*ids), name_cmp_from, &ns);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		key[i] = load8(s[ids[i]] + d);
+	if (n < 32) {
+		for (i = 1; i < n; i++)
+			for (j = i; j > 0 && key[j - 1] > key[j]; j--) {
+				uint64_t k = key[j];
+				uint32_t t = ids[j];
+
+				key[j] = key[j - 1];
+				ids[j] = ids[j - 1];
+				key[j - 1] = k;
+				ids[j - 1] = t;
+			}
+	} else {
+		radix_sort(key, ids, tk, ti, n);
+	}
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && key[j] == key[i]; j++)
+			;
+		/* a run's strings go on past these 8 bytes when none ended in them */
+		if (j - i > 1 && (key[i] & 0xff))
+			sort_names(ids + i, j - i, s, d + 8, key + i, tk, ti);
+	}
 }
 
 int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt_err *err)
@@ -162,12 +328,10 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 	rpriv *rp = NULL;
 	names nm;
 	uint32_t *frame_name = NULL; /* frame id → name id */
-	uint32_t *mark = NULL;       /* name id → last sample that listed it + 1 */
-	cell *cells = NULL;
-	int64_t *acc = NULL;         /* cells × ntypes × {self,total} */
-	size_t ncells = 0, cells_cap = 0, nt = p->ntypes, i, j, nrows = 0;
-	uint32_t *cell_head = NULL;  /* name id → its newest cell; chained by minute */
-	uint32_t *cell_next = NULL;
+	uint32_t *str_name = NULL;   /* string id → name id, UINT32_MAX = not yet */
+	name_state *ns = NULL;       /* name id → mark, newest cell */
+	cell *cells = NULL;          /* cell records, cell_size(nt) bytes each */
+	size_t ncells = 0, cells_cap = 0, nt = p->ntypes, csz = cell_size(p->ntypes), i, j, nrows = 0;
 	const char **tname = NULL, **tunit = NULL;
 	size_t *tord = NULL;
 	uint32_t *rank = NULL, *order = NULL;
@@ -187,19 +351,37 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 	    !(nm.s = malloc((p->nframes ? p->nframes : 1) * sizeof(*nm.s))))
 		goto oom;
 	nm.cap = p->nframes ? p->nframes : 1;
-	for (i = 0; i < p->nframes; i++)
+	/* frames of one function (at different lines) print its name string:
+	 * those are named once per string id, not hashed once per frame */
+	if (!(str_name = malloc((p->nstrings ? p->nstrings : 1) * sizeof(*str_name))))
+		goto oom;
+	memset(str_name, 0xff, (p->nstrings ? p->nstrings : 1) * sizeof(*str_name));
+	for (i = 0; i < p->nframes; i++) {
+		uint32_t sid = frame_name_sid(p, (uint32_t)i);
+
+		if (sid && str_name[sid] != UINT32_MAX) {
+			frame_name[i] = str_name[sid];
+			continue;
+		}
 		if (names_intern(&nm, &rp->pl, wt_profile_frame_key(p, (uint32_t)i, nbuf, sizeof(nbuf)),
 				 &frame_name[i]))
 			goto oom;
+		if (sid)
+			str_name[sid] = frame_name[i];
+	}
+	free(str_name);
+	str_name = NULL;
 
 	wt_hindex_free(&nm.idx);
 
 	/* 2. accumulate per (minute, name): a sample's leaf name gets self,
 	 * each distinct name of its stack total (once, even when recursing) */
-	if (!(mark = calloc(nm.n + 1, sizeof(*mark))) || !(cell_head = malloc((nm.n + 1) * sizeof(*cell_head))))
+	if (!(ns = malloc((nm.n + 1) * sizeof(*ns))))
 		goto oom;
-	for (i = 0; i <= nm.n; i++)
-		cell_head[i] = UINT32_MAX;
+	for (i = 0; i <= nm.n; i++) {
+		ns[i].mark = 0;
+		ns[i].head = UINT32_MAX;
+	}
 	for (i = 0; i < p->nsamples; i++) {
 		const wt_sample *s = &p->samples[i];
 		const int64_t *v = wt_profile_values(p, i);
@@ -216,57 +398,51 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 		for (k = 0; k <= n; k++) {
 			/* k == 0: the leaf (self); then every distinct name (total) */
 			uint32_t nid = frame_name[fr[k ? k - 1 : 0]], ci;
+			name_state *st = &ns[nid];
+			cell *ce = NULL;
+			int64_t *cv;
 			size_t c;
 
 			if (k) {
-				if (mark[nid] == i + 1)
+				if (st->mark == i + 1)
 					continue;
-				mark[nid] = (uint32_t)(i + 1);
+				st->mark = (uint32_t)(i + 1);
 			}
-			for (ci = cell_head[nid]; ci != UINT32_MAX && cells[ci].minute != minute; ci = cell_next[ci])
-				;
+			for (ci = st->head; ci != UINT32_MAX; ci = ce->next) {
+				ce = CELL(cells, csz, ci);
+				if (ce->minute == minute)
+					break;
+			}
 			if (ci == UINT32_MAX) {
 				if (ncells == cells_cap) {
 					/* first: one cell per name (one minute), then doubling */
 					size_t ncap = cells_cap ? cells_cap * 2 : nm.n + 1024;
-					cell *nc = realloc(cells, ncap * sizeof(*nc));
-					int64_t *na;
-					uint32_t *nn;
+					cell *nc;
 
-					if (!nc)
+					if (ncap > UINT32_MAX || ncap > SIZE_MAX / csz ||
+					    !(nc = realloc(cells, ncap * csz)))
 						goto oom;
 					cells = nc;
-					if (!(na = realloc(acc, ncap * nt * 2 * sizeof(*na))))
-						goto oom;
-					acc = na;
-					if (!(nn = realloc(cell_next, ncap * sizeof(*nn))))
-						goto oom;
-					cell_next = nn;
 					cells_cap = ncap;
 				}
 				ci = (uint32_t)ncells++;
-				cells[ci].minute = minute;
-				cells[ci].name = nid;
-				memset(acc + (size_t)ci * nt * 2, 0, nt * 2 * sizeof(*acc));
-				cell_next[ci] = cell_head[nid];
-				cell_head[nid] = ci;
+				ce = CELL(cells, csz, ci);
+				ce->minute = minute;
+				ce->name = nid;
+				ce->next = st->head;
+				memset(CELL_ACC(ce), 0, nt * 2 * sizeof(int64_t));
+				st->head = ci;
 			}
-			for (c = 0; c < nt; c++) {
-				int64_t *cv = acc + ((size_t)ci * nt + c) * 2;
-
-				if (!k)
-					cv[0] = sat_add(cv[0], v[c]); /* self */
-				else
-					cv[1] = sat_add(cv[1], v[c]); /* total */
-			}
+			cv = CELL_ACC(ce) + (k ? 1 : 0); /* self, or total */
+			for (c = 0; c < nt; c++)
+				cv[2 * c] = sat_add(cv[2 * c], v[c]);
 		}
 	}
 	/* what the rows do not need goes before they are made */
 	free(frame_name);
-	free(mark);
-	free(cell_head);
-	free(cell_next);
-	frame_name = mark = cell_head = cell_next = NULL;
+	free(ns);
+	frame_name = NULL;
+	ns = NULL;
 
 	/* 4. rows */
 	if (!(tname = calloc(nt, sizeof(*tname))) || !(tunit = calloc(nt, sizeof(*tunit))))
@@ -293,7 +469,19 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 	qsort_r(tord, nt, sizeof(*tord), type_cmp, (void *)tname);
 	for (i = 0; i < nm.n; i++)
 		rank[i] = (uint32_t)i;
-	qsort_r(rank, nm.n, sizeof(*rank), name_cmp, (void *)nm.s);
+	{
+		uint64_t *key = malloc((nm.n ? nm.n : 1) * sizeof(*key));
+		uint64_t *tk = malloc((nm.n ? nm.n : 1) * sizeof(*tk));
+		uint32_t *ti = malloc((nm.n ? nm.n : 1) * sizeof(*ti));
+
+		if (key && tk && ti)
+			sort_names(rank, nm.n, nm.s, 0, key, tk, ti);
+		free(key);
+		free(tk);
+		free(ti);
+		if (!key || !tk || !ti)
+			goto oom;
+	}
 	for (i = 0; i < ncells; i++)
 		order[i] = (uint32_t)i;
 	{
@@ -308,8 +496,10 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 		free(rank);
 		rank = inv;
 		cs.cells = cells;
+		cs.size = csz;
 		cs.rank = rank;
-		qsort_r(order, ncells, sizeof(*order), cell_cmp, &cs);
+		if (sort_cells(&cs, ncells, order))
+			qsort_r(order, ncells, sizeof(*order), cell_cmp, &cs);
 	}
 	if (ncells && !(out->rows = malloc(ncells * nt * sizeof(*out->rows))))
 		goto oom;
@@ -317,8 +507,8 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 		size_t t = tord[j];
 
 		for (i = 0; i < ncells; i++) {
-			uint32_t ci = order[i];
-			const int64_t *cv = acc + ((size_t)ci * nt + t) * 2;
+			const cell *ce = CELL(cells, csz, order[i]);
+			const int64_t *cv = CELL_ACC(ce) + t * 2;
 			wt_rollup_row *r;
 
 			if (!cv[0] && !cv[1])
@@ -326,8 +516,8 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 			r = &out->rows[nrows++];
 			r->type = tname[t];
 			r->unit = tunit[t];
-			r->function = nm.s[cells[ci].name];
-			r->minute = cells[ci].minute;
+			r->function = nm.s[ce->name];
+			r->minute = ce->minute;
 			r->self = cv[0];
 			r->total = cv[1];
 		}
@@ -348,11 +538,9 @@ cleanup:
 		free(rp);
 	}
 	free(frame_name);
-	free(mark);
+	free(str_name);
+	free(ns);
 	free(cells);
-	free(acc);
-	free(cell_head);
-	free(cell_next);
 	free(tname);
 	free(tunit);
 	free(tord);

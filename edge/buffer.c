@@ -26,7 +26,7 @@
 #include "log.h"
 
 static const char *const cf_names[EDGE_CF_COUNT] = {
-	"default", "raw", "rolluplog", "rollup", "stacks", "meta", "config",
+	"default", "raw", "rolluplog", "rollup", "stacks", "meta", "config", "stackidx", "stackdict",
 };
 
 struct edge_buffer {
@@ -53,6 +53,7 @@ struct edge_buffer {
 	pthread_mutex_t retention_run_mu; /* one retention run at a time */
 
 	char incarnation[72]; /* hex; "" = pre-incarnation data dir */
+	int64_t stackidx_since; /* edge_buffer_stackidx_since() */
 	uint64_t seq; /* last assigned, committer-only after open */
 	_Atomic uint64_t last_seq;
 	_Atomic uint64_t raw_dropped, raw_dropped_bytes, raw_expired;
@@ -159,6 +160,82 @@ static char *stack_partial(void *st, const char *k, size_t kl, const char *const
 	return stack_sum(NULL, 0, ops, opl, n, ok, ol);
 }
 
+/* stackidx: entries of EDGE_STACKIDX_ENTRY bytes, appended (a query sums
+ * the ones of one stack; keys.h). A value that is not whole entries is
+ * dropped rather than shifting every entry after it. */
+static char *idx_cat(const char *existing, size_t elen, const char *const *ops, const size_t *oplen,
+		     int nops, unsigned char *success, size_t *outlen)
+{
+	size_t n = existing && elen % EDGE_STACKIDX_ENTRY == 0 ? elen : 0, off;
+	char *out;
+
+	for (int i = 0; i < nops; i++)
+		if (oplen[i] % EDGE_STACKIDX_ENTRY == 0)
+			n += oplen[i];
+	if (!(out = malloc(n ? n : 1))) {
+		*success = 0;
+		return NULL;
+	}
+	off = existing && elen % EDGE_STACKIDX_ENTRY == 0 ? elen : 0;
+	if (off)
+		memcpy(out, existing, off);
+	for (int i = 0; i < nops; i++)
+		if (oplen[i] % EDGE_STACKIDX_ENTRY == 0) {
+			memcpy(out + off, ops[i], oplen[i]);
+			off += oplen[i];
+		}
+	*outlen = n;
+	*success = 1;
+	return out;
+}
+
+static char *idx_full(void *st, const char *k, size_t kl, const char *ev, size_t evl,
+		      const char *const *ops, const size_t *opl, int n, unsigned char *ok, size_t *ol)
+{
+	return idx_cat(ev, evl, ops, opl, n, ok, ol);
+}
+
+static char *idx_partial(void *st, const char *k, size_t kl, const char *const *ops, const size_t *opl,
+			 int n, unsigned char *ok, size_t *ol)
+{
+	return idx_cat(NULL, 0, ops, opl, n, ok, ol);
+}
+
+/* stackdict: every value of a key is the same frames; keep the first */
+static char *dict_first(const char *existing, size_t elen, const char *const *ops, const size_t *oplen,
+			int nops, unsigned char *success, size_t *outlen)
+{
+	const char *v = existing;
+	size_t n = elen;
+	char *out;
+
+	if (!v && nops > 0) {
+		v = ops[0];
+		n = oplen[0];
+	}
+	if (!(out = malloc(n ? n : 1))) {
+		*success = 0;
+		return NULL;
+	}
+	if (n)
+		memcpy(out, v, n);
+	*outlen = n;
+	*success = 1;
+	return out;
+}
+
+static char *dict_full(void *st, const char *k, size_t kl, const char *ev, size_t evl,
+		       const char *const *ops, const size_t *opl, int n, unsigned char *ok, size_t *ol)
+{
+	return dict_first(ev, evl, ops, opl, n, ok, ol);
+}
+
+static char *dict_partial(void *st, const char *k, size_t kl, const char *const *ops, const size_t *opl,
+			  int n, unsigned char *ok, size_t *ol)
+{
+	return dict_first(NULL, 0, ops, opl, n, ok, ol);
+}
+
 static void merge_delete(void *st, const char *v, size_t vl)
 {
 	free((void *)v);
@@ -168,6 +245,8 @@ static void merge_state_destroy(void *st) {}
 
 static const char *rollup_name(void *st) { return "wt.rollup.sum.v1"; }
 static const char *stack_name(void *st) { return "wt.stacks.sum.v1"; }
+static const char *idx_name(void *st) { return "wt.stackidx.cat.v1"; }
+static const char *dict_name(void *st) { return "wt.stackdict.first.v1"; }
 
 /* ---- commit items ------------------------------------------------------- */
 
@@ -238,7 +317,8 @@ int edge_commit_op(edge_commit *c, int cf, int kind, const void *key, size_t kle
 		h[2 + i] = (uint8_t)(klen >> (8 * i));
 		h[6 + i] = (uint8_t)(vlen >> (8 * i));
 	}
-	if (sp && kind == EDGE_OP_MERGE && (cf == EDGE_CF_STACKS || cf == EDGE_CF_ROLLUP))
+	if (sp && kind == EDGE_OP_MERGE &&
+	    (cf == EDGE_CF_STACKS || cf == EDGE_CF_STACKIDX || cf == EDGE_CF_STACKDICT || cf == EDGE_CF_ROLLUP))
 		out = &sp->raw;
 	wt_buf_append(out, h, sizeof(h));
 	wt_buf_append(out, key, klen);
@@ -358,11 +438,13 @@ void edge_commit_error(const edge_buffer *s, int rc, wt_err *err)
 /* A group whose records add up to this many bytes is flushed at once. */
 #define EDGE_FLUSH_AFTER_BYTES (32u << 20)
 
-/* Which merges of a split group are chunked: the stacks, and the rollups
- * unless they are read-modify-write (those need the batch's view). */
+/* Which merges of a split group are chunked: the stacks (and their
+ * stackidx entries), and the rollups unless they are read-modify-write
+ * (those need the batch's view). */
 static int chunked_op(int rmw, int cf)
 {
-	return cf == EDGE_CF_STACKS || (cf == EDGE_CF_ROLLUP && !rmw);
+	return cf == EDGE_CF_STACKS || cf == EDGE_CF_STACKIDX || cf == EDGE_CF_STACKDICT ||
+	       (cf == EDGE_CF_ROLLUP && !rmw);
 }
 
 /* The chunked merges of a split group, after its batch was written. Each
@@ -718,6 +800,87 @@ static uint64_t get_be64_meta(edge_buffer *s, const char *key)
 /* Read or create the incarnation (keys.h). A data dir with uploads but no
  * incarnation predates them: it keeps replicating as "" so the hub's ledger
  * of its seqs still applies; an empty one gets a fresh id. */
+/* edge_buffer_stackidx_since(): read, or decided once and written. A data
+ * dir without stacks rows is indexed from minute 0; one with stacks rows
+ * written before stackidx existed, from the minute after the last of them
+ * (and after the current minute: uploads of this minute may predate the
+ * open). */
+static int stackidx_init(edge_buffer *s, wt_err *err)
+{
+	char *e = NULL, *v;
+	size_t vl = 0;
+	int64_t since = 0;
+	uint8_t b8[8];
+	rocksdb_iterator_t *it;
+
+	v = rocksdb_get_cf(s->db, s->ropts, s->cf[EDGE_CF_META], EDGE_META_STACKIDX_SINCE,
+			   strlen(EDGE_META_STACKIDX_SINCE), &vl, &e);
+	if (e) {
+		int rc = wt_err_set(err, WT_EIO, "reading %s in %s: %s", EDGE_META_STACKIDX_SINCE, s->cfg->data_dir, e);
+		free(e);
+		return rc;
+	}
+	if (v) {
+		s->stackidx_since = vl == 8 ? (int64_t)edge_be64_get((const uint8_t *)v) : INT64_MAX;
+		free(v);
+		return 0;
+	}
+	it = rocksdb_create_iterator_cf(s->db, s->ropts, s->cf[EDGE_CF_STACKS]);
+	rocksdb_iter_seek_to_first(it);
+	if (rocksdb_iter_valid(it)) {
+		/* every series' last stacks row: the series prefix is the key up
+		 * to its third NUL, the minute the 8 bytes after it */
+		since = wt_now_ns(CLOCK_REALTIME) / 60000000000LL + 1;
+		while (rocksdb_iter_valid(it)) {
+			size_t kl, rl;
+			const char *k = rocksdb_iter_key(it, &kl);
+			const char *p, *sv, *ty;
+			const uint8_t *rest;
+			wt_buf hi = WT_BUF_INIT;
+
+			if (edge_key_split((const uint8_t *)k, kl, &p, &sv, &ty, &rest, &rl) || rl < 8) {
+				rocksdb_iter_next(it);
+				continue;
+			}
+			edge_key_series(&hi, p, sv, ty);
+			edge_be64_put(b8, UINT64_MAX);
+			wt_buf_append(&hi, b8, 8);
+			if (hi.oom) {
+				wt_buf_free(&hi);
+				break;
+			}
+			rocksdb_iter_seek_for_prev(it, (const char *)hi.data, hi.len);
+			if (rocksdb_iter_valid(it)) {
+				k = rocksdb_iter_key(it, &kl);
+				if (!edge_key_split((const uint8_t *)k, kl, &p, &sv, &ty, &rest, &rl) && rl >= 8 &&
+				    (int64_t)edge_be64_get(rest) + 1 > since)
+					since = (int64_t)edge_be64_get(rest) + 1;
+			}
+			/* on to the next series */
+			rocksdb_iter_seek(it, (const char *)hi.data, hi.len);
+			wt_buf_free(&hi);
+		}
+		wt_info("msg=\"stacks rows from before the stack index: local queries read them row by row before"
+			" minute %lld\" data_dir=%s", (long long)since, s->cfg->data_dir);
+	}
+	rocksdb_iter_destroy(it);
+	edge_be64_put(b8, (uint64_t)since);
+	rocksdb_put_cf(s->db, s->wopts, s->cf[EDGE_CF_META], EDGE_META_STACKIDX_SINCE,
+		       strlen(EDGE_META_STACKIDX_SINCE), (const char *)b8, 8, &e);
+	if (e) {
+		int rc = wt_err_set(err, WT_EIO, "writing %s in %s: %s", EDGE_META_STACKIDX_SINCE, s->cfg->data_dir, e);
+		free(e);
+		return rc;
+	}
+	s->stackidx_since = since;
+	return 0;
+}
+
+int64_t edge_buffer_stackidx_since(const edge_buffer *s)
+{
+	return s->stackidx_since;
+}
+
 static int incarnation_init(edge_buffer *s, wt_err *err)
 {
 	char *e = NULL;
@@ -884,6 +1047,16 @@ static void expire_rollups(edge_buffer *s, int64_t now)
 							   (char *)b.data, b.len);
 			rocksdb_writebatch_delete_range_cf(wb, s->cf[EDGE_CF_STACKS], (char *)a.data, a.len,
 							   (char *)b.data, b.len);
+			rocksdb_writebatch_delete_range_cf(wb, s->cf[EDGE_CF_STACKIDX], (char *)a.data, a.len,
+							   (char *)b.data, b.len);
+			/* stackdict: whole days before the cutoff's (the day of
+			 * the cutoff still has minutes that use its frames) */
+			b.len -= 8;
+			edge_be64_put(m, (uint64_t)(cutoff_min / EDGE_MINUTES_PER_DAY));
+			wt_buf_append(&b, m, 8);
+			if (!b.oom)
+				rocksdb_writebatch_delete_range_cf(wb, s->cf[EDGE_CF_STACKDICT], (char *)a.data, a.len,
+								   (char *)b.data, b.len);
 			n++;
 		}
 		wt_buf_free(&a);
@@ -1031,6 +1204,12 @@ int edge_buffer_open(const edge_config *cfg, const char *config_text, edge_buffe
 		else if (i == EDGE_CF_STACKS)
 			rocksdb_options_set_merge_operator(s->cf_opts[i],
 				rocksdb_mergeoperator_create(NULL, merge_state_destroy, stack_full, stack_partial, merge_delete, stack_name));
+		else if (i == EDGE_CF_STACKIDX)
+			rocksdb_options_set_merge_operator(s->cf_opts[i],
+				rocksdb_mergeoperator_create(NULL, merge_state_destroy, idx_full, idx_partial, merge_delete, idx_name));
+		else if (i == EDGE_CF_STACKDICT)
+			rocksdb_options_set_merge_operator(s->cf_opts[i],
+				rocksdb_mergeoperator_create(NULL, merge_state_destroy, dict_full, dict_partial, merge_delete, dict_name));
 		/* raw bodies are zstd already; rollups/stacks compress well */
 		rocksdb_options_set_compression(s->cf_opts[i],
 						i == EDGE_CF_RAW ? rocksdb_no_compression : rocksdb_lz4_compression);
@@ -1048,7 +1227,7 @@ int edge_buffer_open(const edge_config *cfg, const char *config_text, edge_buffe
 	s->ropts = rocksdb_readoptions_create();
 	s->seq = get_be64_meta(s, EDGE_META_SEQ);
 	atomic_store(&s->last_seq, s->seq);
-	if ((rc = incarnation_init(s, err)))
+	if ((rc = incarnation_init(s, err)) || (rc = stackidx_init(s, err)))
 		goto fail;
 	if (config_text) {
 		rocksdb_put_cf(s->db, s->wopts, s->cf[EDGE_CF_CONFIG], "local", 5, config_text, strlen(config_text), &e);

@@ -1,6 +1,7 @@
 /*
  * buffer.h — the edge's durable buffer: one RocksDB database with column
- * families raw, rolluplog, rollup, stacks, meta, config (layout in keys.h),
+ * families raw, rolluplog, rollup, stacks, meta, config, stackidx,
+ * stackdict (layout in keys.h),
  * a group-commit writer thread and the local retention job.
  *
  * Group commit: upload workers hand fully prepared edge_commit items to
@@ -26,7 +27,7 @@
 #include "err.h"
 
 enum { EDGE_CF_DEFAULT, EDGE_CF_RAW, EDGE_CF_ROLLUPLOG, EDGE_CF_ROLLUP, EDGE_CF_STACKS,
-       EDGE_CF_META, EDGE_CF_CONFIG, EDGE_CF_COUNT };
+       EDGE_CF_META, EDGE_CF_CONFIG, EDGE_CF_STACKIDX, EDGE_CF_STACKDICT, EDGE_CF_COUNT };
 
 enum { EDGE_OP_PUT = 1, EDGE_OP_MERGE = 2 };
 
@@ -112,6 +113,12 @@ void edge_buffer_on_commit(edge_buffer *s, void (*fn)(void *arg), void *arg);
  * data dir that holds uploads from before incarnations existed. Owned by
  * the store; valid until close. */
 const char *edge_buffer_incarnation(const edge_buffer *s);
+
+/* The first minute whose stacks rows all have their stackidx entries
+ * (keys.h): 0 for a data dir created by a version that writes them; for an
+ * older one, the minute after its last stacks row (or after the minute it
+ * was opened in, whichever is later). */
+int64_t edge_buffer_stackidx_since(const edge_buffer *s);
 
 rocksdb_t *edge_buffer_db(edge_buffer *s);
 rocksdb_column_family_handle_t *edge_buffer_cf(edge_buffer *s, int cf);

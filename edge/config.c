@@ -26,6 +26,7 @@ void edge_config_defaults(edge_config *c)
 	c->sync = 1;
 	c->workers = 4;
 	c->rollup_mode = EDGE_ROLLUP_MERGE;
+	c->query_aggregates = 1;
 	c->max_connections = 1024;
 	c->max_streams = 16;
 	c->stream_timeout_s = 60;
@@ -429,6 +430,7 @@ int edge_config_load(edge_config *c, const char *path, wt_err *err)
 	    (rc = get_str(e, "data_dir", &c->data_dir, path, err)) ||
 	    (rc = get_str(e, "default_project", &c->default_project, path, err)) ||
 	    (rc = get_bool(e, "sync", &c->sync, path, err)) ||
+	    (rc = get_bool(e, "query_aggregates", &c->query_aggregates, path, err)) ||
 	    (rc = get_str(e, "rollup_mode", &mode, path, err)))
 		goto out;
 	c->otlp_http_set = e && config_setting_get_member(e, "otlp_http_listen");

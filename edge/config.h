@@ -122,6 +122,7 @@ typedef struct edge_config {
 	int sync;
 	int workers;
 	int rollup_mode;
+	int query_aggregates;  /* local flame/table from the stackidx minutes (edge.query_aggregates) */
 	int max_connections;   /* open client connections, HTTP + OTLP (edge.max_connections) */
 	int max_streams;       /* concurrent OTLP/gRPC streams per connection */
 	int stream_timeout_s;  /* a request body must be complete within this */

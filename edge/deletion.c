@@ -129,6 +129,15 @@ static size_t sweep_series(edge_buffer *s, rocksdb_readoptions_t *ro, rocksdb_wr
 							   (char *)b.data, b.len);
 			rocksdb_writebatch_delete_range_cf(wb, edge_buffer_cf(s, EDGE_CF_STACKS), (char *)a.data, a.len,
 							   (char *)b.data, b.len);
+			rocksdb_writebatch_delete_range_cf(wb, edge_buffer_cf(s, EDGE_CF_STACKIDX), (char *)a.data, a.len,
+							   (char *)b.data, b.len);
+			/* stackdict: the days wholly before end_min (keys.h) */
+			b.len -= 8;
+			edge_be64_put(m, (uint64_t)(end_min / EDGE_MINUTES_PER_DAY));
+			wt_buf_append(&b, m, 8);
+			if (!b.oom)
+				rocksdb_writebatch_delete_range_cf(wb, edge_buffer_cf(s, EDGE_CF_STACKDICT), (char *)a.data,
+								   a.len, (char *)b.data, b.len);
 			n++;
 		}
 		wt_buf_free(&a);

@@ -10,6 +10,7 @@
  * the synced write) goes back on the loop thread.
  */
 #include <event2/http.h>
+#include <pthread.h>
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "profile.h"
 #include "symref.h"
 #include "pyroscope.h"
+#include "u64map.h"
 #include "rollup.h"
 #include "sample_types.h"
 #include "server.h"
@@ -234,14 +236,136 @@ static int64_t minute_of(int64_t ns)
 	return m;
 }
 
+/* The stackidx entries of one upload (keys.h), gathered per (type,
+ * minute) — an upload usually spans one or two minutes — into a few open
+ * buffers; one merge per buffer when it is full, evicted or at the end
+ * (merges append, so a (type, minute) may take several). */
+#define IDX_OPEN 8
+#define IDX_FLUSH (256u << 10)
+
+typedef struct idx_run {
+	uint32_t type;
+	int64_t minute;
+	wt_buf b;
+	int used;
+} idx_run;
+
+static int idx_flush(edge_task *t, ingest *in, const wt_profile *p, idx_run *r)
+{
+	wt_buf key = WT_BUF_INIT;
+	int rc = 0;
+
+	if (r->used && r->b.len) {
+		edge_key_stackidx(&key, in->project, in->u.service, wt_profile_str(p, p->types[r->type].canonical),
+				  r->minute);
+		rc = key.oom || r->b.oom ? WT_ENOMEM
+					 : edge_commit_op(&t->commit, EDGE_CF_STACKIDX, EDGE_OP_MERGE, key.data, key.len,
+							  r->b.data, r->b.len);
+	}
+	wt_buf_free(&key);
+	wt_buf_reset(&r->b);
+	return rc;
+}
+
+static int idx_add(edge_task *t, ingest *in, const wt_profile *p, idx_run *runs, uint32_t type, int64_t minute,
+		   uint64_t lh, uint64_t sh, int64_t value)
+{
+	idx_run *r = NULL;
+	uint8_t ent[EDGE_STACKIDX_ENTRY];
+	int rc = 0;
+
+	for (size_t i = 0; i < IDX_OPEN && !r; i++)
+		if (runs[i].used && runs[i].type == type && runs[i].minute == minute)
+			r = &runs[i];
+	for (size_t i = 0; i < IDX_OPEN && !r; i++)
+		if (!runs[i].used)
+			r = &runs[i];
+	if (!r) { /* all open: hand the first one over and reuse it */
+		r = &runs[0];
+		if ((rc = idx_flush(t, in, p, r)))
+			return rc;
+	}
+	r->used = 1;
+	r->type = type;
+	r->minute = minute;
+	edge_le64_put(ent, (int64_t)lh);
+	edge_le64_put(ent + 8, (int64_t)sh);
+	edge_le64_put(ent + 16, value);
+	if (wt_buf_append(&r->b, ent, sizeof(ent)))
+		return WT_ENOMEM;
+	return r->b.len >= IDX_FLUSH ? idx_flush(t, in, p, r) : 0;
+}
+
+/* stackdict rows this process has written (keys.h): hashes of (project,
+ * service, type, day, stack hash), so that a stack's frames are merged into
+ * stackdict once per day, not once per upload (every merge operand is read
+ * back until compaction folds them). Forgotten wholesale when full or when
+ * the edge restarts: the row is then merged again (the first value is
+ * kept). A 64-bit collision, or a row deleted while still remembered,
+ * leaves a stack without its stackdict row; the query then reads its
+ * stacks row instead (edge/query.c). */
+#define DICT_SEEN_MAX (1u << 18)
+static pthread_mutex_t dict_seen_mu = PTHREAD_MUTEX_INITIALIZER;
+static wt_u64map dict_seen;
+
+/* The series part of dict_add's hash (project, service, type name). */
+static uint64_t dict_series_hash(const ingest *in, const char *tname)
+{
+	return XXH3_64bits_withSeed(tname, strlen(tname),
+				    XXH3_64bits_withSeed(in->u.service, strlen(in->u.service),
+							 XXH3_64bits(in->project, strlen(in->project))));
+}
+
+static int dict_add(edge_task *t, ingest *in, const wt_profile *p, uint32_t type, uint64_t series_hash,
+		    int64_t minute, uint64_t sh, const uint8_t *frames, size_t flen)
+{
+	int64_t day = (minute < 0 ? 0 : minute) / EDGE_MINUTES_PER_DAY;
+	const char *tname = wt_profile_str(p, p->types[type].canonical);
+	uint64_t k[2] = {(uint64_t)day, sh};
+	uint64_t h = XXH3_64bits_withSeed(k, sizeof(k), series_hash);
+	wt_buf key = WT_BUF_INIT, val = WT_BUF_INIT;
+	static const uint8_t nolabels[4] = {0, 0, 0, 0};
+	size_t slot;
+	int rc, seen = 0;
+
+	pthread_mutex_lock(&dict_seen_mu);
+	if (dict_seen.n >= DICT_SEEN_MAX)
+		wt_u64map_clear(&dict_seen);
+	if (wt_u64map_slot(&dict_seen, h, &slot) == 0) {
+		seen = dict_seen.vals[slot] != WT_U64MAP_EMPTY;
+		if (!seen) {
+			dict_seen.keys[slot] = h;
+			dict_seen.vals[slot] = 1;
+			dict_seen.n++;
+		}
+	}
+	pthread_mutex_unlock(&dict_seen_mu);
+	if (seen)
+		return 0;
+	edge_key_stackdict(&key, in->project, in->u.service, tname, day, sh);
+	wt_buf_append(&val, nolabels, 4);
+	wt_buf_append(&val, frames, flen);
+	rc = key.oom || val.oom ? WT_ENOMEM
+				: edge_commit_op(&t->commit, EDGE_CF_STACKDICT, EDGE_OP_MERGE, key.data, key.len, val.data,
+						 val.len);
+	wt_buf_free(&key);
+	wt_buf_free(&val);
+	return rc;
+}
+
 static int build_stacks(edge_task *t, ingest *in, const wt_profile *p)
 {
+	idx_run runs[IDX_OPEN];
+	uint64_t series_hash[64]; /* per type (at most limits' 32 types) */
 	agg a = {0};
 	cache lc;
 	int rc = 0;
 	wt_buf key = WT_BUF_INIT, val = WT_BUF_INIT;
 
 	memset(&lc, 0, sizeof(lc));
+	memset(runs, 0, sizeof(runs));
+	for (size_t ty = 0; ty < p->ntypes && ty < 64; ty++)
+		series_hash[ty] = dict_series_hash(in, wt_profile_str(p, p->types[ty].canonical));
 	if ((rc = cache_init(&lc, p->nlabelsets)))
 		goto out;
 	for (size_t i = 0; i < p->nsamples && rc == 0; i++) {
@@ -262,13 +386,25 @@ static int build_stacks(edge_task *t, ingest *in, const wt_profile *p)
 		wt_buf_append(&val, lc.data.data + lc.off[e->ls], lc.len[e->ls]);
 		size_t sp = val.len;
 		stack_payload(p, &val, e->stack);
+		uint64_t sh = val.oom ? 0 : XXH3_64bits(val.data + sp, val.len - sp);
 		edge_key_stack(&key, in->project, in->u.service,
-			       wt_profile_str(p, p->types[e->type].canonical), e->minute, lc.hash[e->ls],
-			       val.oom ? 0 : XXH3_64bits(val.data + sp, val.len - sp));
+			       wt_profile_str(p, p->types[e->type].canonical), e->minute, lc.hash[e->ls], sh);
 		if (key.oom || val.oom || lc.data.oom)
 			rc = WT_ENOMEM;
 		else
 			rc = edge_commit_op(&t->commit, EDGE_CF_STACKS, EDGE_OP_MERGE, key.data, key.len, val.data, val.len);
+		if (!rc)
+			rc = idx_add(t, in, p, runs, e->type, e->minute, lc.hash[e->ls], sh, e->value);
+		if (!rc)
+			rc = dict_add(t, in, p, e->type,
+				      e->type < 64 ? series_hash[e->type]
+						   : dict_series_hash(in, wt_profile_str(p, p->types[e->type].canonical)),
+				      e->minute, sh, val.data + sp, val.len - sp);
+	}
+	for (size_t i = 0; i < IDX_OPEN; i++) {
+		if (!rc)
+			rc = idx_flush(t, in, p, &runs[i]);
+		wt_buf_free(&runs[i].b);
 	}
 out:
 	if (rc)

@@ -72,6 +72,21 @@ int edge_key_stack(wt_buf *b, const char *proj, const char *svc, const char *typ
 	return wt_buf_append(b, h, 16);
 }
 
+int edge_key_stackdict(wt_buf *b, const char *proj, const char *svc, const char *type, int64_t day, uint64_t sh)
+{
+	uint8_t h[8];
+	edge_key_series(b, proj, svc, type);
+	put_minute(b, day); /* the same clamping */
+	edge_be64_put(h, sh);
+	return wt_buf_append(b, h, 8);
+}
+
+int edge_key_stackidx(wt_buf *b, const char *proj, const char *svc, const char *type, int64_t minute)
+{
+	edge_key_series(b, proj, svc, type);
+	return put_minute(b, minute);
+}
+
 int edge_key_split(const uint8_t *key, size_t len, const char **proj, const char **svc,
 		   const char **type, const uint8_t **rest, size_t *restlen)
 {

@@ -2,8 +2,20 @@
  * query.c — local queries from the edge's own buffer (a subset of the
  * hub's query API, docs/api.md "### Local queries"):
  * GET /v1/projects/{p}/profiles/table, /profiles/flamegraph and
- * /services. They run on a worker thread, scan the `stacks` column family
- * of the selected series and minutes, and render with common/flame.h.
+ * /services. They run on a worker thread and render with common/flame.h.
+ *
+ * Two ways to the same sums (keys.h):
+ *  - the stack index (edge.query_aggregates, default): the `stackidx`
+ *    minutes of the range give (labels hash, stack hash, value) triples,
+ *    24 bytes each, summed per distinct (labels, stack); then one `stacks`
+ *    row per distinct labels hash says whether its labels match the
+ *    filters, and one per distinct stack hash gives the frames, added to
+ *    the flame graph once with the stack's matching sum. The payloads
+ *    read grow with distinct stacks, not with samples or minutes.
+ *  - the rows: every `stacks` row of the range, labels matched and frames
+ *    added row by row. Used for the minutes before
+ *    edge_buffer_stackidx_since() (data written before the index existed)
+ *    and for everything with edge.query_aggregates = false.
  */
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -18,6 +30,7 @@
 #include "keys.h"
 #include "log.h"
 #include "server.h"
+#include "u64map.h"
 
 #define MAX_FILTERS 32
 #define DEFAULT_MAX_NODES 20000
@@ -157,9 +170,9 @@ static int64_t minute_floor(int64_t ns)
 	return m < 0 ? 0 : m;
 }
 
-/* Add every stack of series (svc, type) in the time range to f. */
-static int scan_series(edge_task *t, query *q, const char *svc, const char *type, wt_flame *f,
-		       const char **frames, size_t maxframes, uint64_t *rows)
+/* Add every stacks row of series (svc, type) in minutes [mlo, mhi) to f. */
+static int scan_series(edge_task *t, query *q, const char *svc, const char *type, uint64_t mlo, uint64_t mhi,
+		       wt_flame *f, const char **frames, size_t maxframes, uint64_t *rows)
 {
 	edge_buffer *st = t->srv->store;
 	wt_buf lo = WT_BUF_INIT, hi = WT_BUF_INIT;
@@ -169,9 +182,9 @@ static int scan_series(edge_task *t, query *q, const char *svc, const char *type
 
 	edge_key_series(&lo, q->project, svc, type);
 	edge_key_series(&hi, q->project, svc, type);
-	edge_be64_put(m, (uint64_t)minute_floor(q->from_ns));
+	edge_be64_put(m, mlo);
 	wt_buf_append(&lo, m, 8);
-	edge_be64_put(m, q->until_ns ? (uint64_t)minute_floor(q->until_ns) + 1 : UINT64_MAX);
+	edge_be64_put(m, mhi);
 	wt_buf_append(&hi, m, 8);
 	if (lo.oom || hi.oom) {
 		rc = WT_ENOMEM;
@@ -211,6 +224,365 @@ out:
 	return rc;
 }
 
+/* ---- the stack index path --------------------------------------------------
+ * (labels hash, stack hash) → summed value and one minute it was seen in:
+ * an open-addressing table over both hashes (exact keys). */
+typedef struct pair_ent {
+	uint64_t lh, sh; /* the key */
+	int64_t value;
+	uint64_t minute;
+	uint64_t seen_lh; /* per stack: a labels hash it was seen with */
+	int used;
+} pair_ent;
+
+typedef struct pair_map {
+	pair_ent *e;
+	size_t cap, n; /* cap a power of two, n <= cap / 2 */
+} pair_map;
+
+static inline uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static int64_t sat_add64(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static pair_ent *pair_slot(pair_map *m, uint64_t lh, uint64_t sh)
+{
+	size_t i;
+
+	if (2 * (m->n + 1) > m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 1024;
+		pair_ent *ne = calloc(nc, sizeof(*ne));
+		if (!ne)
+			return NULL;
+		for (size_t j = 0; j < m->cap; j++) {
+			if (!m->e[j].used)
+				continue;
+			for (i = wt_u64map_mix(m->e[j].lh ^ wt_u64map_mix(m->e[j].sh)) & (nc - 1); ne[i].used;
+			     i = (i + 1) & (nc - 1))
+				;
+			ne[i] = m->e[j];
+		}
+		free(m->e);
+		m->e = ne;
+		m->cap = nc;
+	}
+	for (i = wt_u64map_mix(lh ^ wt_u64map_mix(sh)) & (m->cap - 1); m->e[i].used; i = (i + 1) & (m->cap - 1))
+		if (m->e[i].lh == lh && m->e[i].sh == sh)
+			return &m->e[i];
+	m->e[i].used = 1;
+	m->e[i].lh = lh;
+	m->e[i].sh = sh;
+	m->n++;
+	return &m->e[i];
+}
+
+/* The entry of (lh, sh), or NULL (never grows the map). */
+static const pair_ent *pair_find(const pair_map *m, uint64_t lh, uint64_t sh)
+{
+	size_t i;
+
+	if (!m->cap)
+		return NULL;
+	for (i = wt_u64map_mix(lh ^ wt_u64map_mix(sh)) & (m->cap - 1); m->e[i].used; i = (i + 1) & (m->cap - 1))
+		if (m->e[i].lh == lh && m->e[i].sh == sh)
+			return &m->e[i];
+	return NULL;
+}
+
+/* The stacks row (series, minute, lh, sh): its value bytes (caller frees
+ * with rocksdb_free) or NULL when absent. */
+static char *stacks_row(edge_task *t, query *q, const char *svc, const char *type, uint64_t minute, uint64_t lh,
+			uint64_t sh, rocksdb_readoptions_t *ro, size_t *vl)
+{
+	edge_buffer *st = t->srv->store;
+	wt_buf k = WT_BUF_INIT;
+	char *e = NULL, *v = NULL;
+
+	if (edge_key_stack(&k, q->project, svc, type, (int64_t)minute, lh, sh) == 0 && !k.oom)
+		v = rocksdb_get_cf(edge_buffer_db(st), ro, edge_buffer_cf(st, EDGE_CF_STACKS), (const char *)k.data,
+				   k.len, vl, &e);
+	if (e) {
+		wt_error("query: reading a stacks row failed: %s", e);
+		free(e);
+	}
+	wt_buf_free(&k);
+	return v;
+}
+
+/* The stackdict row of (series, day of minute, sh) (keys.h), or NULL. */
+static char *stackdict_row(edge_task *t, query *q, const char *svc, const char *type, uint64_t minute, uint64_t sh,
+			   rocksdb_readoptions_t *ro, size_t *vl)
+{
+	edge_buffer *st = t->srv->store;
+	wt_buf k = WT_BUF_INIT;
+	char *e = NULL, *v = NULL;
+
+	if (edge_key_stackdict(&k, q->project, svc, type, (int64_t)(minute / EDGE_MINUTES_PER_DAY), sh) == 0 && !k.oom)
+		v = rocksdb_get_cf(edge_buffer_db(st), ro, edge_buffer_cf(st, EDGE_CF_STACKDICT), (const char *)k.data,
+				   k.len, vl, &e);
+	if (e) {
+		wt_error("query: reading a stackdict row failed: %s", e);
+		free(e);
+	}
+	wt_buf_free(&k);
+	return v;
+}
+
+/* Stacks needed at or above which stackdict is scanned, not looked up */
+#define DICT_SCAN_MIN 256
+
+/* Add the stacks of map m (sh → value, minute + 1 seen in) whose frames
+ * are in the stackdict rows of their day, scanning each such day once;
+ * those are marked used = 2 (done), the others are left to the caller. */
+static int dict_scan(edge_task *t, query *q, const char *svc, const char *type, pair_map *m, wt_flame *f,
+		     const char **frames, size_t maxframes)
+{
+	edge_buffer *st = t->srv->store;
+	const char *labels[2];
+	int rc = 0;
+
+	for (size_t i = 0; i < m->cap && rc == 0; i++) {
+		uint64_t day;
+		wt_buf lo = WT_BUF_INIT, hi = WT_BUF_INIT;
+		rocksdb_readoptions_t *ro;
+		rocksdb_iterator_t *it;
+		uint8_t b8[8];
+
+		if (m->e[i].used != 1)
+			continue;
+		/* a day not scanned yet: scan it */
+		day = (m->e[i].minute - 1) / EDGE_MINUTES_PER_DAY;
+		edge_key_series(&lo, q->project, svc, type);
+		edge_key_series(&hi, q->project, svc, type);
+		edge_be64_put(b8, day);
+		wt_buf_append(&lo, b8, 8);
+		edge_be64_put(b8, day + 1);
+		wt_buf_append(&hi, b8, 8);
+		if (lo.oom || hi.oom) {
+			wt_buf_free(&lo);
+			wt_buf_free(&hi);
+			return WT_ENOMEM;
+		}
+		ro = rocksdb_readoptions_create();
+		rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)hi.data, hi.len);
+		it = rocksdb_create_iterator_cf(edge_buffer_db(st), ro, edge_buffer_cf(st, EDGE_CF_STACKDICT));
+		for (rocksdb_iter_seek(it, (const char *)lo.data, lo.len); rocksdb_iter_valid(it) && rc == 0;
+		     rocksdb_iter_next(it)) {
+			size_t kl, vl, nl, nf;
+			const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kl);
+			const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vl);
+			pair_ent *se;
+
+			if (kl != lo.len + 8)
+				continue;
+			se = (pair_ent *)pair_find(m, 0, edge_be64_get(k + kl - 8));
+			if (!se || se->used != 1 || (se->minute - 1) / EDGE_MINUTES_PER_DAY != day)
+				continue;
+			if (edge_stack_payload_parse(v, vl, labels, 1, &nl, frames, maxframes, &nf) != 0)
+				continue; /* left to the lookup of its stacks row */
+			if (wt_flame_add(f, frames, nf, se->value) != 0)
+				rc = WT_ENOMEM;
+			se->used = 2;
+		}
+		rocksdb_iter_destroy(it);
+		rocksdb_readoptions_destroy(ro);
+		wt_buf_free(&lo);
+		wt_buf_free(&hi);
+		/* stacks of this day not in its stackdict stay 1: skip them in
+		 * later rounds by marking them 3, then put them back */
+		for (size_t j = i; j < m->cap; j++)
+			if (m->e[j].used == 1 && (m->e[j].minute - 1) / EDGE_MINUTES_PER_DAY == day)
+				m->e[j].used = 3;
+	}
+	for (size_t j = 0; j < m->cap; j++)
+		if (m->e[j].used == 3)
+			m->e[j].used = 1;
+	return rc;
+}
+
+/* Add the stacks of series (svc, type) in minutes [mlo, mhi) to f from the
+ * stack index (see the top of this file). Sums equal scan_series' over the
+ * same minutes. */
+static int index_series(edge_task *t, query *q, const char *svc, const char *type, uint64_t mlo, uint64_t mhi,
+			wt_flame *f, const char **frames, size_t maxframes, uint64_t *rows)
+{
+	edge_buffer *st = t->srv->store;
+	wt_buf lo = WT_BUF_INIT, hi = WT_BUF_INIT;
+	uint8_t m[8];
+	int rc = 0;
+	const char *labels[2 * MAX_LABELS_PER_STACK];
+	pair_map pairs = {0}, lmatch = {0}, stacks = {0};
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	rocksdb_iterator_t *it = NULL;
+
+	edge_key_series(&lo, q->project, svc, type);
+	edge_key_series(&hi, q->project, svc, type);
+	edge_be64_put(m, mlo);
+	wt_buf_append(&lo, m, 8);
+	edge_be64_put(m, mhi);
+	wt_buf_append(&hi, m, 8);
+	if (lo.oom || hi.oom) {
+		rc = WT_ENOMEM;
+		goto out;
+	}
+	/* 1. sum the entries per (labels, stack) */
+	rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)hi.data, hi.len);
+	it = rocksdb_create_iterator_cf(edge_buffer_db(st), ro, edge_buffer_cf(st, EDGE_CF_STACKIDX));
+	for (rocksdb_iter_seek(it, (const char *)lo.data, lo.len); rocksdb_iter_valid(it) && rc == 0;
+	     rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(it, &kl);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(it, &vl);
+		uint64_t minute;
+
+		if (kl != lo.len || vl % EDGE_STACKIDX_ENTRY) {
+			wt_warn("query: skipping a malformed stackidx record");
+			continue;
+		}
+		minute = edge_be64_get(k + kl - 8);
+		for (size_t off = 0; off < vl; off += EDGE_STACKIDX_ENTRY) {
+			pair_ent *pe = pair_slot(&pairs, le64(v + off), le64(v + off + 8));
+			if (!pe) {
+				rc = WT_ENOMEM;
+				break;
+			}
+			pe->value = sat_add64(pe->value, (int64_t)le64(v + off + 16));
+			pe->minute = minute;
+		}
+	}
+	{
+		char *e = NULL;
+		rocksdb_iter_get_error(it, &e);
+		if (e) {
+			wt_error("query: iterating stackidx failed: %s", e);
+			free(e);
+			rc = WT_EIO;
+		}
+	}
+	rocksdb_readoptions_set_iterate_upper_bound(ro, NULL, 0);
+	/* 2. which labels hashes match the filters: one stacks row each
+	 * (lmatch: lh → value 1 match / 0 not; sh unused) */
+	for (size_t i = 0; i < pairs.cap && rc == 0; i++) {
+		pair_ent *pe = &pairs.e[i], *lm;
+		size_t vl, nl, nf;
+		char *v;
+
+		if (!pe->used)
+			continue;
+		if (!(lm = pair_slot(&lmatch, pe->lh, 0))) {
+			rc = WT_ENOMEM;
+			break;
+		}
+		if (lm->minute)
+			continue; /* decided */
+		lm->minute = 1;
+		lm->value = 1;
+		if (!q->nfilt)
+			continue;
+		lm->value = 0;
+		if (!(v = stacks_row(t, q, svc, type, pe->minute, pe->lh, pe->sh, ro, &vl)))
+			continue;
+		if (vl >= 8 && edge_stack_payload_parse((const uint8_t *)v + 8, vl - 8, labels, MAX_LABELS_PER_STACK,
+							&nl, frames, maxframes, &nf) == 0)
+			lm->value = labels_match(q, labels, nl);
+		rocksdb_free(v);
+	}
+	/* 3. the matching sums per stack hash (minute and lh: a row to read) */
+	for (size_t i = 0; i < pairs.cap && rc == 0; i++) {
+		pair_ent *pe = &pairs.e[i], *se;
+		const pair_ent *lm;
+
+		if (!pe->used || !(lm = pair_find(&lmatch, pe->lh, 0)) || !lm->value)
+			continue;
+		if (!(se = pair_slot(&stacks, 0, pe->sh))) {
+			rc = WT_ENOMEM;
+			break;
+		}
+		if (!se->minute) {
+			se->minute = pe->minute + 1; /* + 1: 0 is "not yet" */
+			se->seen_lh = pe->lh;
+			se->value = 0;
+		}
+		se->value = sat_add64(se->value, pe->value);
+		(*rows)++;
+	}
+	/* 4. the frames of each distinct stack: its stackdict row (one per
+	 * stack and day, compact), else the stacks row it was seen in. Many
+	 * stacks: read the days' stackdict rows in order (a scan of a table
+	 * that grows with distinct stacks) rather than one lookup each. */
+	if (stacks.n >= DICT_SCAN_MIN && rc == 0)
+		rc = dict_scan(t, q, svc, type, &stacks, f, frames, maxframes);
+	for (size_t i = 0; i < stacks.cap && rc == 0; i++) {
+		pair_ent *se = &stacks.e[i];
+		size_t vl, nl, nf, skip = 0; /* stacks rows start with their LE64 value */
+		char *v;
+
+		if (se->used != 1)
+			continue;
+		if (!(v = stackdict_row(t, q, svc, type, se->minute - 1, se->sh, ro, &vl))) {
+			skip = 8;
+			v = stacks_row(t, q, svc, type, se->minute - 1, se->seen_lh, se->sh, ro, &vl);
+		}
+		if (!v) {
+			/* its stacks row is missing (a crash between the two halves
+			 * of a split group's merges, buffer.c): the value is known,
+			 * not the frames */
+			wt_warn("query: a stack index entry without its stacks row; skipped");
+			continue;
+		}
+		if (vl < skip || edge_stack_payload_parse((const uint8_t *)v + skip, vl - skip, labels,
+							  MAX_LABELS_PER_STACK, &nl, frames, maxframes, &nf) != 0)
+			wt_warn("query: skipping a malformed stacks record");
+		else if (wt_flame_add(f, frames, nf, se->value) != 0)
+			rc = WT_ENOMEM;
+		rocksdb_free(v);
+	}
+out:
+	if (it)
+		rocksdb_iter_destroy(it);
+	rocksdb_readoptions_destroy(ro);
+	free(pairs.e);
+	free(lmatch.e);
+	free(stacks.e);
+	wt_buf_free(&lo);
+	wt_buf_free(&hi);
+	return rc;
+}
+
+/* Minutes [from, until] of q for series (svc, type): the stack index from
+ * edge_buffer_stackidx_since() on (when edge.query_aggregates), the rows
+ * before it. */
+static int add_series(edge_task *t, query *q, const char *svc, const char *type, wt_flame *f, const char **frames,
+		      size_t maxframes, uint64_t *rows)
+{
+	uint64_t mlo = (uint64_t)minute_floor(q->from_ns);
+	uint64_t mhi = q->until_ns ? (uint64_t)minute_floor(q->until_ns) + 1 : UINT64_MAX;
+	int64_t since = edge_buffer_stackidx_since(t->srv->store);
+	uint64_t split = !t->srv->cfg->query_aggregates || since < 0 ? mhi : (uint64_t)since;
+	int rc = 0;
+
+	if (split < mlo)
+		split = mlo;
+	if (split > mhi)
+		split = mhi;
+	if (mlo < split)
+		rc = scan_series(t, q, svc, type, mlo, split, f, frames, maxframes, rows);
+	if (!rc && split < mhi)
+		rc = index_series(t, q, svc, type, split, mhi, f, frames, maxframes, rows);
+	return rc;
+}
+
 static void profile_view(edge_task *t, query *q)
 {
 	series *s = NULL;
@@ -245,7 +617,7 @@ static void profile_view(edge_task *t, query *q)
 			continue;
 		if (!unit)
 			unit = s[i].unit;
-		if ((rc = scan_series(t, q, s[i].svc, s[i].type, f, frames, maxframes, &rows))) {
+		if ((rc = add_series(t, q, s[i].svc, s[i].type, f, frames, maxframes, &rows))) {
 			wt_err_set(&t->err, rc, rc == WT_ENOMEM ? "out of memory building the view" : "reading the buffer failed");
 			goto out;
 		}

@@ -1,6 +1,6 @@
 /*
  * fuzz_pprof.c — libFuzzer target: arbitrary bytes through the pprof path
- * of wt_format_decode() (gzip detection, wire walk, protobuf-c unpack,
+ * of wt_format_decode() (gzip detection, wire walk, the direct wire reader,
  * id/index resolution) with small limits, plus an encode of whatever
  * decodes. Run by tests/fuzz/run (make fuzz).
  */

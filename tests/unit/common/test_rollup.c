@@ -35,7 +35,7 @@ static void add(wt_profile *p, const char *stack, int64_t t, const int64_t *v)
 {
 	uint32_t ids[64], st;
 	size_t n = 0;
-	char tmp[256], *save = NULL, *tok;
+	char tmp[8192], *save = NULL, *tok;
 
 	snprintf(tmp, sizeof(tmp), "%s", stack);
 	for (tok = strtok_r(tmp, ";", &save); tok; tok = strtok_r(NULL, ";", &save))
@@ -246,6 +246,112 @@ static void test_corpus_against_awk(void **state)
 	free(buf);
 }
 
+static uint32_t lcg(uint32_t *seed)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return (*seed >> 8) & 0xffffff;
+}
+
+/* Rows come out in (type, minute, function) order with functions in
+ * strcmp (unsigned byte) order, whatever the names share: long common
+ * prefixes (past 256 bytes too), prefixes of one another, bytes >= 0x80,
+ * many minutes (some
+ * before 1970). Per (type, minute), self sums to the samples' values and
+ * every row is checked against a brute-force count. */
+static void test_row_order(void **state)
+{
+	static const char *const parts[] = {"github.com/x/", "github.com/x/y.", "a", "ab", "", "\xc3\xa9",
+					    "Z", "runtime.", "\x7f", "zz", "b",
+					    /* 130 bytes: names that share more than 256 */
+					    "github.com/org/project/internal/pkg/subpkg/more/and/more/"
+					    "directories/until/it/is/long/enough/to/matter/for/the/sort.Func"};
+	char names[400][640];
+	wt_profile *p = wt_profile_new(NULL);
+	wt_rollup r;
+	wt_err e;
+	uint32_t seed = 12345;
+	size_t i, j;
+	(void)state;
+
+#define RND() lcg(&seed)
+	assert_non_null(p);
+	assert_int_equal(wt_profile_add_type(p, "cpu", "nanoseconds", NULL, NULL, &e), 0);
+	assert_int_equal(wt_profile_add_type(p, "alloc", "bytes", NULL, NULL, &e), 0);
+	for (i = 0; i < 400; i++) {
+		size_t k, np = 1 + RND() % 4;
+		names[i][0] = 0;
+		for (k = 0; k < np; k++)
+			strcat(names[i], parts[RND() % (sizeof(parts) / sizeof(parts[0]))]);
+		if (!names[i][0])
+			strcpy(names[i], "x");
+		if (i < 24) { /* the long part twice, then something: 260+ shared bytes */
+			const char *lp = parts[sizeof(parts) / sizeof(parts[0]) - 1];
+
+			snprintf(names[i], sizeof(names[i]), "%s%s%s%s", lp, lp, i % 3 ? "" : lp,
+				 parts[(23 - i) % (sizeof(parts) / sizeof(parts[0]))]);
+		}
+	}
+	for (i = 0; i < 3000; i++) {
+		char stack[8192] = "";
+		size_t k, d = 1 + RND() % 12;
+		int64_t v[2] = {1 + RND() % 100, RND() % 3 ? 0 : RND() % 1000};
+		int64_t t = ((int64_t)(RND() % 40) - 5) * MIN_NS + (int64_t)(RND() % 1000);
+
+		for (k = 0; k < d; k++) {
+			if (k)
+				strcat(stack, ";");
+			strcat(stack, names[RND() % 400]);
+		}
+		add(p, stack, t, v);
+	}
+	assert_int_equal(wt_rollup_build(p, 0, &r, &e), 0);
+	assert_true(r.n > 1000);
+	for (i = 1; i < r.n; i++) {
+		const wt_rollup_row *a = &r.rows[i - 1], *b = &r.rows[i];
+		int c = strcmp(a->type, b->type);
+
+		if (!c)
+			c = a->minute < b->minute ? -1 : a->minute > b->minute;
+		if (!c)
+			c = strcmp(a->function, b->function);
+		if (c >= 0)
+			fail_msg("rows %zu and %zu out of order: (%s, %lld, %s) (%s, %lld, %s)", i - 1, i,
+				 a->type, (long long)a->minute, a->function, b->type, (long long)b->minute,
+				 b->function);
+	}
+	/* brute force: self and total of every row from the samples */
+	for (i = 0; i < r.n; i++) {
+		const wt_rollup_row *row = &r.rows[i];
+		size_t t = !strcmp(row->type, "cpu") ? 0 : 1;
+		int64_t self = 0, total = 0;
+
+		for (j = 0; j < p->nsamples; j++) {
+			const wt_sample *sm = &p->samples[j];
+			int64_t m = sm->time_ns / MIN_NS - (sm->time_ns < 0 && sm->time_ns % MIN_NS ? 1 : 0);
+			size_t n, k;
+			const uint32_t *fr = wt_profile_stack(p, sm->stack, &n);
+			char buf[64];
+			int hit = 0;
+
+			if (m != row->minute)
+				continue;
+			for (k = 0; k < n && !hit; k++)
+				hit = !strcmp(wt_profile_frame_name(p, fr[k], buf, sizeof(buf)), row->function);
+			if (hit)
+				total += wt_profile_values(p, j)[t];
+			if (n && !strcmp(wt_profile_frame_name(p, fr[0], buf, sizeof(buf)), row->function))
+				self += wt_profile_values(p, j)[t];
+		}
+		if (self != row->self || total != row->total)
+			fail_msg("(%s, %lld, %s): self %lld total %lld, want %lld %lld", row->type,
+				 (long long)row->minute, row->function, (long long)row->self,
+				 (long long)row->total, (long long)self, (long long)total);
+	}
+#undef RND
+	wt_rollup_free(&r);
+	wt_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -253,6 +359,7 @@ int main(void)
 		cmocka_unit_test(test_time_fallbacks),
 		cmocka_unit_test(test_types_and_names),
 		cmocka_unit_test(test_corpus_against_awk),
+		cmocka_unit_test(test_row_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
