@@ -205,7 +205,7 @@ int cli_parse_upload(int argc, char **argv, cli_upload_args *a, char *err, size_
 	static const cli_optspec specs[] = {
 		{"--service", "-s", 1}, {"--format", "-f", 1}, {"--type", "-t", 1},
 		{"--label", "-l", 1},   {"--from", NULL, 1},   {"--until", NULL, 1},
-		{NULL, NULL, 0},
+		{"--idempotency-key", NULL, 1}, {NULL, NULL, 0},
 	};
 	cli_argiter it;
 	const char *v;
@@ -232,6 +232,14 @@ int cli_parse_upload(int argc, char **argv, cli_upload_args *a, char *err, size_
 			break;
 		case 4: a->from = v; break;
 		case 5: a->until = v; break;
+		case 6:
+			/* the hub's rule (docs/api.md, direct upload) */
+			if (!*v || strlen(v) > CLI_IDEMPOTENCY_KEY_MAX ||
+			    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") != strlen(v))
+				return usage_err(err, errlen, "--idempotency-key: 1..%d characters of [A-Za-z0-9._:-]",
+						 CLI_IDEMPOTENCY_KEY_MAX);
+			a->idempotency_key = v;
+			break;
 		}
 	}
 	if (!a->file)

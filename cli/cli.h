@@ -18,6 +18,7 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 
 /* Limits of the command line itself. */
 #define CLI_MAX_LABELS 64
+#define CLI_IDEMPOTENCY_KEY_MAX 128 /* the hub's bound on Idempotency-Key */
 #define CLI_MAX_PAIRS 64
 #define CLI_ERR_MAX 256
 #define WT_CLI_VERSION "0.1-dev"
@@ -89,6 +90,7 @@ typedef struct cli_upload_args {
 	const char *from, *until;
 	const char *labels[CLI_MAX_LABELS]; /* "K=V" */
 	size_t nlabels;
+	const char *idempotency_key; /* NULL = one made per invocation */
 } cli_upload_args;
 
 int cli_parse_upload(int argc, char **argv, cli_upload_args *a, char *err, size_t errlen);

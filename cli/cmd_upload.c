@@ -7,6 +7,10 @@
  * connection failure or a 5xx answer (UPLOAD_TRIES tries in all, backoff
  * doubling from UPLOAD_BACKOFF_MS), and prints what the server stored:
  * format, bytes sent, samples, types, time range (docs/profilers.md).
+ * Every try carries the same Idempotency-Key (--idempotency-key, else
+ * "wtctl-" and 32 random hex made once per invocation), so the hub stores
+ * a retried upload once and two invocations' uploads of one file twice
+ * (docs/api.md, direct upload); the edge ignores the header.
  *
  * The file is read through cli_input (mmap'd, bounded by
  * CLI_UPLOAD_MAX); the gzip copy and the detection's decompressed copy
@@ -28,6 +32,7 @@
 #include "format.h"
 #include "http_client.h"
 #include "input.h"
+#include "rng.h"
 
 #define CLI_UPLOAD_MAX ((size_t)2 << 30)
 #define CLI_UPLOAD_MAX_DECOMPRESSED ((size_t)8 << 30)
@@ -166,6 +171,7 @@ int cli_cmd_upload(const cli_global *g, int argc, char **argv)
 	wt_err e = {0};
 	char *url = NULL;
 	const wt_backoff retry = {UPLOAD_BACKOFF_MS, 0, 0};
+	char idem[40 + CLI_IDEMPOTENCY_KEY_MAX];
 	long backoff;
 	int rc = CLI_EXIT_FAIL;
 
@@ -204,6 +210,19 @@ int cli_cmd_upload(const cli_global *g, int argc, char **argv)
 		u.nsent = gzlen;
 		u.gzipped = 1;
 	}
+	if (a.idempotency_key) {
+		snprintf(idem, sizeof(idem), "Idempotency-Key: %s", a.idempotency_key);
+	} else {
+		uint8_t rnd[16];
+		size_t i, n;
+		if (wt_random_bytes(rnd, sizeof(rnd))) {
+			fprintf(stderr, "wtctl: profile upload: no random bytes for the Idempotency-Key\n");
+			goto out;
+		}
+		n = (size_t)snprintf(idem, sizeof(idem), "Idempotency-Key: wtctl-");
+		for (i = 0; i < sizeof(rnd); i++)
+			n += (size_t)snprintf(idem + n, sizeof(idem) - n, "%02x", rnd[i]);
+	}
 	if (!(url = cli_upload_url(base, &a))) {
 		fprintf(stderr, "wtctl: bad base URL %s\n", base);
 		goto out;
@@ -213,8 +232,8 @@ int cli_cmd_upload(const cli_global *g, int argc, char **argv)
 
 		u.tries++;
 		cli_http_resp_free(&r);
-		failed = cli_http_request("POST", url, g->token, "application/octet-stream", send, u.nsent, &r, err,
-					  sizeof(err));
+		failed = cli_http_request_hdr("POST", url, g->token, "application/octet-stream", idem, send, u.nsent,
+					      &r, err, sizeof(err));
 		if (!failed && r.status < 500)
 			break;
 		if (u.tries >= UPLOAD_TRIES) {

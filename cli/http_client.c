@@ -27,9 +27,16 @@ int cli_http_request(const char *method, const char *url, const char *token,
 		     const char *content_type, const void *body, size_t len,
 		     cli_http_resp *r, char *err, size_t errlen)
 {
+	return cli_http_request_hdr(method, url, token, content_type, NULL, body, len, r, err, errlen);
+}
+
+int cli_http_request_hdr(const char *method, const char *url, const char *token,
+			 const char *content_type, const char *header, const void *body, size_t len,
+			 cli_http_resp *r, char *err, size_t errlen)
+{
 	CURL *c = NULL;
 	char auth[1024], ctype[1024];
-	const char *hdrs[3] = {NULL, NULL, NULL};
+	const char *hdrs[4] = {NULL, NULL, NULL, NULL};
 	size_t nh = 0;
 	char cerr[CURL_ERROR_SIZE] = "";
 	wt_buf body_out = WT_BUF_INIT;
@@ -52,6 +59,8 @@ int cli_http_request(const char *method, const char *url, const char *token,
 		snprintf(ctype, sizeof(ctype), "Content-Type: %s", content_type);
 		hdrs[nh++] = ctype;
 	}
+	if (header)
+		hdrs[nh++] = header;
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)CLI_HTTP_CONNECT_TIMEOUT);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s());

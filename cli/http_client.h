@@ -23,6 +23,11 @@ typedef struct cli_http_resp {
 int cli_http_request(const char *method, const char *url, const char *token,
 		     const char *content_type, const void *body, size_t len,
 		     cli_http_resp *r, char *err, size_t errlen);
+/* The same with one more request header (a whole "Name: value" line, or
+ * NULL for none). */
+int cli_http_request_hdr(const char *method, const char *url, const char *token,
+			 const char *content_type, const char *header, const void *body, size_t len,
+			 cli_http_resp *r, char *err, size_t errlen);
 void cli_http_resp_free(cli_http_resp *r);
 
 /* Write "wtctl: WHAT: HTTP <status>: <error>: <detail>" to stderr, taking

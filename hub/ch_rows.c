@@ -239,7 +239,7 @@ static int do_samples(hub_ch *ch, const hub_ch_rows_req *rq, const wt_profile *p
 		wt_buf *out = &rows;
 
 		hub_dayrows *dr = NULL;
-		size_t k = 0;
+		size_t k = 0, cuts;
 		if (rq->sink) {
 			for (k = 0; k < rq->nskip; k++)
 				if (rq->skip[k].day == day)
@@ -265,10 +265,14 @@ static int do_samples(hub_ch *ch, const hub_ch_rows_req *rq, const wt_profile *p
 			wt_buf_append(out, lab.data + lab_off[ls], lab_len[ls]);
 			wt_buf_append(out, tail.data, tail.len);
 			st->sample_rows++;
+			cuts = dr ? dr->ncuts : 0;
 			if (out->oom || (dr && hub_dayrows_row_done(rq->sink, dr))) {
 				rc = wt_err_set(err, WT_ENOMEM, "out of memory encoding rows");
 				goto out;
 			}
+			if (dr && dr->ncuts != cuts && rq->sink->on_block &&
+			    (rc = rq->sink->on_block(rq->sink->arg, dr, err)))
+				goto out;
 			if (!rq->sink && ++batch >= rq->batch_rows) {
 				if ((rc = flush(ch, SAMPLES_INSERT, &rows, st, err)))
 					goto out;

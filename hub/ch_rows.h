@@ -31,9 +31,10 @@ typedef struct hub_ch_rows_req {
 	 * inserts them in bounded blocks), the first skip[i].rows rows of day
 	 * skip[i].day are left out (already stored by an interrupted apply: the
 	 * rows of a day come in the same order every time), and no rollup is
-	 * computed (the edge's own rollup is stored instead). Stacks are still
-	 * inserted directly: profile_stacks_v1 is a ReplacingMergeTree, so
-	 * repeating them is harmless. */
+	 * computed (repl_apply.c inserts the rollup in its own pieces). The
+	 * sink's on_block, when set, is called as each block of a day ends.
+	 * Stacks are still inserted directly: profile_stacks_v1 is a
+	 * ReplacingMergeTree, so repeating them is harmless. */
 	hub_daysink *sink;
 	const hub_day_count *skip;
 	size_t nskip;

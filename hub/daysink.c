@@ -56,6 +56,18 @@ void hub_dayrows_block(const hub_dayrows *dr, size_t b, size_t *off, size_t *len
 	*len = end - start;
 }
 
+void hub_dayrows_drop_blocks(hub_dayrows *dr)
+{
+	size_t end;
+
+	if (!dr->ncuts)
+		return;
+	end = dr->cuts[dr->ncuts - 1];
+	memmove(dr->rows.data, dr->rows.data + end, dr->rows.len - end);
+	dr->rows.len -= end;
+	dr->ncuts = 0;
+}
+
 void hub_daysink_free(hub_daysink *s)
 {
 	size_t i;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "err.h"
 
 typedef struct hub_dayrows {
 	uint16_t day; /* days since 1970-01-01 (UTC) */
@@ -28,6 +29,12 @@ typedef struct hub_daysink {
 	hub_dayrows *d;
 	size_t n, cap;
 	size_t block_rows; /* 0 = one block per day */
+	/* Optional: called (by ch_rows.c) each time a day's block has just
+	 * ended (dr->rows.len == dr->cuts[dr->ncuts - 1]); it may insert the
+	 * day's complete blocks and drop them (hub_dayrows_drop_blocks), so
+	 * an upload's rows need not all be held. Nonzero stops the rows. */
+	int (*on_block)(void *arg, hub_dayrows *dr, wt_err *err);
+	void *arg;
 } hub_daysink;
 
 /* Rows already stored for one day (replication recovery). */
@@ -44,6 +51,9 @@ int hub_dayrows_row_done(const hub_daysink *s, hub_dayrows *dr);
 /* Block b (0 ≤ b ≤ dr->ncuts) of a day: [*off, *off + *len) of dr->rows
  * (the last one may be empty). */
 void hub_dayrows_block(const hub_dayrows *dr, size_t b, size_t *off, size_t *len);
+/* Forget the day's complete blocks (inserted by the caller): what follows
+ * the last cut moves to the front and counts as the start of block 0. */
+void hub_dayrows_drop_blocks(hub_dayrows *dr);
 void hub_daysink_free(hub_daysink *s);
 
 #endif

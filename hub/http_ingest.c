@@ -166,7 +166,7 @@ int hub_handle_upload(hub_req *r, wt_err *e)
 	hub_repl_direct d;
 	hub_repl_result res;
 	json_t *types, *reply = NULL;
-	int days, state = 0;
+	int days, state = 0, rc;
 
 	(void)e; /* answers its own errors (and counts them as rejected uploads) */
 	wt_upload_init(&up);
@@ -243,12 +243,15 @@ int hub_handle_upload(hub_req *r, wt_err *e)
 	d.upload_id = upload_id;
 	d.body = body;
 	d.len = len;
-	d.p = p;
+	d.p = p; /* the apply frees it once in rows (d.p = NULL then) */
+	p = NULL;
 	d.format = wt_format_name(detected);
 	d.received_ns = now;
 	d.reply = reply;
 	d.retention_days = days;
-	if (hub_repl_direct_apply(ctx, r->ch, &d, &res, &err)) {
+	rc = hub_repl_direct_apply(ctx, r->ch, &d, &res, &err);
+	wt_profile_free(d.p);
+	if (rc) {
 		if (res.retry_after_s) /* another request is storing this upload now */
 			evhttp_add_header(evhttp_request_get_output_headers(r->req), "Retry-After", "1");
 		goto fail;

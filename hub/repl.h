@@ -102,7 +102,10 @@ typedef struct hub_repl_direct {
 	const char *upload_id;     /* 32 lowercase hex (http_ingest.c) */
 	const uint8_t *body;       /* the original as received */
 	size_t len;
-	const struct wt_profile *p; /* decoded, times placed at received_ns */
+	/* decoded, times placed at received_ns; the apply frees it as soon
+	 * as its rows are made and sets p to NULL (the caller frees it when
+	 * it is still set) */
+	struct wt_profile *p;
 	const char *format;        /* detected format name */
 	int64_t received_ns;       /* kept in the "started" ledger row */
 	struct json_t *reply;      /* gains "object_key"; kept in the "applied" row */

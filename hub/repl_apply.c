@@ -14,9 +14,16 @@
  * batch acknowledged. A seq found "started" was interrupted: what its
  * earlier attempt stored is counted first and only the rest is inserted.
  *
+ * A batch whose rows fill a first INSERT block does the "once the claim
+ * is decided" part right then and inserts every further block as it
+ * fills (apply_run: "live"), so a large upload's rows are never all in
+ * memory; each upload's rollup is built after its sample rows, when only
+ * the profile is left to free, and freed once in rows.
+ *
  * The object store puts (hash, write, fsync) run in a helper thread while
  * the next uploads are decoded; every put has finished, successfully,
- * before the first data row is inserted.
+ * before the first data row is inserted (after a batch went live, the
+ * rest are stored in place, each before its upload's rows).
  */
 #include "repl.h"
 
@@ -469,6 +476,35 @@ typedef struct rpieces {
 	size_t block_rows; /* marker + rows of a piece never exceed it */
 } rpieces;
 
+/* The batch being applied, for what its rows need once they go in as
+ * they are made ("live"): a batch goes live when its first block of rows
+ * is full (an upload of more rows than one INSERT block), so that an
+ * upload's rows are never all held at once. Going live is what the end
+ * of the batch does otherwise: every original queued so far is stored,
+ * the claim is decided and the ledger checked unchanged, the "started"
+ * rows are written. From then on each full block of a day's sample rows
+ * and each full rollup piece is inserted at once and dropped; originals of
+ * later uploads are stored in place, before their rows. */
+typedef struct apply_run {
+	hub_ctx *ctx;
+	hub_ch *ch;
+	pb_batch *b;
+	const char *inc;
+	hub_repl_direct *direct;
+	up_state *ups;
+	const int *tentative; /* ledger states seen before preparing */
+	hub_repl_claim *claim;
+	putter *put;
+	hub_daysink *samples;
+	hub_repl_result *res;
+	int live;
+} apply_run;
+
+static int batch_start(apply_run *a, wt_err *err);
+static int incarnation_check(hub_ch *ch, const char *edge, const char *inc, hub_repl_result *res, wt_err *err);
+static int insert_block(hub_ch *ch, hub_repl_claim *claim, const char *sql, const void *data, size_t len,
+			wt_err *err);
+
 static void rpieces_free(rpieces *ps)
 {
 	size_t i;
@@ -518,11 +554,30 @@ static rpiece *piece_new(rpieces *ps, const up_state *s, const stored_t *st, uin
 	return p;
 }
 
+/* A full piece of a live batch goes in at once; its rows are dropped. */
+static int piece_insert_now(apply_run *a, rpiece *p, wt_err *err)
+{
+	int rc;
+
+	if (p->skip)
+		return 0;
+	if (p->rows.oom)
+		return wt_err_set(err, WT_ENOMEM, "out of memory encoding rows");
+	if ((rc = batch_start(a, err)) ||
+	    (rc = insert_block(a->ch, a->claim, ROLLUP_INSERT_SQL, p->rows.data, p->rows.len, err)))
+		return rc;
+	wt_buf_free(&p->rows);
+	p->skip = 1; /* stored */
+	return 0;
+}
+
 /* The rollup rows of upload s (the hub's own from the original, else the
  * edge's), cut into pieces per day in their order (the same on every
  * attempt: the hub's rows come from the same bytes); pieces st says are
- * stored are kept only as placeholders. */
-static int add_rollup_rows(const up_state *s, const stored_t *st, rpieces *ps, size_t *nrows)
+ * stored are kept only as placeholders. A full piece goes in at once
+ * (apply_run). */
+static int add_rollup_rows(apply_run *a, const up_state *s, const stored_t *st, rpieces *ps, size_t *nrows,
+			   wt_err *err)
 {
 	struct {
 		uint16_t day;
@@ -531,12 +586,23 @@ static int add_rollup_rows(const up_state *s, const stored_t *st, rpieces *ps, s
 	size_t nopen = 0, i, d;
 	/* the hub's own rows when it decoded the original; the edge's only
 	 * for an upload sent without one (raw dropped by the edge's quota) */
-	pb_rollup_row *const *rows = s->has_own ? s->own.ptrs : s->u->rollup;
 	size_t nrows_in = s->has_own ? s->own.n : s->u->n_rollup;
+	int rc;
 
 	for (i = 0; i < nrows_in; i++) {
-		const pb_rollup_row *r = rows[i];
-		int64_t sec = r->minute * 60;
+		wt_rollup_row r;
+		if (s->has_own) {
+			r = s->own.r.rows[i];
+		} else {
+			const pb_rollup_row *e = s->u->rollup[i];
+			r.type = e->type;
+			r.unit = e->unit;
+			r.function = e->function;
+			r.minute = e->minute;
+			r.self = e->self;
+			r.total = e->total;
+		}
+		int64_t sec = r.minute * 60;
 		uint32_t usec = sec < 0 ? 0 : sec > UINT32_MAX ? UINT32_MAX : (uint32_t)sec;
 		uint16_t day = (uint16_t)(usec / 86400);
 		rpiece *p;
@@ -546,19 +612,22 @@ static int add_rollup_rows(const up_state *s, const stored_t *st, rpieces *ps, s
 				break;
 		if (d == nopen) {
 			if (nopen == MAX_DAYS)
-				return WT_ELIMIT;
+				return wt_err_set(err, WT_ELIMIT, "replication batch: upload seq %" PRIu64
+						  ": rollup rows of more than %d days", s->u->seq, MAX_DAYS);
 			if (!(p = piece_new(ps, s, st, day, 0, usec)))
-				return WT_ENOMEM;
+				goto oom;
 			open[nopen].day = day;
 			open[nopen++].piece = (size_t)(p - ps->p);
 		}
-		if (!r->self && !r->total)
+		if (!r.self && !r.total)
 			continue;
 		p = &ps->p[open[d].piece];
 		if (p->nrows + 1 >= ps->block_rows) {
 			uint32_t k = p->k + 1;
+			if ((rc = piece_insert_now(a, p, err)))
+				return rc;
 			if (!(p = piece_new(ps, s, st, day, k, usec)))
-				return WT_ENOMEM;
+				goto oom;
 			open[d].piece = (size_t)(p - ps->p);
 		}
 		p->nrows++;
@@ -567,17 +636,20 @@ static int add_rollup_rows(const up_state *s, const stored_t *st, rpieces *ps, s
 		hub_rb_u32(&p->rows, usec);
 		hub_rb_cstr(&p->rows, s->project);
 		hub_rb_cstr(&p->rows, s->service);
-		hub_rb_cstr(&p->rows, r->type ? r->type : "");
-		hub_rb_cstr(&p->rows, r->unit ? r->unit : "");
-		hub_rb_cstr(&p->rows, r->function ? r->function : "");
-		hub_rb_i64(&p->rows, r->self);
-		hub_rb_i64(&p->rows, r->total);
+		hub_rb_cstr(&p->rows, r.type ? r.type : "");
+		hub_rb_cstr(&p->rows, r.unit ? r.unit : "");
+		hub_rb_cstr(&p->rows, r.function ? r.function : "");
+		hub_rb_i64(&p->rows, r.self);
+		hub_rb_i64(&p->rows, r.total);
 		hub_rb_u16(&p->rows, (uint16_t)s->retention_days);
 		(*nrows)++;
 		if (p->rows.oom)
-			return WT_ENOMEM;
+			goto oom;
 	}
 	return 0;
+oom:
+	return wt_err_set(err, WT_ENOMEM, "replication batch: upload seq %" PRIu64 ": out of memory for rollup rows",
+			  s->u->seq);
 }
 
 static void raw_index_row(wt_buf *sql, size_t *nrows, const up_state *s, const char *key,
@@ -603,11 +675,18 @@ static void raw_index_row(wt_buf *sql, size_t *nrows, const up_state *s, const c
  * (header "otlp_service") yields only that service's profile: the edge
  * stores the whole request once per service it contains. */
 
+/* Profiles of this many stacks or more are sealed once decoded (their
+ * interning indexes freed: about 175 MB at 3.2 M stacks), as
+ * http_ingest.c does for a direct upload. */
+#define APPLY_SEAL_STACKS 1000000
+
 /* Decode an upload's original exactly as the edge did, store it, and
- * append its sample rows to sink (leaving out what st says is stored). A
- * header that breaks the upload's label rule, or a decode failure, marks
- * the upload rejected (nothing of it is stored, the ledger keeps why)
- * rather than failing the batch. */
+ * append its sample rows to sink (leaving out what st says is stored;
+ * full blocks of a live batch go in at once), then build its rollup
+ * (s->own) and free the profile (a direct upload's too: d->p becomes
+ * NULL). A header that breaks the upload's label rule, or a decode
+ * failure, marks the upload rejected (nothing of it is stored, the ledger
+ * keeps why) rather than failing the batch. */
 static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, const stored_t *st, hub_daysink *sink,
 			  putter *put, hub_repl_result *res, wt_err *err)
 {
@@ -633,7 +712,7 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, con
 		return 0;
 	}
 	if (s->direct) {
-		p = (wt_profile *)s->direct->p; /* the caller's: not freed here */
+		p = s->direct->p; /* the caller's: freed here once its rows are made */
 	} else if (hub_repl_decode_upload(u, h, &lim, &p, &det, &derr)) {
 		s->rejected = 1;
 		snprintf(s->detail, sizeof(s->detail), "decode: %s", derr.msg);
@@ -641,15 +720,8 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, con
 		return 0;
 	}
 	s->time_ns = p->time_ns;
-	/* the rollup is the hub's own, from the original (repl_rollup.h) */
-	if ((rc = hub_repl_rollup_build(p, u->received_ns, &s->own, err)))
-		goto out;
-	s->has_own = 1;
-	/* an edge sends a large upload's original without its rows
-	 * (edge/repl_client.c): nothing to cross-check then */
-	if (u->n_rollup && hub_repl_rollup_diff(&s->own, u->rollup, u->n_rollup))
-		wt_warn("msg=\"the edge's rollup differs from its original; storing the hub's\" upload=%s"
-			" rows_differing=%zu", s->upload_id, hub_repl_rollup_diff(&s->own, u->rollup, u->n_rollup));
+	if (!s->direct && p->nstacks >= APPLY_SEAL_STACKS)
+		wt_profile_seal(p);
 	if ((rc = putter_add(put, idx, err)))
 		goto out;
 	memset(&rq, 0, sizeof(rq));
@@ -671,13 +743,24 @@ static int apply_original(hub_ctx *ctx, hub_ch *ch, up_state *s, size_t idx, con
 	s->recovery = st != NULL;
 	if (hub_rules_eval(ch, s->project, s->service, s->upload_id, h->lp, h->nlp, p, u->received_ns, &s->rules, &rerr))
 		wt_warn("msg=\"recording rules not applied\" upload=%s error=\"%s\"", s->upload_id, rerr.msg);
+	/* the rollup is the hub's own, from the original (repl_rollup.h);
+	 * built after the rows so the two are never held together */
+	if ((rc = hub_repl_rollup_build(p, u->received_ns, &s->own, err)))
+		goto out;
+	s->has_own = 1;
+	/* an edge sends a large upload's original without its rows
+	 * (edge/repl_client.c): nothing to cross-check then */
+	if (u->n_rollup && hub_repl_rollup_diff(&s->own, u->rollup, u->n_rollup))
+		wt_warn("msg=\"the edge's rollup differs from its original; storing the hub's\" upload=%s"
+			" rows_differing=%zu", s->upload_id, hub_repl_rollup_diff(&s->own, u->rollup, u->n_rollup));
 	if (st && (rc = raw_index_exists(ch, s, &exists, err)))
 		goto out;
 	s->raw_index = !exists;
 	s->format = s->direct ? s->direct->format : wt_format_name(det);
 out:
-	if (!s->direct)
-		wt_profile_free(p);
+	wt_profile_free(p);
+	if (s->direct)
+		s->direct->p = NULL;
 	return rc;
 }
 
@@ -693,6 +776,82 @@ static int insert_block(hub_ch *ch, hub_repl_claim *claim, const char *sql, cons
 	failpoint_block();
 	hub_failpoint_slow(claim->edge);
 	return 0;
+}
+
+/* Insert the complete blocks of one day and drop them (a live batch). */
+static int insert_day_blocks(apply_run *a, hub_dayrows *dr, wt_err *err)
+{
+	size_t b, off, len;
+	int rc;
+
+	if (dr->rows.oom || dr->oom)
+		return wt_err_set(err, WT_ENOMEM, "out of memory encoding rows");
+	for (b = 0; b < dr->ncuts; b++) {
+		hub_dayrows_block(dr, b, &off, &len);
+		if (len && (rc = insert_block(a->ch, a->claim, hub_samples_insert_sql, dr->rows.data + off, len, err)))
+			return rc;
+	}
+	hub_dayrows_drop_blocks(dr);
+	return 0;
+}
+
+/* What the batch needs before its first data row (apply_run): every
+ * original queued so far stored, the claim decided (when it was not at
+ * once) with the ledger as it was when preparing began, the incarnation
+ * checked, the "started" rows written. Then the complete sample blocks
+ * made so far go in. Once only; a no-op afterwards. */
+static int batch_start(apply_run *a, wt_err *err)
+{
+	pb_batch *b = a->b;
+	int64_t t0 = wt_now_ns(CLOCK_REALTIME), t1;
+	size_t i;
+	int rc;
+
+	if (a->live)
+		return 0;
+	/* every original is stored before any data row refers to it; later
+	 * ones are stored in place (putter_add once the putter is finished) */
+	if ((rc = putter_finish(a->put, err)))
+		return rc;
+	if (a->direct) /* tests: a deletion runs here (test_tenancy.py) */
+		hub_failpoint_wait("ingest_after_object_put");
+	t1 = wt_now_ns(CLOCK_REALTIME);
+	a->res->objstore_wait_ns += t1 - t0;
+	if (!a->claim->won) {
+		/* decided only now: what was prepared holds only if the ledger
+		 * did not move meanwhile (it can only by an apply that held the
+		 * seqs before us and has finished: ask the edge to resend) */
+		if ((rc = hub_repl_claim_decide(a->ch, a->claim, err)) ||
+		    (rc = ledger_lookup(a->ch, b->edge_id, a->inc, a->ups, b->n_uploads, err)))
+			return rc;
+		for (i = 0; i < b->n_uploads; i++)
+			if (a->ups[i].state != a->tentative[i]) {
+				a->claim->retry_after_s = 1;
+				return wt_err_set(err, WT_EUNAVAIL, "seq %" PRIu64 " of edge %s was applied by another"
+						  " request meanwhile; retry", a->ups[i].u->seq, b->edge_id);
+			}
+	}
+	if ((!a->direct && (rc = incarnation_check(a->ch, b->edge_id, a->inc, a->res, err))) ||
+	    (rc = ledger_write(a->ch, b->edge_id, a->inc, a->ups, b->n_uploads, LEDGER_STARTED, err)))
+		return rc;
+	a->res->ledger_ns += wt_now_ns(CLOCK_REALTIME) - t1;
+	a->live = 1;
+	for (i = 0; i < a->samples->n; i++)
+		if ((rc = insert_day_blocks(a, &a->samples->d[i], err)))
+			return rc;
+	return 0;
+}
+
+/* hub_daysink.on_block: the batch's first full block makes it live; a
+ * live batch inserts each block as it fills. */
+static int on_sample_block(void *arg, hub_dayrows *dr, wt_err *err)
+{
+	apply_run *a = arg;
+	int rc;
+
+	if ((rc = batch_start(a, err)))
+		return rc;
+	return insert_day_blocks(a, dr, err);
 }
 
 static int insert_sample_blocks(hub_ch *ch, hub_repl_claim *claim, hub_daysink *sink, wt_err *err)
@@ -894,6 +1053,7 @@ static int apply_batch(hub_ctx *ctx, hub_ch *ch, pb_batch *b, hub_repl_direct *d
 	hub_repl_claim claim;
 	const char *inc;
 	putter put;
+	apply_run run;
 	int put_on = 0, any_started = 0;
 	int64_t t0, t1;
 	int rc = 0;
@@ -1014,6 +1174,20 @@ static int apply_batch(hub_ctx *ctx, hub_ch *ch, pb_batch *b, hub_repl_direct *d
 	rollups.block_rows = samples.block_rows < 2 ? 2 : samples.block_rows;
 	putter_start(&put, ctx, ups, b->n_uploads);
 	put_on = 1;
+	memset(&run, 0, sizeof(run));
+	run.ctx = ctx;
+	run.ch = ch;
+	run.b = b;
+	run.inc = inc;
+	run.direct = direct;
+	run.ups = ups;
+	run.tentative = tentative;
+	run.claim = &claim;
+	run.put = &put;
+	run.samples = &samples;
+	run.res = res;
+	samples.on_block = on_sample_block;
+	samples.arg = &run;
 	for (i = 0; i < b->n_uploads; i++) {
 		up_state *s = &ups[i];
 		stored_t st;
@@ -1046,46 +1220,23 @@ static int apply_batch(hub_ctx *ctx, hub_ch *ch, pb_batch *b, hub_repl_direct *d
 			goto out;
 		}
 		/* a rejected original: no rollup of it is trusted */
-		rc = s->rejected ? 0 : add_rollup_rows(s, recovery ? &st : NULL, &rollups, &res->rollup_rows);
+		rc = s->rejected ? 0 : add_rollup_rows(&run, s, recovery ? &st : NULL, &rollups, &res->rollup_rows, err);
 		stored_free(&st);
-		if (rc) {
-			rc = wt_err_set(err, rc, "replication batch: upload seq %" PRIu64
-					": rollup rows (%s)", s->u->seq, rc == WT_ELIMIT ? "too many days" : "out of memory");
+		hub_repl_rollup_free(&s->own); /* in rows now */
+		if (rc)
 			goto out;
-		}
 		if (s->rejected)
 			res->rejected++;
 		else
 			res->applied++;
 	}
-	/* every original is stored before any data row refers to it */
 	t0 = wt_now_ns(CLOCK_REALTIME);
 	res->prepare_ns += t0 - t1;
-	if ((rc = putter_finish(&put, err)))
+	/* what a batch that did not go live while preparing does now */
+	if ((rc = batch_start(&run, err)))
 		goto out;
-	if (direct) /* tests: a deletion runs here (test_tenancy.py) */
-		hub_failpoint_wait("ingest_after_object_put");
 	res->objstore_ns = put.ns;
-	res->objstore_wait_ns = wt_now_ns(CLOCK_REALTIME) - t0;
 	t0 = wt_now_ns(CLOCK_REALTIME);
-	if (!claim.won) {
-		/* decided only now: what was prepared holds only if the ledger
-		 * did not move meanwhile (it can only by an apply that held the
-		 * seqs before us and has finished: ask the edge to resend) */
-		if ((rc = hub_repl_claim_decide(ch, &claim, err)) ||
-		    (rc = ledger_lookup(ch, b->edge_id, inc, ups, b->n_uploads, err)))
-			goto out;
-		for (i = 0; i < b->n_uploads; i++)
-			if (ups[i].state != tentative[i]) {
-				claim.retry_after_s = 1;
-				rc = wt_err_set(err, WT_EUNAVAIL, "seq %" PRIu64 " of edge %s was applied by another"
-						" request meanwhile; retry", ups[i].u->seq, b->edge_id);
-				goto out;
-			}
-	}
-	if ((!direct && (rc = incarnation_check(ch, b->edge_id, inc, res, err))) ||
-	    (rc = ledger_write(ch, b->edge_id, inc, ups, b->n_uploads, LEDGER_STARTED, err)))
-		goto out;
 	for (i = 0; i < b->n_uploads; i++)
 		if (ups[i].raw_index)
 			raw_index_row(&rawsql, &nraw, &ups[i], ups[i].key, ups[i].format, ups[i].u->original.len);

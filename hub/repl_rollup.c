@@ -1,8 +1,7 @@
 /*
  * repl_rollup.c — the hub's own rollup of a replicated upload (see
- * repl_rollup.h): wt_rollup_build over the decoded original, exposed as
- * Watchtower__Repl__RollupRow so repl_apply.c inserts it through the same
- * path as rows that came in the batch.
+ * repl_rollup.h): wt_rollup_build over the decoded original; repl_apply.c
+ * inserts its rows through the same path as rows that came in the batch.
  */
 #include "repl_rollup.h"
 
@@ -11,30 +10,11 @@
 
 int hub_repl_rollup_build(const wt_profile *p, int64_t fallback_ns, hub_repl_rollup *out, wt_err *err)
 {
-	size_t i;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if ((rc = wt_rollup_build(p, fallback_ns, &out->r, err)))
 		return rc;
-	out->rows = calloc(out->r.n ? out->r.n : 1, sizeof(*out->rows));
-	out->ptrs = calloc(out->r.n ? out->r.n : 1, sizeof(*out->ptrs));
-	if (!out->rows || !out->ptrs)
-		return wt_err_set(err, WT_ENOMEM, "out of memory for %zu rollup rows", out->r.n);
-	for (i = 0; i < out->r.n; i++) {
-		const wt_rollup_row *s = &out->r.rows[i];
-		Watchtower__Repl__RollupRow *d = &out->rows[i];
-
-		watchtower__repl__rollup_row__init(d);
-		/* borrowed from out->r, never freed through the protobuf row */
-		d->type = (char *)s->type;
-		d->unit = (char *)s->unit;
-		d->function = (char *)s->function;
-		d->minute = s->minute;
-		d->self = s->self;
-		d->total = s->total;
-		out->ptrs[i] = d;
-	}
 	out->n = out->r.n;
 	return 0;
 }
@@ -42,8 +22,6 @@ int hub_repl_rollup_build(const wt_profile *p, int64_t fallback_ns, hub_repl_rol
 void hub_repl_rollup_free(hub_repl_rollup *r)
 {
 	wt_rollup_free(&r->r);
-	free(r->rows);
-	free(r->ptrs);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -57,19 +35,20 @@ size_t hub_repl_rollup_diff(const hub_repl_rollup *own, Watchtower__Repl__Rollup
 	size_t i = 0, k = 0, diff = 0;
 
 	for (;;) {
-		while (i < own->n && !own->ptrs[i]->self && !own->ptrs[i]->total)
+		while (i < own->n && !own->r.rows[i].self && !own->r.rows[i].total)
 			i++;
 		while (k < n && !edge[k]->self && !edge[k]->total)
 			k++;
 		if (i == own->n || k == n)
 			break;
-		const Watchtower__Repl__RollupRow *a = own->ptrs[i++], *b = edge[k++];
+		const wt_rollup_row *a = &own->r.rows[i++];
+		const Watchtower__Repl__RollupRow *b = edge[k++];
 		if (a->minute != b->minute || a->self != b->self || a->total != b->total || !same_str(a->type, b->type) ||
 		    !same_str(a->unit, b->unit) || !same_str(a->function, b->function))
 			diff++;
 	}
 	for (; i < own->n; i++)
-		diff += own->ptrs[i]->self || own->ptrs[i]->total;
+		diff += own->r.rows[i].self || own->r.rows[i].total;
 	for (; k < n; k++)
 		diff += edge[k]->self || edge[k]->total;
 	return diff;

@@ -10,16 +10,25 @@ K-th data-block INSERT of the hub process is stored by ClickHouse and then
 reported as a timeout, the worst case for a retry. Rows per INSERT are cut
 small (clickhouse.insert_batch_rows) so a few thousand stacks make many
 blocks.
+
+`wtctl profile upload --hub` sends one Idempotency-Key per invocation
+(all its tries): its own retry after such a 503 stores the upload once,
+and a second invocation with the same file stores it again
+(docs/profilers.md).
 """
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness.clickhouse import ClickHouse  # noqa: E402
-from harness.hub import Hub  # noqa: E402
+from harness.hub import BIN, Hub  # noqa: E402
 
 NSTACKS = 3000
 
@@ -96,6 +105,39 @@ class DirectUploadRetry(unittest.TestCase):
         self.assertEqual(self.total("k"), 2 * want)
         st, js4 = self.post(body, "k", {"Idempotency-Key": "bad key with spaces"})
         self.assertEqual(st, 400, js4)
+
+    def wtctl_upload(self, path, svc, *extra):
+        r = subprocess.run([os.path.join(BIN, "wtctl"), "--json", "--hub", self.hub.url, "--token", self.up,
+                            "profile", "upload", path, "--service", svc, "--format", "folded", *extra],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout), r.stderr
+
+    def test_wtctl_key_per_invocation(self):
+        """wtctl's retry after a partial insert stores the upload once; the
+        same file uploaded by a second wtctl stores again; --idempotency-key
+        repeats one upload."""
+        self.start("9")
+        body, want = folded(NSTACKS, "w")
+        d = tempfile.mkdtemp(prefix="wt-idem-")
+        self.addCleanup(shutil.rmtree, d, True)
+        path = os.path.join(d, "w.folded")
+        with open(path, "wb") as f:
+            f.write(body)
+        js, err = self.wtctl_upload(path, "w")
+        self.assertGreaterEqual(js["tries"], 2, f"the failpoint did not fail the first try: {err}")
+        self.assertIn("HTTP 503", err)
+        self.assertEqual(self.total("w"), want, f"wtctl's retry double-counted; hub log: {self.hub.read_log()[-1500:]}")
+        js2, _ = self.wtctl_upload(path, "w")
+        self.assertFalse(js2.get("duplicate"), js2)
+        self.assertNotEqual(js2["upload_id"], js["upload_id"])
+        self.assertEqual(self.total("w"), 2 * want, "a second wtctl upload of the same file is a new upload")
+        js3, _ = self.wtctl_upload(path, "w", "--idempotency-key", "nightly-2026-12-03")
+        js4, _ = self.wtctl_upload(path, "w", "--idempotency-key", "nightly-2026-12-03")
+        self.assertFalse(js3.get("duplicate"), js3)
+        self.assertTrue(js4.get("duplicate"), js4)
+        self.assertEqual(js4["upload_id"], js3["upload_id"])
+        self.assertEqual(self.total("w"), 3 * want)
 
 
 if __name__ == "__main__":

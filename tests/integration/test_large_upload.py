@@ -16,11 +16,13 @@ original again to apply it), then uploaded directly to the hub. Each
 daemon's RSS is read from /proc every 50 ms: the peak while it works must
 stay under PEAK_MB and the RSS must fall under BACK_MB within 30 s after.
 
-`make test` runs N = 320 000 (peaks under 340 MB at the edge, 280 MB at
-the hub applying it, 400 MB at the hub taking it directly; back under 200
+`make test` runs N = 320 000 (peaks under 340 MB at the edge, 200 MB at
+the hub applying it, 220 MB at the hub taking it directly; back under 200
 MB: before this, the edge peaked at 383 MB, the hub applying it at 302 MB
-and held 254 MB); tests/soak/test_large_upload.py runs the full 3 200 000 with the
-goal's 1 GB peak, which is not met yet (docs/operations.md).
+and held 254 MB; before the hub inserted rows as their blocks filled, it
+peaked at 215 MB applying and 271-332 MB direct);
+tests/soak/test_large_upload.py runs the full 3 200 000 with the goal's
+1 GB peak (docs/operations.md). Totals are read from ClickHouse.
 WT_LARGE_SAMPLES overrides N.
 """
 import zlib
@@ -61,10 +63,12 @@ def expected_total(n):
 
 class LargeUpload(unittest.TestCase):
     N = int(os.environ.get("WT_LARGE_SAMPLES", "320000"))
-    # peak bounds per phase at N = 320 000 (measured now: edge 236-278,
-    # hub applying 215, hub direct 271-332; before: edge 383, hub applying
-    # 302 and 254 MB held afterwards); one bound for all at full size
-    PEAK_MB = {"edge": 340, "apply": 280, "direct": 400}
+    # peak bounds per phase at N = 320 000 (measured now: edge 143-278,
+    # hub applying 121, hub direct 127; before the hub inserted rows as
+    # they were made: hub applying 215, direct 271-332; before that: edge
+    # 383, hub applying 302 and 254 MB held afterwards); one bound for
+    # all at full size
+    PEAK_MB = {"edge": 340, "apply": 200, "direct": 220}
     BACK_MB = 200
     SETTLE_S = 30
 
@@ -104,21 +108,29 @@ class LargeUpload(unittest.TestCase):
         ch = ClickHouse(self).start()
         # the query side's frames cache (hub.stack_cache_bytes, 256 MiB by
         # default) fills from this test's own queries: kept small so that
-        # what is measured is the uploads' memory
-        hub = Hub(self, ch, pki=pki, hub_extra="stack_cache_bytes = 16777216;", ch_timeout_ms=300000).start()
+        # what is measured is the uploads' memory. The regression worker
+        # is off for the same reason: each run reads every function seen
+        # in the last 15 min, and a service of millions of distinct
+        # functions costs it about 200 B each (docs/operations.md "Memory
+        # of large uploads")
+        hub = Hub(self, ch, pki=pki, hub_extra="stack_cache_bytes = 16777216;", ch_timeout_ms=300000,
+                  extra_cfg="analysis = { regress_interval_s = 0; };").start()
         self.assertIn(hub.create_project("demo")[0], (200, 201))
         hub.allow_edge("edge1")
-        read, up = hub.create_token("demo", "read"), hub.create_token("demo", "upload")
+        up = hub.create_token("demo", "upload")
         c = pki_edge(pki, "edge1")
         edge = Edge(self, edge_id="edge1",
                     hub={"url": hub.repl_url, "ca": os.path.join(pki, "ca.crt"), "cert": c["crt"], "key": c["key"]},
                     replication="backoff_initial_ms = 50; backoff_max_ms = 500; interval_ms = 100;").start()
         total = expected_total(self.N)
-        until = str(int(time.time()) + 3600)
 
         def hub_total(svc):
-            st, js = hub.query("demo", "table", read, service=svc, **{"from": "0", "until": until})
-            return js.get("total") if st == 200 else None
+            # from ClickHouse: the hub's table view of millions of distinct
+            # functions takes minutes on a busy machine, and its memory is
+            # the query path's, not the upload's (checked once at the end)
+            out = ch.query("SELECT sum(value) FROM watchtower.profile_samples_v1 WHERE project = 'demo'"
+                           f" AND service = '{svc}' AND sample_type = 'cpu'", timeout=300).strip()
+            return int(out) if out else None
 
         # 1. upload to the edge; the hub applies it through replication
         se, sh = Sampler(edge.proc.pid), Sampler(hub.proc.pid)
@@ -130,9 +142,9 @@ class LargeUpload(unittest.TestCase):
         self.wait(lambda: edge.metrics()["wt_edge_unreplicated_uploads"] == 0,
                   f"replicated; edge log: {edge.read_log()[-1500:]}; hub log: {hub.read_log()[-1500:]}", budget)
         self.wait(lambda: hub_total("big") == total, "stored at the hub", budget)
+        hub_peak = sh.done()
         edge_peak = se.done()
         self.check("edge", "edge (upload + replication)", edge_peak, self.settle(edge.proc.pid))
-        hub_peak = sh.done()
         self.check("apply", "hub (replication apply)", hub_peak, self.settle(hub.proc.pid))
 
         # 2. the same file directly to the hub

@@ -707,6 +707,17 @@ class RuntimesTest(unittest.TestCase):
             self.assertEqual((q["format"], q["service"]), (["folded"], ["fake"]))
         self.assertIn("retrying in 500 ms", r.stderr)
         self.assertIn("retrying in 1000 ms", r.stderr)
+        # one Idempotency-Key for all tries of an invocation, a new one per invocation
+        keys = [h.get("Idempotency-Key") for _, _, h in fake.requests]
+        self.assertRegex(keys[0] or "", r"^wtctl-[0-9a-f]{32}$")
+        self.assertEqual(len(set(keys)), 1, keys)
+        fake.requests.clear()
+        self.wtctl("profile", "upload", AP_COLLAPSED, "--service", "fake", edge=url)
+        self.wtctl("profile", "upload", AP_COLLAPSED, "--service", "fake", "--idempotency-key", "ci-run-7", edge=url)
+        k2, k3 = (h.get("Idempotency-Key") for _, _, h in fake.requests)
+        self.assertRegex(k2 or "", r"^wtctl-[0-9a-f]{32}$")
+        self.assertNotEqual(k2, keys[0])
+        self.assertEqual(k3, "ci-run-7")
         # always 503: gives up after 3 tries, exit 1
         fake2 = FakeServer([503] * 5)
         self.addCleanup(fake2.close)

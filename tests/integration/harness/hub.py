@@ -35,7 +35,8 @@ ADMIN_TOKEN = "test-admin-token-0123456789abcdef"
 
 class Hub:
     def __init__(self, testcase, ch, database="watchtower", workers=4, hub_extra="",
-                 clickhouse_extra="", object_store=None, pki=None, repl_extra="", ch_timeout_ms=30000):
+                 clickhouse_extra="", object_store=None, pki=None, repl_extra="", ch_timeout_ms=30000,
+                 extra_cfg=""):
         """pki: None (replication listener off) or a directory made by
         `wtctl pki init` (ca.crt, hub.crt, hub.key): the replication
         listener then runs on self.repl_port with mutual TLS; repl_extra:
@@ -78,6 +79,7 @@ object_store = {{ {object_store} }};
                         f'cert = "{pki}/hub.crt"; key = "{pki}/hub.key"; {repl_extra} }};\n')
             else:
                 f.write('replication = { listen = ""; };\n')
+            f.write(extra_cfg + "\n")  # more top-level sections, e.g. "analysis = { ... };"
         if testcase is not None:
             testcase.addCleanup(self.cleanup)
 

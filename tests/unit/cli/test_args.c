@@ -122,6 +122,30 @@ static void test_upload_errors(void **state)
 	assert_non_null(strstr(err, "unknown option --bogus"));
 	assert_int_equal(cli_parse_upload(2, ARGV("f", "--service"), &a, err, sizeof(err)), CLI_EXIT_USAGE);
 	assert_non_null(strstr(err, "needs a value"));
+	/* --idempotency-key: the hub's rule, 1..128 of [A-Za-z0-9._:-] */
+	assert_int_equal(cli_parse_upload(3, ARGV("f", "-s", "s"), &a, err, sizeof(err)), 0);
+	assert_null(a.idempotency_key);
+	assert_int_equal(cli_parse_upload(5, ARGV("f", "-s", "s", "--idempotency-key", "job-42:try.1_a"), &a, err,
+					  sizeof(err)),
+			 0);
+	assert_string_equal(a.idempotency_key, "job-42:try.1_a");
+	assert_int_equal(cli_parse_upload(5, ARGV("f", "-s", "s", "--idempotency-key", "a b"), &a, err, sizeof(err)),
+			 CLI_EXIT_USAGE);
+	assert_non_null(strstr(err, "--idempotency-key"));
+	assert_int_equal(cli_parse_upload(5, ARGV("f", "-s", "s", "--idempotency-key", ""), &a, err, sizeof(err)),
+			 CLI_EXIT_USAGE);
+	{
+		char long_key[130];
+		memset(long_key, 'k', 129);
+		long_key[129] = 0;
+		assert_int_equal(cli_parse_upload(5, ARGV("f", "-s", "s", "--idempotency-key", long_key), &a, err,
+						  sizeof(err)),
+				 CLI_EXIT_USAGE);
+		long_key[128] = 0;
+		assert_int_equal(cli_parse_upload(5, ARGV("f", "-s", "s", "--idempotency-key", long_key), &a, err,
+						  sizeof(err)),
+				 0);
+	}
 }
 
 static void test_project_create(void **state)

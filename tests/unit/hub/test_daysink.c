@@ -2,7 +2,8 @@
  * test_daysink.c — hub/daysink.c: rows of one day cut into blocks of at
  * most block_rows rows (the replication inserts' bounded blocks), block
  * offsets that cover the buffer exactly once, days kept apart, and the
- * "no limit" case. Rows are counted by hand.
+ * "no limit" case, and dropping inserted blocks (a live replication
+ * batch inserts each block as it fills). Rows are counted by hand.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -89,11 +90,45 @@ static void test_exact_multiple_and_unbounded(void **state)
 	hub_daysink_free(&s);
 }
 
+/* Dropping the complete blocks keeps the rest as block 0, and later cuts
+ * stay on row boundaries of the shortened buffer. */
+static void test_drop_blocks(void **state)
+{
+	hub_daysink s = {0};
+	size_t off, len;
+	(void)state;
+
+	s.block_rows = 2;
+	for (unsigned i = 1; i <= 5; i++)
+		row(&s, 9, i, i); /* 1, 2 | 3, 4 | 5 */
+	hub_dayrows *d = hub_daysink_get(&s, 9);
+	assert_int_equal(d->ncuts, 2);
+	hub_dayrows_drop_blocks(d);
+	assert_int_equal(d->ncuts, 0);
+	assert_int_equal(d->rows.len, 5);
+	assert_int_equal(d->rows.data[0], 5);
+	hub_dayrows_drop_blocks(d); /* nothing complete: unchanged */
+	assert_int_equal(d->rows.len, 5);
+	row(&s, 9, 6, 6); /* block ends after row 6 */
+	assert_int_equal(d->ncuts, 1);
+	hub_dayrows_block(d, 0, &off, &len);
+	assert_int_equal(off, 0);
+	assert_int_equal(len, 5 + 6);
+	assert_int_equal(d->rows.data[len - 1], 6);
+	hub_dayrows_block(d, 1, &off, &len);
+	assert_int_equal(len, 0);
+	hub_dayrows_drop_blocks(d);
+	assert_int_equal(d->rows.len, 0);
+	assert_int_equal(d->nrows, 6);
+	hub_daysink_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_blocks),
 		cmocka_unit_test(test_exact_multiple_and_unbounded),
+		cmocka_unit_test(test_drop_blocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,12 +28,27 @@ static wt_profile *decode(const char *text)
 	return p;
 }
 
-static const Watchtower__Repl__RollupRow *row_of(const hub_repl_rollup *r, const char *fn)
+static const wt_rollup_row *row_of(const hub_repl_rollup *r, const char *fn)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (!strcmp(r->ptrs[i]->function, fn))
-			return r->ptrs[i];
+		if (!strcmp(r->r.rows[i].function, fn))
+			return &r->r.rows[i];
 	return NULL;
+}
+
+/* rows as an edge sends them */
+static void as_edge(const hub_repl_rollup *r, Watchtower__Repl__RollupRow *rows, Watchtower__Repl__RollupRow **ptrs)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		watchtower__repl__rollup_row__init(&rows[i]);
+		rows[i].type = (char *)r->r.rows[i].type;
+		rows[i].unit = (char *)r->r.rows[i].unit;
+		rows[i].function = (char *)r->r.rows[i].function;
+		rows[i].minute = r->r.rows[i].minute;
+		rows[i].self = r->r.rows[i].self;
+		rows[i].total = r->r.rows[i].total;
+		ptrs[i] = &rows[i];
+	}
 }
 
 static void test_build_and_diff(void **state)
@@ -41,8 +56,8 @@ static void test_build_and_diff(void **state)
 	wt_profile *p = decode("main;work;leaf 7\nmain;idle 3\nmain;work;work 2\n");
 	hub_repl_rollup own, again;
 	wt_err err = {0, ""};
-	const Watchtower__Repl__RollupRow *r;
-	Watchtower__Repl__RollupRow forged, *edge[8];
+	const wt_rollup_row *r;
+	Watchtower__Repl__RollupRow forged, *edge[8], again_rows[8], *again_ptrs[8];
 
 	(void)state;
 	assert_int_equal(hub_repl_rollup_build(p, T0_NS, &own, &err), 0);
@@ -63,16 +78,17 @@ static void test_build_and_diff(void **state)
 	/* the same rows compare equal; one forged value, a missing and an extra row differ */
 	assert_int_equal(hub_repl_rollup_build(p, T0_NS, &again, &err), 0);
 	assert_true(own.n <= 8);
+	as_edge(&again, again_rows, again_ptrs);
 	for (size_t i = 0; i < own.n; i++)
-		edge[i] = again.ptrs[i];
+		edge[i] = again_ptrs[i];
 	assert_int_equal(hub_repl_rollup_diff(&own, edge, own.n), 0);
 	forged = *edge[0];
 	forged.self += 1000000;
 	edge[0] = &forged;
 	assert_int_equal(hub_repl_rollup_diff(&own, edge, own.n), 1);
-	assert_int_equal(hub_repl_rollup_diff(&own, again.ptrs, own.n - 1), 1);
-	edge[0] = again.ptrs[0];
-	forged = *again.ptrs[0];
+	assert_int_equal(hub_repl_rollup_diff(&own, again_ptrs, own.n - 1), 1);
+	edge[0] = again_ptrs[0];
+	forged = *again_ptrs[0];
 	forged.function = "evil";
 	forged.self = forged.total = 5;
 	edge[own.n] = &forged;
