@@ -63,6 +63,9 @@ void edge_config_defaults(edge_config *c)
 	c->ebpf.unwind_rows = 4000000;
 	c->ebpf.python = 1;
 	c->ebpf.lock = 1;
+	c->ebpf.alloc = 0; /* a trap per malloc/free call: per service (docs/operations.md) */
+	c->ebpf.alloc_sample_bytes = 512 * 1024;
+	c->ebpf.alloc_max_live = 32768;
 	c->ebpf.max_stacks = 16384;
 	c->ebpf.max_keys = 16384;
 }
@@ -89,6 +92,24 @@ int edge_ebpf_cfg_lock_any(const edge_ebpf_cfg *c)
 		return 1;
 	for (size_t i = 0; i < c->nlock_rules; i++)
 		if (c->lock_rules[i].on == 1)
+			return 1;
+	return 0;
+}
+
+int edge_ebpf_cfg_alloc(const edge_ebpf_cfg *c, const char *service)
+{
+	for (size_t i = 0; i < c->nalloc_rules; i++)
+		if (service && c->alloc_rules[i].glob && !fnmatch(c->alloc_rules[i].glob, service, 0))
+			return c->alloc_rules[i].on >= 0 ? c->alloc_rules[i].on : c->alloc;
+	return c->alloc;
+}
+
+int edge_ebpf_cfg_alloc_any(const edge_ebpf_cfg *c)
+{
+	if (c->alloc)
+		return 1;
+	for (size_t i = 0; i < c->nalloc_rules; i++)
+		if (c->alloc_rules[i].on == 1)
 			return 1;
 	return 0;
 }
@@ -192,6 +213,11 @@ void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
 	free(e->lock_rules);
 	e->lock_rules = NULL;
 	e->nlock_rules = 0;
+	for (size_t i = 0; i < e->nalloc_rules; i++)
+		free(e->alloc_rules[i].glob);
+	free(e->alloc_rules);
+	e->alloc_rules = NULL;
+	e->nalloc_rules = 0;
 }
 
 static void free_strv(char **v, size_t n)
@@ -306,7 +332,8 @@ static int load_ebpf(edge_ebpf_cfg *e, config_setting_t *g, const char *path, wt
 	if (!g)
 		return 0;
 	if ((rc = get_bool(g, "enabled", &e->enabled, path, err)) || (rc = get_bool(g, "offcpu", &e->offcpu, path, err)) ||
-	    (rc = get_bool(g, "python", &e->python, path, err)) || (rc = get_bool(g, "lock", &e->lock, path, err)))
+	    (rc = get_bool(g, "python", &e->python, path, err)) || (rc = get_bool(g, "lock", &e->lock, path, err)) ||
+	    (rc = get_bool(g, "alloc", &e->alloc, path, err)))
 		return rc;
 	v = e->frequency_hz;
 	if ((rc = get_int(g, "frequency_hz", 1, 10000, &v, path, err)))
@@ -328,6 +355,14 @@ static int load_ebpf(edge_ebpf_cfg *e, config_setting_t *g, const char *path, wt
 	if ((rc = get_int(g, "max_keys", 256, 1 << 22, &v, path, err)))
 		return rc;
 	e->max_keys = (int)v;
+	v = e->alloc_sample_bytes;
+	if ((rc = get_int(g, "alloc_sample_bytes", 1, 1LL << 31, &v, path, err)))
+		return rc;
+	e->alloc_sample_bytes = v;
+	v = e->alloc_max_live;
+	if ((rc = get_int(g, "alloc_max_live", 256, 1 << 22, &v, path, err)))
+		return rc;
+	e->alloc_max_live = v;
 	v = e->unwind_rows;
 	if ((rc = get_int(g, "unwind_rows", 1024, 1 << 26, &v, path, err)))
 		return rc;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bpf/alloc.h"
 #include "bpf/lock.h"
 #include "bpf/python.h"
 #include "clock.h"
@@ -75,7 +76,11 @@ static svc *svc_get(edge_ebpf *e, edge_proc *pr)
 		if (!s->name || !s->p || wt_profile_add_type(s->p, "cpu", "nanoseconds", NULL, &s->cpu_idx, &err) ||
 		    (e->cur.offcpu && wt_profile_add_type(s->p, "offcpu", "nanoseconds", NULL, &s->off_idx, &err)) ||
 		    (e->lock && (wt_profile_add_type(s->p, "lock", "nanoseconds", NULL, &s->lock_idx, &err) ||
-				 wt_profile_add_type(s->p, "mutex_contentions", "count", NULL, &s->cont_idx, &err)))) {
+				 wt_profile_add_type(s->p, "mutex_contentions", "count", NULL, &s->cont_idx, &err))) ||
+		    (e->alloc && (wt_profile_add_type(s->p, "native_alloc", "bytes", NULL, &s->alloc_idx, &err) ||
+				  wt_profile_add_type(s->p, "native_alloc_objects", "count", NULL, &s->aobj_idx, &err) ||
+				  wt_profile_add_type(s->p, "inuse_space", "bytes", NULL, &s->inuse_idx, &err) ||
+				  wt_profile_add_type(s->p, "inuse_objects", "count", NULL, &s->iobj_idx, &err)))) {
 			free(s->name);
 			wt_profile_free(s->p);
 			free(s);
@@ -83,6 +88,7 @@ static svc *svc_get(edge_ebpf *e, edge_proc *pr)
 		}
 		s->has_off = e->cur.offcpu;
 		s->has_lock = e->lock != NULL;
+		s->has_alloc = e->alloc != NULL;
 		s->next = e->svcs;
 		e->svcs = s;
 	}
@@ -302,7 +308,7 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	char comm[WT_COMM_LEN + 1];
 	wt_label lab[4];
 	size_t nl = 0;
-	int64_t vals[4] = {0, 0, 0, 0};
+	int64_t vals[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 	int rc = 0;
 
 	memset(lab, 0, sizeof(lab));
@@ -319,6 +325,8 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	pr->gen = e->gen;
 	if (kind == EDGE_EBPF_LOCK && (!s->has_lock || !edge_ebpf_cfg_lock(&e->cur, pr->service)))
 		return; /* lock contention off for this service (policy) */
+	if (kind == EDGE_EBPF_ALLOC && (!s->has_alloc || !edge_ebpf_cfg_alloc(&e->cur, pr->service)))
+		return; /* native allocations off for this service (policy) */
 	/* still too early after the capture's re-reads (a loaded machine):
 	 * again, once per flush, so its libraries get symbols and tables */
 	if (pr->state == EDGE_PROC_LIVE && edge_proc_maps_early(pr))
@@ -413,6 +421,24 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 			vals[s->lock_idx] = (int64_t)value;
 			atomic_fetch_add(&e->lock_ns, value);
 		}
+	} else if (kind == EDGE_EBPF_ALLOC) {
+		/* objects come scaled by WT_ALLOC_OBJ_SCALE (bpf/alloc.h) */
+		uint64_t objs = (value + WT_ALLOC_OBJ_SCALE / 2) / WT_ALLOC_OBJ_SCALE;
+		switch (k->pad) {
+		case WT_ALLOC_BYTES:
+			vals[s->alloc_idx] = (int64_t)value;
+			atomic_fetch_add(&e->alloc_bytes, value);
+			break;
+		case WT_ALLOC_OBJECTS:
+			vals[s->aobj_idx] = (int64_t)objs;
+			break;
+		case EDGE_ALLOC_INUSE_BYTES:
+			vals[s->inuse_idx] = (int64_t)value;
+			break;
+		default:
+			vals[s->iobj_idx] = (int64_t)objs;
+			break;
+		}
 	} else if (s->has_off) {
 		vals[s->off_idx] = (int64_t)value;
 		atomic_fetch_add(&e->offcpu_ns, value);
@@ -428,6 +454,7 @@ static void gone(void *arg, uint32_t tgid)
 	edge_ebpf *e = arg;
 	edge_ebpf_cpu_forget(e->cpu, tgid);
 	edge_py_forget(e->py, tgid);
+	edge_ebpf_alloc_forget(e->alloc, tgid);
 }
 
 static void commit_done(edge_commit *c)
@@ -517,6 +544,8 @@ void edge_ebpf_flush(edge_ebpf *e)
 		wt_warn("msg=\"ebpf offcpu drain failed\" error=\"%s\"", err.msg);
 	if (e->lock && edge_ebpf_lock_drain(e->lock, sink, e, &err))
 		wt_warn("msg=\"ebpf lock drain failed\" error=\"%s\"", err.msg);
+	if (e->alloc && edge_ebpf_alloc_drain(e->alloc, sink, e, &err))
+		wt_warn("msg=\"ebpf alloc drain failed\" error=\"%s\"", err.msg);
 	if (e->flush_err.code) {
 		wt_warn("msg=\"ebpf flush incomplete\" error=\"%s\"", e->flush_err.msg);
 		atomic_fetch_add(&e->flush_errors, 1);
@@ -530,6 +559,13 @@ void edge_ebpf_flush(edge_ebpf *e)
 	atomic_store(&e->captured_procs, cap);
 	atomic_store(&e->lost_procs, lost);
 	atomic_store(&e->tracked_procs, tracked);
+	uint64_t af, ap, ast, amu, alive;
+	edge_ebpf_alloc_stats(e->alloc, &af, &ap, &ast, &amu, &alive);
+	atomic_store(&e->alloc_files, af);
+	atomic_store(&e->alloc_procs, ap);
+	atomic_store(&e->alloc_skipped_static, ast);
+	atomic_store(&e->alloc_skipped_musl, amu);
+	atomic_store(&e->alloc_live, alive);
 	uint64_t uf = 0, ur = 0, ufail = 0, upend = 0;
 	edge_ebpf_cpu_unwind_stats(e->cpu, &uf, &ur, &ufail, &upend);
 	atomic_store(&e->unwind_pending, upend);

@@ -1,0 +1,175 @@
+"""test_ebpf_alloc.py — sampled native allocations from the eBPF sampler
+(bpf/alloc.bpf.c, edge/ebpf_alloc.c): uprobes on libc's malloc, calloc,
+realloc and free, turned on for one service by the hub's policy
+(rules.services[].ebpf.alloc), as `native_alloc` (bytes), and the sampled
+allocations not yet freed as `inuse_space` snapshots at each flush, which
+the hub's leak analysis (GET …/profiles/leaks) reads.
+
+A private clickhouse-server, wt-hub and a replicating wt-edge whose own
+config leaves allocations off (ebpf.alloc defaults to false); the policy
+names service allocwork. tests/gen/allocwork (-O2, no frame pointers: the
+eh_frame unwinder from the allocator's caller) runs as `allocwork` and, the
+same binary, as `otherwork` (a service the policy leaves off). Each
+function of allocwork allocates known amounts (its own count printed at
+the end), sampled every 16 KiB on average (ebpf.alloc_sample_bytes: thousands of
+samples per function, so 10 % is several standard deviations):
+  - native_alloc per function (the edge's table for the pid) within 10 %
+    of the bytes it asked for, attributed to that function (the leaf: the
+    allocator's caller);
+  - nothing for otherwork (its service is off: its libc file has the
+    probes, its tgid is not sampled);
+  - the hub's leak analysis over the run names leak_allocs (it never frees;
+    1 KiB blocks, tens of MiB over the run) and none of the functions that
+    free what they allocate.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness.clickhouse import ClickHouse  # noqa: E402
+from harness.edge import Edge, ROOT  # noqa: E402
+from harness.hub import Hub, BIN  # noqa: E402
+from test_ebpf import requirements  # noqa: E402
+
+WTCTL = os.path.join(BIN, "wtctl")
+SRC = os.path.join(ROOT, "tests", "gen", "allocwork", "allocwork.c")
+FREEING = ["small_allocs", "page_allocs", "calloc_allocs", "big_allocs", "realloc_allocs"]
+SECONDS = 8
+
+
+class EbpfAlloc(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="wt-ebpf-alloc-")
+        cls.work = os.path.join(cls.tmp, "allocwork")
+        cls.other = os.path.join(cls.tmp, "otherwork")
+        subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-pthread", "-o", cls.work, SRC], check=True,
+                       timeout=60)
+        shutil.copy(cls.work, cls.other)
+        cls.ch = ClickHouse(None)
+        cls.ch.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ch.cleanup()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        why = requirements()
+        if why:
+            self.fail("the eBPF sampler cannot run here: " + "; ".join(why))
+        self.pki = tempfile.mkdtemp(prefix="wt-pki-")
+        self.addCleanup(shutil.rmtree, self.pki, True)
+        subprocess.run([WTCTL, "pki", "init", "--dir", self.pki, "--hub-host", "127.0.0.1"], check=True,
+                       capture_output=True)
+        self.hub = Hub(self, self.ch, database="ebpfalloc", pki=self.pki, hub_extra="worker_interval_s = 0;")
+        self.hub.start()
+        self.assertIn(self.hub.create_project("demo")[0], (200, 201))
+
+    def edge(self, edge_id):
+        subprocess.run([WTCTL, "pki", "issue-edge", "--ca", self.pki, "--edge-id", edge_id], check=True,
+                       capture_output=True)
+        self.hub.allow_edge(edge_id)
+        e = Edge(self, edge_id=edge_id,
+                 hub={"url": self.hub.repl_url, "ca": os.path.join(self.pki, "ca.crt"),
+                      "cert": os.path.join(self.pki, edge_id + ".crt"),
+                      "key": os.path.join(self.pki, edge_id + ".key")},
+                 replication="backoff_initial_ms = 50; backoff_max_ms = 500; interval_ms = 100;")
+        with open(e.cfg, "a") as f:
+            f.write("\nebpf = { enabled = true; frequency_hz = 99; offcpu = false; lock = false; "
+                    "flush_interval_s = 1; alloc_sample_bytes = 16384; };\n")
+        e.start()
+        return e
+
+    def wait(self, pred, timeout, what, e):
+        deadline = time.time() + timeout
+        while time.time() < deadline and not pred():
+            time.sleep(0.1)
+        self.assertTrue(pred(), what + "\n" + e.read_log()[-3000:])
+
+    def test_native_alloc_and_leak(self):
+        pol = {"version": 1, "rules": {"services": [{"match": {"service": "allocwork"}, "ebpf": {"alloc": True}}]}}
+        st, js = self.hub.request("PUT", "/v1/projects/demo/policy", json.dumps(pol), token=self.hub.admin_token)
+        self.assertEqual(st, 200, js)
+        bad = {"version": 1, "rules": {"ebpf": {"alloc": "yes"}}}
+        st, js = self.hub.request("PUT", "/v1/projects/demo/policy", json.dumps(bad), token=self.hub.admin_token)
+        self.assertEqual(st, 400, js)
+        e = self.edge("edge-alloc")
+        self.wait(lambda: e.metrics().get("wt_edge_ebpf_alloc_enabled") == 1, 60,
+                  "the policy's ebpf.alloc did not load the allocation program", e)
+        go = os.path.join(self.tmp, "go")
+        procs = [subprocess.Popen([w, "run", str(SECONDS), go], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for w in (self.work, self.other)]
+        try:
+            # both met by the on-CPU sampler; allocwork's libc probed and its pid sampled
+            self.wait(lambda: e.metrics().get("wt_edge_ebpf_alloc_processes", 0) >= 1 and
+                      e.metrics().get("wt_edge_ebpf_alloc_files", 0) >= 1, 30,
+                      "allocwork's libc was not probed", e)
+            t0 = time.time()
+            with open(go, "w"):
+                pass
+            outs = [p.communicate(timeout=SECONDS + 90) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        t1 = time.time()
+        for p, (out, err) in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, err)
+        truth = json.loads(outs[0][0].strip().splitlines()[-1])
+        other = json.loads(outs[1][0].strip().splitlines()[-1])
+        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
+        self.wait(lambda: e.metrics()["wt_edge_ebpf_flushes_total"] >= flushes + 2, 30, "no flush", e)
+
+        st, js = e.query("table", service="allocwork", type="native_alloc", **{"label.pid": str(truth["pid"])})
+        self.assertEqual(st, 200, js)
+        rows = {r["function"]: r for r in js.get("rows", [])}
+        for f in FREEING + ["leak_allocs"]:
+            got, want = rows.get(f, {}).get("total", 0), truth["bytes"][f]
+            print(f"  {f}: profile {got / 2**20:.1f} MiB, workload {want / 2**20:.1f} MiB "
+                  f"({100 * (got - want) / want:+.1f} %)", file=sys.stderr)
+        for f in FREEING + ["leak_allocs"]:
+            got, want = rows.get(f, {}).get("total", 0), truth["bytes"][f]
+            self.assertLess(abs(got - want) / want, 0.10, f"{f}: {got} bytes in the profile vs {want}")
+            # the allocator's caller is the leaf (malloc's own frame left out)
+            self.assertGreater(rows[f]["self"], 0.9 * rows[f]["total"], f)
+        st, js = e.query("table", service="otherwork", type="native_alloc", **{"label.pid": str(other["pid"])})
+        self.assertIn(st, (200, 404), js)
+        self.assertEqual(js.get("rows", []) if st == 200 else [], [], "otherwork's service is off")
+
+        # the leak, through the hub: the in-use snapshots replicate there
+        rng = {"from": f"{t0 - 1:.3f}", "until": f"{t1 + 1:.3f}"}
+        last = {}
+
+        def leaks():
+            st, js = self.hub.query("demo", "leaks", self.hub.admin_token, service="allocwork",
+                                    buckets=str(SECONDS + 2), **rng)
+            last["st"], last["js"] = st, js
+            return js if st == 200 else {}
+
+        deadline = time.time() + 60
+        while time.time() < deadline and leaks().get("snapshots", 0) < SECONDS - 1:
+            time.sleep(0.5)
+        self.assertGreaterEqual(leaks().get("snapshots", 0), SECONDS - 1,
+                                f"in-use snapshots did not reach the hub: {last}")
+        js = leaks()
+        cands = {c["function"]: c for c in js["candidates"]}
+        print(f"  leak candidates {sorted(cands)}; leak_allocs slope "
+              f"{cands.get('leak_allocs', {}).get('slope_per_s', 0) / 2**20:.2f} MiB/s, workload "
+              f"{truth['leaked'] / (t1 - t0) / 2**20:.2f} MiB/s over the run", file=sys.stderr)
+        self.assertIn("leak_allocs", cands, js)
+        for f in FREEING:
+            self.assertNotIn(f, cands, js)
+        rc = e.stop()
+        self.assertEqual(rc, 0, e.read_log()[-3000:])
+
+
+if __name__ == "__main__":
+    unittest.main()
