@@ -245,7 +245,7 @@ int edge_commit_op(edge_commit *c, int cf, int kind, const void *key, size_t kle
 	wt_buf_append(out, val, vlen);
 	if (out->oom)
 		return WT_ENOMEM;
-	if (out == &sp->raw && sp->raw.len >= (sp->zraw ? EDGE_SPILL_PIECE : EDGE_SPLIT_BYTES))
+	if (sp && out == &sp->raw && sp->raw.len >= (sp->zraw ? EDGE_SPILL_PIECE : EDGE_SPLIT_BYTES))
 		return spill_compress(sp);
 	return 0;
 }
