@@ -435,12 +435,16 @@ static int inuse_drain(edge_ebpf_alloc *a, edge_ebpf_sink fn, void *arg, wt_err 
 	}
 	edge_ebpf_walk(live_fd, 0, sizeof(struct wt_alloc_live_key), sizeof(struct wt_alloc_live), a->max_live, live_take,
 		       &acc);
-	/* processes gone: their entries go */
+	/* processes gone, or no longer sampled (their service turned off):
+	 * their entries go */
 	for (size_t i = 0; i < acc.n; i++) {
 		uint64_t ok;
-		uint32_t tgid = acc.e[i].k.tgid;
+		uint32_t tgid = acc.e[i].k.tgid, st = 0;
 		if (!wt_u64map64_get(&alive, tgid, &ok)) {
-			ok = !(kill((pid_t)tgid, 0) && errno == ESRCH);
+			pthread_mutex_lock(&a->mu);
+			ok = wt_u64map_get(&a->pids, tgid, &st) && st == PID_ON;
+			pthread_mutex_unlock(&a->mu);
+			ok = ok && !(kill((pid_t)tgid, 0) && errno == ESRCH);
 			wt_u64map64_put(&alive, tgid, ok);
 		}
 		if (ok)

@@ -334,6 +334,8 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	if (e->cpu) /* not announced (found at the flush), or re-read */
 		edge_ebpf_unwind_give(e, pr);
 	edge_ebpf_py_check(e, pr); /* not announced, or the settings changed since */
+	if (e->alloc && !pr->superseded) /* likewise (a no-op once decided) */
+		edge_ebpf_alloc_proc(e->alloc, pr, edge_ebpf_cfg_alloc(&e->cur, pr->service));
 	for (size_t i = skip_tracing(e, kind, kstack, nk); i < nk && rc == 0; i++)
 		rc = kernel_frame(e, s, kstack[i], i == 0, &frames[n++], err);
 	if (py && npy && !edge_ebpf_py_on(e, pr->service))

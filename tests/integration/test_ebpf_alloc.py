@@ -154,11 +154,15 @@ class EbpfAlloc(unittest.TestCase):
             last["st"], last["js"] = st, js
             return js if st == 200 else {}
 
-        deadline = time.time() + 60
-        while time.time() < deadline and leaks().get("snapshots", 0) < SECONDS - 1:
+        # replicated: at least 4 snapshots (the analysis's min_points), and
+        # no new one for 3 s (a loaded machine flushes less often than 1/s)
+        deadline, seen, since = time.time() + 60, -1, time.time()
+        while time.time() < deadline and (seen < 4 or time.time() - since < 3):
+            n = leaks().get("snapshots", 0)
+            if n != seen:
+                seen, since = n, time.time()
             time.sleep(0.5)
-        self.assertGreaterEqual(leaks().get("snapshots", 0), SECONDS - 1,
-                                f"in-use snapshots did not reach the hub: {last}")
+        self.assertGreaterEqual(leaks().get("snapshots", 0), 4, f"in-use snapshots did not reach the hub: {last}")
         js = leaks()
         cands = {c["function"]: c for c in js["candidates"]}
         print(f"  leak candidates {sorted(cands)}; leak_allocs slope "
