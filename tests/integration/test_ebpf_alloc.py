@@ -18,6 +18,8 @@ samples per function, so 10 % is several standard deviations):
     allocator's caller);
   - nothing for otherwork (its service is off: its libc file has the
     probes, its tgid is not sampled);
+  - allocstatic (the same source linked -static; its service is on) is
+    skipped and counted in wt_edge_ebpf_alloc_skipped_total{reason="static"};
   - the hub's leak analysis over the run names leak_allocs (it never frees;
     1 KiB blocks, tens of MiB over the run) and none of the functions that
     free what they allocate.
@@ -52,6 +54,8 @@ class EbpfAlloc(unittest.TestCase):
         subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-pthread", "-o", cls.work, SRC], check=True,
                        timeout=60)
         shutil.copy(cls.work, cls.other)
+        cls.static = os.path.join(cls.tmp, "allocstatic")
+        subprocess.run(["cc", "-static", "-O2", "-pthread", "-o", cls.static, SRC], check=True, timeout=60)
         cls.ch = ClickHouse(None)
         cls.ch.start()
 
@@ -94,7 +98,7 @@ class EbpfAlloc(unittest.TestCase):
         self.assertTrue(pred(), what + "\n" + e.read_log()[-3000:])
 
     def test_native_alloc_and_leak(self):
-        pol = {"version": 1, "rules": {"services": [{"match": {"service": "allocwork"}, "ebpf": {"alloc": True}}]}}
+        pol = {"version": 1, "rules": {"services": [{"match": {"service": "alloc*"}, "ebpf": {"alloc": True}}]}}
         st, js = self.hub.request("PUT", "/v1/projects/demo/policy", json.dumps(pol), token=self.hub.admin_token)
         self.assertEqual(st, 200, js)
         bad = {"version": 1, "rules": {"ebpf": {"alloc": "yes"}}}
@@ -104,13 +108,17 @@ class EbpfAlloc(unittest.TestCase):
         self.wait(lambda: e.metrics().get("wt_edge_ebpf_alloc_enabled") == 1, 60,
                   "the policy's ebpf.alloc did not load the allocation program", e)
         go = os.path.join(self.tmp, "go")
-        procs = [subprocess.Popen([w, "run", str(SECONDS), go], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True) for w in (self.work, self.other)]
+        procs = [subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for a in ([self.work, "run", str(SECONDS), go], [self.other, "run", str(SECONDS), go],
+                           [self.static, "loop", "1000", go])]
         try:
             # both met by the on-CPU sampler; allocwork's libc probed and its pid sampled
             self.wait(lambda: e.metrics().get("wt_edge_ebpf_alloc_processes", 0) >= 1 and
                       e.metrics().get("wt_edge_ebpf_alloc_files", 0) >= 1, 30,
                       "allocwork's libc was not probed", e)
+            # the statically linked one (its service is on too) is skipped and counted
+            self.wait(lambda: e.metrics().get('wt_edge_ebpf_alloc_skipped_total{reason="static"}', 0) >= 1, 30,
+                      "the statically linked allocstatic was not counted as skipped", e)
             t0 = time.time()
             with open(go, "w"):
                 pass
