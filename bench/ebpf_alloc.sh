@@ -8,8 +8,9 @@
 #              interval), the loop's process sampled: uprobes on malloc,
 #              calloc, realloc and free, uretprobes on the first three —
 #              what a sampled service pays per malloc/free pair
-#   ours-malloc  the same edge with only the malloc entry probe attached
-#              (WT_EBPF_ALLOC_PROBES=1): the probe set perf's has below
+#   ours, alloc_inuse = false  the same with the entry probes only (no
+#              returns, no free): the loop hits the malloc entry probe,
+#              the probe perf's has below
 #   perf       perf's own uprobe on the same function: `perf probe -x LIBC
 #              malloc` + `perf record -e probe_libc:malloc` (every call
 #              recorded; tracefs mounted in a private mount namespace when
@@ -58,7 +59,7 @@ def loop(prefix=(), go=None):
     return json.loads(r.stdout.strip().splitlines()[-1])["cpu_ns_per_pair"]
 
 
-def ours(mask=None):
+def ours(inuse=True):
     """loop under an edge with ebpf.alloc = true: its process met by the
     sampler (it spins first) and its libc probed before it starts"""
     d = tempfile.mkdtemp(dir=tmp)
@@ -68,10 +69,9 @@ def ours(mask=None):
         f.write(f'edge = {{ id = "bench"; listen = "127.0.0.1:{port}"; otlp_http_listen = ""; otlp_grpc_listen = ""; '
                 f'data_dir = "{d}/data"; default_project = "demo"; }};\n'
                 f'projects = ( {{ name = "demo"; upload_tokens = [ "u" ]; read_tokens = [ "r" ]; }} );\n'
-                f'ebpf = {{ enabled = true; offcpu = false; lock = false; alloc = true; flush_interval_s = 1; }};\n')
+                f'ebpf = {{ enabled = true; offcpu = false; lock = false; alloc = true; flush_interval_s = 1; '
+                f'alloc_inuse = {"true" if inuse else "false"}; }};\n')
     env = dict(os.environ)
-    if mask:
-        env["WT_EBPF_ALLOC_PROBES"] = mask
     log = open(logf, "w")
     p = subprocess.Popen([os.path.join(ROOT, BUILD, "bin", "wt-edge"), "--config", cfg], stdout=subprocess.DEVNULL,
                          stderr=log, env=env)
@@ -123,19 +123,19 @@ def perf():
 try:
     base = loop()
     full, n_full = ours()
-    entry, n_entry = ours("1")
+    entry, n_entry = ours(False)
     pv, why = perf()
     print(f"ebpf_alloc: process CPU time per malloc(64)/free pair, {CALLS} pairs, one run "
           f"(ratio to no probes)")
     print(f"  none                      {base:8.1f} ns")
     print(f"  ours (all probes)         {full:8.1f} ns  x{full / base:.0f}"
           f"  ({n_full:.0f} allocations sampled on the machine)")
-    print(f"  ours, malloc entry only   {entry:8.1f} ns  x{entry / base:.0f}")
+    print(f"  ours, alloc_inuse = false {entry:8.1f} ns  x{entry / base:.0f}")
     if pv is None:
         print(f"  perf probe_libc:malloc    not measured: {why}")
     else:
         print(f"  perf probe_libc:malloc    {pv:8.1f} ns  x{pv / base:.0f}  "
-              f"(ours ÷ perf: {full / pv:.2f} all probes, {entry / pv:.2f} the same probe)")
+              f"(ours ÷ perf: {full / pv:.2f} with the in-use snapshot, {entry / pv:.2f} without)")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 PY

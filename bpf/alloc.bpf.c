@@ -36,6 +36,11 @@ const volatile int wt_unwind = 0;
 /* mean bytes between sampling points, and the draws (alloc.h) */
 const volatile __u64 wt_alloc_mean = 524288;
 const volatile __u32 wt_alloc_exp[WT_ALLOC_EXP_N] = {};
+/* 0 (ebpf.alloc_inuse = false): entry probes only — no returns, no free,
+ * no live allocations (and no outermost-call tracking: glibc 2.36's
+ * realloc(NULL, n) does not enter malloc for n > 0; a libc whose realloc
+ * did would have that call counted twice, the second under realloc) */
+const volatile int wt_alloc_inuse = 1;
 /* generation written by the program; the edge flips it at each drain */
 volatile __u32 wt_gen;
 
@@ -142,12 +147,14 @@ static __noinline int alloc_enter(struct pt_regs *ctx, __u64 size)
 	if (!t)
 		return 0;
 	__u64 sp = PT_REGS_SP(ctx);
-	if (t->outer_sp && sp < t->outer_sp)
-		return 0; /* called by the allocator itself (realloc(NULL, n) → malloc) */
-	if (t->pending)
-		stat_inc(WT_STAT_OFF_MISSED); /* the previous sampled call's return was not seen */
-	t->outer_sp = sp;
-	t->pending = 0;
+	if (wt_alloc_inuse) {
+		if (t->outer_sp && sp < t->outer_sp)
+			return 0; /* called by the allocator itself (realloc(NULL, n) → malloc) */
+		if (t->pending)
+			stat_inc(WT_STAT_OFF_MISSED); /* the previous sampled call's return was not seen */
+		t->outer_sp = sp;
+		t->pending = 0;
+	}
 	if (!t->init) {
 		t->until = (__s64)draw();
 		t->init = 1;
@@ -188,7 +195,7 @@ static __noinline int alloc_enter(struct pt_regs *ctx, __u64 size)
 			__u32 g = wt_gen & 1;
 			key->user_err = g ? WT_STACK_STORE(&wt_alloc_stacks1, st, &key->user_stack)
 					  : WT_STACK_STORE(&wt_alloc_stacks0, st, &key->user_stack);
-			if (!key->user_err && WT_STACK_STORE(&wt_alloc_live_stacks, st, &key->user_stack))
+			if (!key->user_err && wt_alloc_inuse && WT_STACK_STORE(&wt_alloc_live_stacks, st, &key->user_stack))
 				stat_inc(WT_STAT_USTACK_COLL); /* counted, not shown in use */
 			if (key->user_err)
 				stat_inc(WT_STAT_USTACK_COLL);
@@ -205,7 +212,7 @@ static __noinline int alloc_enter(struct pt_regs *ctx, __u64 size)
 	}
 	key->pad = 0;
 	stat_inc(WT_STAT_SAMPLES);
-	t->pending = 1;
+	t->pending = wt_alloc_inuse;
 	return 0;
 }
 
@@ -257,7 +264,8 @@ int BPF_KPROBE(wt_calloc, __u64 n, __u64 size)
 SEC("uprobe")
 int BPF_KPROBE(wt_realloc, __u64 ptr, __u64 size)
 {
-	forget(ptr);
+	if (wt_alloc_inuse)
+		forget(ptr);
 	return alloc_enter(ctx, size);
 }
 

@@ -48,8 +48,9 @@ struct wt_alloc_live {
 };
 
 /* Per thread (task storage). The outermost allocator call in progress is
- * told by its stack pointer: glibc's realloc(NULL, n) calls malloc
- * itself, and that inner call is neither counted nor its return used. */
+ * told by its stack pointer: an allocator entry point that calls another
+ * (glibc's realloc(NULL, 0) jumps to malloc; other versions call malloc
+ * for realloc(NULL, n)) is counted once, its inner return not used. */
 struct wt_alloc_thread {
 	__s64 until;       /* bytes to the next sampling point */
 	__u64 outer_sp;    /* stack pointer at the entry of the call in progress (0: none) */

@@ -66,6 +66,7 @@ void edge_config_defaults(edge_config *c)
 	c->ebpf.alloc = 0; /* a trap per malloc/free call: per service (docs/operations.md) */
 	c->ebpf.alloc_sample_bytes = 512 * 1024;
 	c->ebpf.alloc_max_live = 32768;
+	c->ebpf.alloc_inuse = 1;
 	c->ebpf.max_stacks = 16384;
 	c->ebpf.max_keys = 16384;
 }
@@ -333,7 +334,8 @@ static int load_ebpf(edge_ebpf_cfg *e, config_setting_t *g, const char *path, wt
 		return 0;
 	if ((rc = get_bool(g, "enabled", &e->enabled, path, err)) || (rc = get_bool(g, "offcpu", &e->offcpu, path, err)) ||
 	    (rc = get_bool(g, "python", &e->python, path, err)) || (rc = get_bool(g, "lock", &e->lock, path, err)) ||
-	    (rc = get_bool(g, "alloc", &e->alloc, path, err)))
+	    (rc = get_bool(g, "alloc", &e->alloc, path, err)) ||
+	    (rc = get_bool(g, "alloc_inuse", &e->alloc_inuse, path, err)))
 		return rc;
 	v = e->frequency_hz;
 	if ((rc = get_int(g, "frequency_hz", 1, 10000, &v, path, err)))

@@ -80,6 +80,7 @@ typedef struct edge_ebpf_cfg {
 	size_t nalloc_rules;
 	int64_t alloc_sample_bytes; /* mean bytes between sampled allocations (ebpf.alloc_sample_bytes) */
 	int64_t alloc_max_live;     /* sampled allocations tracked until freed (ebpf.alloc_max_live) */
+	int alloc_inuse;            /* the in-use snapshot: return and free probes (ebpf.alloc_inuse) */
 	edge_ebpf_rule *rules;
 	size_t nrules;
 	edge_unwind_rule *unwind_rules; /* from the remote policy, first match wins */

@@ -66,6 +66,7 @@ struct edge_ebpf_alloc {
 	wt_u64map pids;    /* tgid → state (PID_*) */
 	wt_u64map unref;   /* live stacks no live allocation named at the last drain */
 	size_t max_live, max_stacks;
+	int inuse; /* ebpf.alloc_inuse: return and free probes, the in-use snapshot */
 	_Atomic uint64_t attached, nprocs, skipped_static, skipped_musl, live, failed_files;
 };
 
@@ -99,19 +100,21 @@ int edge_ebpf_alloc_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edg
 	pthread_mutex_init(&a->mu, NULL);
 	a->max_live = (size_t)cfg->alloc_max_live;
 	a->max_stacks = (size_t)cfg->max_stacks;
+	a->inuse = cfg->alloc_inuse;
 	a->skel = wt_alloc_bpf__open();
 	if (!a->skel) {
 		rc = wt_err_set(err, WT_EIO, "ebpf: opening the allocation skeleton: %s", strerror(errno));
 		goto fail;
 	}
 	a->skel->rodata->wt_alloc_mean = (uint64_t)cfg->alloc_sample_bytes;
+	a->skel->rodata->wt_alloc_inuse = a->inuse;
 	exp_table((uint32_t *)a->skel->rodata->wt_alloc_exp, (uint64_t)cfg->alloc_sample_bytes);
 	bpf_map__set_max_entries(a->skel->maps.wt_alloc_stacks0, (uint32_t)cfg->max_stacks);
 	bpf_map__set_max_entries(a->skel->maps.wt_alloc_stacks1, (uint32_t)cfg->max_stacks);
 	bpf_map__set_max_entries(a->skel->maps.wt_alloc_live_stacks, (uint32_t)cfg->max_stacks);
 	bpf_map__set_max_entries(a->skel->maps.wt_alloc_counts0, (uint32_t)cfg->max_keys);
 	bpf_map__set_max_entries(a->skel->maps.wt_alloc_counts1, (uint32_t)cfg->max_keys);
-	bpf_map__set_max_entries(a->skel->maps.wt_alloc_live, (uint32_t)cfg->alloc_max_live);
+	bpf_map__set_max_entries(a->skel->maps.wt_alloc_live, a->inuse ? (uint32_t)cfg->alloc_max_live : 1);
 	if (cpu && edge_ebpf_cpu_unwind_fds(cpu, &rows_fd, &procs_fd) == 0) {
 		a->skel->rodata->wt_unwind = 1;
 		if ((e = bpf_map__reuse_fd(a->skel->maps.wt_unwind_rows, rows_fd)) ||
@@ -135,8 +138,8 @@ int edge_ebpf_alloc_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edg
 	a->g.stacks_fd[1] = bpf_map__fd(a->skel->maps.wt_alloc_stacks1);
 	a->g.max_keys = (size_t)cfg->max_keys;
 	a->g.max_stacks = (size_t)cfg->max_stacks;
-	wt_info("msg=\"ebpf native allocations loaded\" sample_bytes=%lld max_live=%lld",
-		(long long)cfg->alloc_sample_bytes, (long long)cfg->alloc_max_live);
+	wt_info("msg=\"ebpf native allocations loaded\" sample_bytes=%lld max_live=%lld inuse=%s",
+		(long long)cfg->alloc_sample_bytes, (long long)cfg->alloc_max_live, a->inuse ? "true" : "false");
 	*out = a;
 	return 0;
 fail:
@@ -249,6 +252,8 @@ static int attach_file(edge_ebpf_alloc *a, const char *path, uint64_t dev, uint6
 	 * probes to attach, to measure each one's cost; all by default */
 	const char *mask_env = getenv("WT_EBPF_ALLOC_PROBES");
 	unsigned mask = mask_env ? (unsigned)strtoul(mask_env, NULL, 0) : ~0u;
+	if (!a->inuse) /* allocations only: the entries of malloc, calloc, realloc */
+		mask &= (1u << P_MALLOC) | (1u << P_CALLOC) | (1u << P_REALLOC);
 	/* returns first: an entry whose sampled call is seen always has its return */
 	for (int i = NPROBES - 1; i >= 0; i--) {
 		if (!(mask & (1u << i)))
@@ -489,7 +494,7 @@ int edge_ebpf_alloc_drain(edge_ebpf_alloc *a, edge_ebpf_sink fn, void *arg, wt_e
 {
 	edge_ebpf_read_stats(bpf_map__fd(a->skel->maps.wt_alloc_stats), a->prev, a->ctr);
 	int rc = edge_ebpf_drain_gen(&a->g, EDGE_EBPF_ALLOC, fn, arg, a->ctr, err);
-	if (!rc)
+	if (!rc && a->inuse)
 		rc = inuse_drain(a, fn, arg, err);
 	return rc;
 }

@@ -78,9 +78,10 @@ static svc *svc_get(edge_ebpf *e, edge_proc *pr)
 		    (e->lock && (wt_profile_add_type(s->p, "lock", "nanoseconds", NULL, &s->lock_idx, &err) ||
 				 wt_profile_add_type(s->p, "mutex_contentions", "count", NULL, &s->cont_idx, &err))) ||
 		    (e->alloc && (wt_profile_add_type(s->p, "native_alloc", "bytes", NULL, &s->alloc_idx, &err) ||
-				  wt_profile_add_type(s->p, "native_alloc_objects", "count", NULL, &s->aobj_idx, &err) ||
-				  wt_profile_add_type(s->p, "inuse_space", "bytes", NULL, &s->inuse_idx, &err) ||
-				  wt_profile_add_type(s->p, "inuse_objects", "count", NULL, &s->iobj_idx, &err)))) {
+				  wt_profile_add_type(s->p, "native_alloc_objects", "count", NULL, &s->aobj_idx, &err))) ||
+		    (e->alloc && e->cur.alloc_inuse &&
+		     (wt_profile_add_type(s->p, "inuse_space", "bytes", NULL, &s->inuse_idx, &err) ||
+		      wt_profile_add_type(s->p, "inuse_objects", "count", NULL, &s->iobj_idx, &err)))) {
 			free(s->name);
 			wt_profile_free(s->p);
 			free(s);
@@ -89,6 +90,7 @@ static svc *svc_get(edge_ebpf *e, edge_proc *pr)
 		s->has_off = e->cur.offcpu;
 		s->has_lock = e->lock != NULL;
 		s->has_alloc = e->alloc != NULL;
+		s->has_inuse = e->alloc && e->cur.alloc_inuse;
 		s->next = e->svcs;
 		e->svcs = s;
 	}
@@ -435,9 +437,13 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 			vals[s->aobj_idx] = (int64_t)objs;
 			break;
 		case EDGE_ALLOC_INUSE_BYTES:
+			if (!s->has_inuse)
+				return;
 			vals[s->inuse_idx] = (int64_t)value;
 			break;
 		default:
+			if (!s->has_inuse)
+				return;
 			vals[s->iobj_idx] = (int64_t)objs;
 			break;
 		}

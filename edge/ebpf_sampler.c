@@ -363,7 +363,8 @@ static void apply_cfg(edge_ebpf *e, edge_ebpf_cfg *next)
 		     edge_ebpf_cfg_lock_any(next) != edge_ebpf_cfg_lock_any(&old) ||
 		     edge_ebpf_cfg_alloc_any(next) != edge_ebpf_cfg_alloc_any(&old) ||
 		     (edge_ebpf_cfg_alloc_any(next) && (next->alloc_sample_bytes != old.alloc_sample_bytes ||
-							next->alloc_max_live != old.alloc_max_live)) ||
+							next->alloc_max_live != old.alloc_max_live ||
+							next->alloc_inuse != old.alloc_inuse)) ||
 		     edge_ebpf_cfg_unwinds(next) != edge_ebpf_cfg_unwinds(&old) ||
 		     (edge_ebpf_cfg_unwinds(next) && next->unwind_rows != old.unwind_rows);
 	int unwind_changed = !same_unwind(next, &old);

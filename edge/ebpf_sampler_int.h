@@ -28,7 +28,7 @@ typedef struct svc {
 	wt_profile *p;
 	size_t cpu_idx, off_idx, lock_idx, cont_idx;
 	size_t alloc_idx, aobj_idx, inuse_idx, iobj_idx; /* native allocations (has_alloc) */
-	int has_off, has_lock, has_alloc;
+	int has_off, has_lock, has_alloc, has_inuse;
 	wt_u64map fc; /* symbol name pointer → function id */
 	struct svc *next;
 } svc;

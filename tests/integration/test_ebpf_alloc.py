@@ -23,6 +23,9 @@ samples per function, so 10 % is several standard deviations):
   - the hub's leak analysis over the run names leak_allocs (it never frees;
     1 KiB blocks, tens of MiB over the run) and none of the functions that
     free what they allocate.
+An edge with ebpf.alloc = true and alloc_inuse = false (entry probes only)
+measures native_alloc per function within 10 % the same way and writes no
+in-use type.
 """
 import json
 import os
@@ -148,6 +151,8 @@ class EbpfAlloc(unittest.TestCase):
             self.assertLess(abs(got - want) / want, 0.10, f"{f}: {got} bytes in the profile vs {want}")
             # the allocator's caller is the leaf (malloc's own frame left out)
             self.assertGreater(rows[f]["self"], 0.9 * rows[f]["total"], f)
+        # realloc(NULL, n)'s own malloc is not counted again (under glibc's realloc)
+        self.assertEqual([f for f in rows if "realloc" in f and f != "realloc_allocs"], [], sorted(rows))
         st, js = e.query("table", service="otherwork", type="native_alloc", **{"label.pid": str(other["pid"])})
         self.assertIn(st, (200, 404), js)
         self.assertEqual(js.get("rows", []) if st == 200 else [], [], "otherwork's service is off")
@@ -181,6 +186,48 @@ class EbpfAlloc(unittest.TestCase):
             self.assertNotIn(f, cands, js)
         rc = e.stop()
         self.assertEqual(rc, 0, e.read_log()[-3000:])
+
+    def test_allocations_only(self):
+        """ebpf.alloc = true in the edge's own config (every service) with
+        alloc_inuse = false: the entry probes only (no returns, no free);
+        native_alloc per function as above, realloc(NULL, n)'s inner malloc
+        still counted once, and no in-use type"""
+        e = Edge(self)
+        with open(e.cfg, "a") as f:
+            f.write("\nebpf = { enabled = true; frequency_hz = 99; offcpu = false; lock = false; flush_interval_s = 1; "
+                    "alloc = true; alloc_inuse = false; alloc_sample_bytes = 16384; };\n")
+        e.start()
+        self.wait(lambda: e.metrics().get("wt_edge_ebpf_alloc_enabled") == 1, 60, "allocation program not loaded", e)
+        go = os.path.join(self.tmp, "go-only")
+        p = subprocess.Popen([self.work, "run", "4", go], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.wait(lambda: e.metrics().get("wt_edge_ebpf_alloc_files", 0) >= 1, 30, "libc not probed", e)
+            time.sleep(2)  # allocwork (spinning) met and entered
+            with open(go, "w"):
+                pass
+            out, err = p.communicate(timeout=90)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 0, err)
+        truth = json.loads(out.strip().splitlines()[-1])
+        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
+        self.wait(lambda: e.metrics()["wt_edge_ebpf_flushes_total"] >= flushes + 2, 30, "no flush", e)
+        st, js = e.query("table", service="allocwork", type="native_alloc", **{"label.pid": str(truth["pid"])})
+        self.assertEqual(st, 200, js)
+        rows = {r["function"]: r.get("total", 0) for r in js.get("rows", [])}
+        for f in FREEING + ["leak_allocs"]:
+            got, want = rows.get(f, 0), truth["bytes"][f]
+            print(f"  allocations only, {f}: profile {got / 2**20:.1f} MiB, workload {want / 2**20:.1f} MiB "
+                  f"({100 * (got - want) / want:+.1f} %)", file=sys.stderr)
+            self.assertLess(abs(got - want) / want, 0.10, f"{f}: {got} bytes in the profile vs {want}")
+        # realloc(NULL, n)'s own malloc is not counted again (under glibc's realloc)
+        self.assertEqual([f for f in rows if "realloc" in f and f != "realloc_allocs"], [], rows)
+        st, js = e.query("table", service="allocwork", type="inuse_space", **{"label.pid": str(truth["pid"])})
+        self.assertEqual(js.get("rows", []) if st == 200 else [], [], "no in-use snapshot without alloc_inuse")
+        self.assertIn("inuse=false", e.read_log())
+        self.assertEqual(e.stop(), 0, e.read_log()[-3000:])
 
 
 if __name__ == "__main__":
