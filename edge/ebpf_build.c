@@ -299,6 +299,15 @@ static int is_main(const char *name)
 	return name && (!strcmp(name, "main") || !strcmp(name, "main.main"));
 }
 
+/* C++'s operator new / new[] (mangled _Znw*, _Zna*, or demangled): its
+ * malloc's caller; an allocation profile names the function that called
+ * new instead, as Go's and tcmalloc's heap profiles leave out their
+ * allocator's frames */
+static int alloc_wrapper(const char *name)
+{
+	return name && (!strncmp(name, "_Znw", 4) || !strncmp(name, "_Zna", 4) || !strncmp(name, "operator new", 12));
+}
+
 static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t value, const uint64_t *ustack,
 		 size_t nu, const uint64_t *kstack, size_t nk, const uint64_t *py, size_t npy, uint32_t pyflags)
 {
@@ -356,15 +365,20 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		nu = WT_MAX_STACK_DEPTH;
 	for (size_t i = 0; i < npy; i++)
 		nseg += (py[i] & WT_PY_ENTRY) || i + 1 == npy;
+	/* an allocation's stack starts at a return address (the allocator's
+	 * caller), not at an interrupted instruction */
+	size_t skip = 0;
 	for (size_t i = 0; i < nu && rc == 0; i++) {
 		const char *name = NULL;
-		rc = user_frame(e, s, pr, ustack[i], i == 0, &uf[i], &name, err);
+		rc = user_frame(e, s, pr, ustack[i], i == 0 && kind != EDGE_EBPF_ALLOC, &uf[i], &name, err);
+		if (kind == EDGE_EBPF_ALLOC && i == skip && i + 1 < nu && alloc_wrapper(name))
+			skip++;
 		is_eval[i] = name && !strcmp(name, PY_EVAL);
 		neval += is_eval[i];
 		below_root = root;
 		root = name;
 	}
-	for (size_t i = 0; i < nu && rc == 0; i++) {
+	for (size_t i = skip; i < nu && rc == 0; i++) {
 		if (neval < nseg && !edge_proc_find_map(pr, ustack[i]) &&
 		    !edge_proc_jit_lookup(e->procs, pr, ustack[i], e->gen)) {
 			continue; /* a lost walk's stray value: no code there */

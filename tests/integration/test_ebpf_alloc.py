@@ -25,7 +25,9 @@ samples per function, so 10 % is several standard deviations):
     free what they allocate.
 An edge with ebpf.alloc = true and alloc_inuse = false (entry probes only)
 measures native_alloc per function within 10 % the same way and writes no
-in-use type.
+in-use type; tests/gen/allocwork/newwork.cc (C++ new/delete, which call
+malloc/free) gets native_alloc under the functions that called new (its
+operator new frame left out) within 10 %.
 """
 import json
 import os
@@ -57,6 +59,9 @@ class EbpfAlloc(unittest.TestCase):
         subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-pthread", "-o", cls.work, SRC], check=True,
                        timeout=60)
         shutil.copy(cls.work, cls.other)
+        cls.newwork = os.path.join(cls.tmp, "newwork")
+        subprocess.run(["g++", "-O2", "-fno-allocation-dce", "-fomit-frame-pointer", "-o", cls.newwork,
+                        os.path.join(ROOT, "tests", "gen", "allocwork", "newwork.cc")], check=True, timeout=120)
         cls.static = os.path.join(cls.tmp, "allocstatic")
         subprocess.run(["cc", "-static", "-O2", "-pthread", "-o", cls.static, SRC], check=True, timeout=60)
         cls.ch = ClickHouse(None)
@@ -199,19 +204,23 @@ class EbpfAlloc(unittest.TestCase):
         e.start()
         self.wait(lambda: e.metrics().get("wt_edge_ebpf_alloc_enabled") == 1, 60, "allocation program not loaded", e)
         go = os.path.join(self.tmp, "go-only")
-        p = subprocess.Popen([self.work, "run", "4", go], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs = [subprocess.Popen([w, "run", "4", go], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for w in (self.work, self.newwork)]
         try:
             self.wait(lambda: e.metrics().get("wt_edge_ebpf_alloc_files", 0) >= 1, 30, "libc not probed", e)
-            time.sleep(2)  # allocwork (spinning) met and entered
+            time.sleep(2)  # allocwork and newwork (spinning) met and entered
             with open(go, "w"):
                 pass
-            out, err = p.communicate(timeout=90)
+            outs = [p.communicate(timeout=90) for p in procs]
         finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        self.assertEqual(p.returncode, 0, err)
-        truth = json.loads(out.strip().splitlines()[-1])
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        for p, (out, err) in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, err)
+        truth = json.loads(outs[0][0].strip().splitlines()[-1])
+        cxx = json.loads(outs[1][0].strip().splitlines()[-1])
         flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
         self.wait(lambda: e.metrics()["wt_edge_ebpf_flushes_total"] >= flushes + 2, 30, "no flush", e)
         st, js = e.query("table", service="allocwork", type="native_alloc", **{"label.pid": str(truth["pid"])})
@@ -227,6 +236,18 @@ class EbpfAlloc(unittest.TestCase):
         st, js = e.query("table", service="allocwork", type="inuse_space", **{"label.pid": str(truth["pid"])})
         self.assertEqual(js.get("rows", []) if st == 200 else [], [], "no in-use snapshot without alloc_inuse")
         self.assertIn("inuse=false", e.read_log())
+        # C++: operator new calls malloc; the function that called new is the leaf
+        st, js = e.query("table", service="newwork", type="native_alloc", **{"label.pid": str(cxx["pid"])})
+        self.assertEqual(st, 200, js)
+        rows = {r["function"]: r for r in js.get("rows", [])}
+        for fn, want in cxx["bytes"].items():
+            f = fn + "()"  # demangled C++ names
+            got = rows.get(f, {}).get("total", 0)
+            print(f"  operator new, {f}: profile {got / 2**20:.1f} MiB, workload {want / 2**20:.1f} MiB "
+                  f"({100 * (got - want) / want:+.1f} %)", file=sys.stderr)
+            self.assertLess(abs(got - want) / want, 0.10, f"{f}: {got} bytes in the profile vs {want}")
+            self.assertGreater(rows[f]["self"], 0.9 * rows[f]["total"], f)
+        self.assertEqual([f for f in rows if "operator new" in f or f.startswith("_Zn")], [], sorted(rows))
         self.assertEqual(e.stop(), 0, e.read_log()[-3000:])
 
 
