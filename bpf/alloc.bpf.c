@@ -149,7 +149,7 @@ static __noinline int alloc_enter(struct pt_regs *ctx, __u64 size)
 	__u64 sp = PT_REGS_SP(ctx);
 	if (wt_alloc_inuse) {
 		if (t->outer_sp && sp < t->outer_sp)
-			return 0; /* called by the allocator itself (realloc(NULL, n) → malloc) */
+			return 0; /* entered by the allocator itself (alloc.h) */
 		if (t->pending)
 			stat_inc(WT_STAT_OFF_MISSED); /* the previous sampled call's return was not seen */
 		t->outer_sp = sp;

@@ -169,8 +169,8 @@ int edge_ebpf_alloc_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edg
 /* Process p's allocations sampled (on) or not; on: its libc file gets the
  * probes if it has none yet (every process mapping that file runs them);
  * a process without glibc (statically linked, musl) is skipped and
- * counted. Called on the discovery or the sampler thread under the
- * sampler's pmu. */
+ * counted. Called on the discovery or the sampler thread (a mutex
+ * inside); a no-op once decided for p's tgid and on. */
 void edge_ebpf_alloc_proc(edge_ebpf_alloc *a, const struct edge_proc *p, int on);
 /* The process is gone: its sampled state and live allocations go. */
 void edge_ebpf_alloc_forget(edge_ebpf_alloc *a, uint32_t tgid);
