@@ -248,8 +248,10 @@ static int attach_file(edge_ebpf_alloc *a, const char *path, uint64_t dev, uint6
 	libc_file *f = &a->files[a->nfiles];
 	size_t free_off = free_offset(path);
 	memset(f, 0, sizeof(*f));
-	/* WT_EBPF_ALLOC_PROBES (bench/ebpf_alloc.sh): a bit mask of the
-	 * probes to attach, to measure each one's cost; all by default */
+	/* WT_EBPF_ALLOC_PROBES in the edge's environment: a bit mask of the
+	 * probes to attach (enum order), to measure each one's cost by hand
+	 * (the per-probe figures in docs/operations.md "Native
+	 * allocations"); all by default */
 	const char *mask_env = getenv("WT_EBPF_ALLOC_PROBES");
 	unsigned mask = mask_env ? (unsigned)strtoul(mask_env, NULL, 0) : ~0u;
 	if (!a->inuse) /* allocations only: the entries of malloc, calloc, realloc */
