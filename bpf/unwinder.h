@@ -150,10 +150,12 @@ static long unwind_step(__u32 i, void *arg)
 	}
 }
 
-/* Unwind into s from the registers pc, sp, bp of the current task's user
- * code. 0, or -EFAULT (no user stack). */
-static __always_inline int wt_unwind_from(struct wt_stack *s, const struct wt_unwind_proc *proc, __u64 pc,
-					  __u64 sp, __u64 bp)
+/* Unwind into s from pc, sp, bp of the current task's user code; exact:
+ * pc is the interrupted instruction (else a return address, looked up at
+ * pc - 1: bpf/alloc.bpf.c starts at the allocator's caller). 0, or
+ * -EFAULT (no user stack). */
+static __always_inline int wt_unwind_regs(struct wt_stack *s, const struct wt_unwind_proc *proc, __u64 pc,
+					  __u64 sp, __u64 bp, int exact)
 {
 	struct unwind_ctx c = {};
 	c.s = s;
@@ -165,9 +167,16 @@ static __always_inline int wt_unwind_from(struct wt_stack *s, const struct wt_un
 	s->len = 0;
 	if (!c.pc)
 		return -EFAULT;
-	c.exact = 1;
+	c.exact = exact;
 	bpf_loop(WT_MAX_STACK_DEPTH, unwind_step, &c, 0);
 	return s->len ? 0 : -EFAULT;
+}
+
+/* The same from the registers pc, sp, bp of an interrupted instruction. */
+static __always_inline int wt_unwind_from(struct wt_stack *s, const struct wt_unwind_proc *proc, __u64 pc,
+					  __u64 sp, __u64 bp)
+{
+	return wt_unwind_regs(s, proc, pc, sp, bp, 1);
 }
 
 /* The same from the user registers the current task saved at kernel

@@ -18,6 +18,7 @@ static const struct {
 	{"block_delay", "nanoseconds"},  {"lock", "nanoseconds"},
 	{"offcpu", "nanoseconds"},       {"gc_pause", "nanoseconds"},
 	{"exceptions", "count"},         {"native_alloc", "bytes"},
+	{"native_alloc_objects", "count"},
 };
 
 /* Aliases: a format's type name (case-insensitive) → canonical. The unit is
@@ -54,6 +55,7 @@ static const struct {
 	{"gc_pause", NULL, "gc_pause"},
 	{"native_alloc", NULL, "native_alloc"},
 	{"malloc", NULL, "native_alloc"},
+	{"native_alloc_objects", NULL, "native_alloc_objects"},
 	{"itimer", NULL, "cpu"},              /* async-profiler event names */
 	{"alloc", "bytes", "alloc_space"},
 	{"alloc", "count", "alloc_objects"},

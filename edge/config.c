@@ -64,6 +64,10 @@ void edge_config_defaults(edge_config *c)
 	c->ebpf.unwind_rows = 4000000;
 	c->ebpf.python = 1;
 	c->ebpf.lock = 1;
+	c->ebpf.alloc = 0; /* a trap per malloc/free call: per service (docs/operations.md) */
+	c->ebpf.alloc_sample_bytes = 512 * 1024;
+	c->ebpf.alloc_max_live = 32768;
+	c->ebpf.alloc_inuse = 1;
 	c->ebpf.max_stacks = 16384;
 	c->ebpf.max_keys = 16384;
 }
@@ -108,6 +112,16 @@ int edge_ebpf_cfg_lock_address(const edge_ebpf_cfg *c, const char *service)
 int edge_ebpf_cfg_lock_address_any(const edge_ebpf_cfg *c)
 {
 	return rule_any(c->lockaddr_rules, c->nlockaddr_rules, c->lock_address);
+}
+
+int edge_ebpf_cfg_alloc(const edge_ebpf_cfg *c, const char *service)
+{
+	return rule_pick(c->alloc_rules, c->nalloc_rules, service, c->alloc);
+}
+
+int edge_ebpf_cfg_alloc_any(const edge_ebpf_cfg *c)
+{
+	return rule_any(c->alloc_rules, c->nalloc_rules, c->alloc);
 }
 
 int edge_unwind_mode_parse(const char *s)
@@ -214,6 +228,11 @@ void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
 	free(e->lockaddr_rules);
 	e->lockaddr_rules = NULL;
 	e->nlockaddr_rules = 0;
+	for (size_t i = 0; i < e->nalloc_rules; i++)
+		free(e->alloc_rules[i].glob);
+	free(e->alloc_rules);
+	e->alloc_rules = NULL;
+	e->nalloc_rules = 0;
 }
 
 static void free_strv(char **v, size_t n)
@@ -329,7 +348,9 @@ static int load_ebpf(edge_ebpf_cfg *e, config_setting_t *g, const char *path, wt
 		return 0;
 	if ((rc = get_bool(g, "enabled", &e->enabled, path, err)) || (rc = get_bool(g, "offcpu", &e->offcpu, path, err)) ||
 	    (rc = get_bool(g, "python", &e->python, path, err)) || (rc = get_bool(g, "lock", &e->lock, path, err)) ||
-	    (rc = get_bool(g, "lock_address", &e->lock_address, path, err)))
+	    (rc = get_bool(g, "lock_address", &e->lock_address, path, err)) ||
+	    (rc = get_bool(g, "alloc", &e->alloc, path, err)) ||
+	    (rc = get_bool(g, "alloc_inuse", &e->alloc_inuse, path, err)))
 		return rc;
 	v = e->frequency_hz;
 	if ((rc = get_int(g, "frequency_hz", 1, 10000, &v, path, err)))
@@ -351,6 +372,14 @@ static int load_ebpf(edge_ebpf_cfg *e, config_setting_t *g, const char *path, wt
 	if ((rc = get_int(g, "max_keys", 256, 1 << 22, &v, path, err)))
 		return rc;
 	e->max_keys = (int)v;
+	v = e->alloc_sample_bytes;
+	if ((rc = get_int(g, "alloc_sample_bytes", 1, 1LL << 31, &v, path, err)))
+		return rc;
+	e->alloc_sample_bytes = v;
+	v = e->alloc_max_live;
+	if ((rc = get_int(g, "alloc_max_live", 256, 1 << 22, &v, path, err)))
+		return rc;
+	e->alloc_max_live = v;
 	v = e->unwind_rows;
 	if ((rc = get_int(g, "unwind_rows", 1024, 1 << 26, &v, path, err)))
 		return rc;

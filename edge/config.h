@@ -78,6 +78,12 @@ typedef struct edge_ebpf_cfg {
 	int lock_address;       /* the lock's address as label lock_address (ebpf.lock_address; policy rules.ebpf.lock_address) */
 	edge_py_rule *lockaddr_rules; /* policy rules.services[].ebpf.lock_address */
 	size_t nlockaddr_rules;
+	int alloc;              /* native allocations (ebpf.alloc; policy rules.ebpf.alloc, sample_types.native_alloc) */
+	edge_py_rule *alloc_rules; /* policy rules.services[].ebpf.alloc / sample_types.native_alloc */
+	size_t nalloc_rules;
+	int64_t alloc_sample_bytes; /* mean bytes between sampled allocations (ebpf.alloc_sample_bytes) */
+	int64_t alloc_max_live;     /* sampled allocations tracked until freed (ebpf.alloc_max_live) */
+	int alloc_inuse;            /* the in-use snapshot: return and free probes (ebpf.alloc_inuse) */
 	edge_ebpf_rule *rules;
 	size_t nrules;
 	edge_unwind_rule *unwind_rules; /* from the remote policy, first match wins */
@@ -99,6 +105,10 @@ int edge_ebpf_cfg_lock_address(const edge_ebpf_cfg *c, const char *service);
 /* 1 when some service may want lock addresses (the lock program then
  * keeps them in its keys) */
 int edge_ebpf_cfg_lock_address_any(const edge_ebpf_cfg *c);
+/* Native allocations wanted for service under c (alloc_rules, c->alloc),
+ * and whether some service may want them (the program is then loaded). */
+int edge_ebpf_cfg_alloc(const edge_ebpf_cfg *c, const char *service);
+int edge_ebpf_cfg_alloc_any(const edge_ebpf_cfg *c);
 /* 1 when some service may be unwound with tables (the program is then
  * loaded with the unwinder and its maps) */
 int edge_ebpf_cfg_unwinds(const edge_ebpf_cfg *c);

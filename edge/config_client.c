@@ -129,13 +129,23 @@ static int lock_of(const json_t *r)
 	return st == 0 ? 0 : on >= 0 ? on : st;
 }
 
+/* native allocations in one rule body: sample_types.native_alloc = false
+ * turns them off, else ebpf.alloc, else sample_types.native_alloc = true;
+ * -1: not set */
+static int alloc_of(const json_t *r)
+{
+	int st = bool_of(json_object_get(r, "sample_types"), "native_alloc"),
+	    on = bool_of(json_object_get(r, "ebpf"), "alloc");
+	return st == 0 ? 0 : on >= 0 ? on : st;
+}
+
 static void sampler_policy(const edge_config *cfg, const json_t *conf, edge_sampler_policy *sp)
 {
 	json_t *projects = json_object_get(conf, "projects"), *p, *eff = NULL, *v;
 	size_t i;
 
 	memset(sp, 0, sizeof(*sp));
-	sp->enabled = sp->frequency_hz = sp->offcpu = sp->cpu = sp->python = sp->lock = sp->lock_address = -1;
+	sp->enabled = sp->frequency_hz = sp->offcpu = sp->cpu = sp->python = sp->lock = sp->lock_address = sp->alloc = -1;
 	sp->offcpu_threshold_us = -1;
 	json_array_foreach(projects, i, p)
 		if (cfg->default_project && !strcmp(json_string_value(json_object_get(p, "name")), cfg->default_project)) {
@@ -150,6 +160,7 @@ static void sampler_policy(const edge_config *cfg, const json_t *conf, edge_samp
 	sp->python = bool_of(json_object_get(eff, "ebpf"), "python");
 	sp->lock = lock_of(eff);
 	sp->lock_address = bool_of(json_object_get(eff, "ebpf"), "lock_address");
+	sp->alloc = alloc_of(eff);
 	v = json_object_get(json_object_get(eff, "ebpf"), "frequency_hz");
 	if (json_is_integer(v))
 		sp->frequency_hz = (int)json_integer_value(v);
@@ -235,6 +246,8 @@ static void apply_sampler(edge_config_client *c)
 			next.lock = sp.lock;
 		if (sp.lock_address >= 0)
 			next.lock_address = sp.lock_address;
+		if (sp.alloc >= 0)
+			next.alloc = sp.alloc;
 		/* interpreter frames per service: services[] rules that match
 		 * by service glob, in order (first match wins; a rule without
 		 * ebpf.python leaves the default); label rules cannot match a
@@ -244,22 +257,26 @@ static void apply_sampler(edge_config_client *c)
 		edge_py_rule *pr = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*pr)) : NULL;
 		edge_py_rule *lr = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*lr)) : NULL;
 		edge_py_rule *ar = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*ar)) : NULL;
+		edge_py_rule *dr = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*dr)) : NULL;
 		json_array_foreach(svcs, i, r) {
 			json_t *m = json_object_get(r, "match");
 			const char *g = json_string_value(json_object_get(m, "service"));
-			if (!pr || !lr || !ar || !g || json_object_get(m, "label"))
+			if (!pr || !lr || !ar || !dr || !g || json_object_get(m, "label"))
 				continue;
-			pr[n].glob = lr[n].glob = ar[n].glob = (char *)g; /* borrowed: edge_ebpf_apply copies */
+			pr[n].glob = lr[n].glob = ar[n].glob = dr[n].glob = (char *)g; /* borrowed: edge_ebpf_apply copies */
 			lr[n].on = lock_of(r); /* lock contention: the same rules */
-			ar[n].on = bool_of(json_object_get(r, "ebpf"), "lock_address");
+			dr[n].on = bool_of(json_object_get(r, "ebpf"), "lock_address");
+			ar[n].on = alloc_of(r); /* native allocations likewise */
 			pr[n++].on = bool_of(json_object_get(r, "ebpf"), "python");
 		}
 		next.py_rules = pr;
 		next.npy_rules = n;
 		next.lock_rules = lr;
 		next.nlock_rules = n;
-		next.lockaddr_rules = ar;
+		next.lockaddr_rules = dr;
 		next.nlockaddr_rules = n;
+		next.alloc_rules = ar;
+		next.nalloc_rules = n;
 		v = json_string_value(json_object_get(json_object_get(sp.effective, "ebpf"), "unwind"));
 		if (edge_unwind_mode_parse(v) >= 0)
 			next.unwind = edge_unwind_mode_parse(v);
@@ -268,6 +285,7 @@ static void apply_sampler(edge_config_client *c)
 		free(pr);
 		free(lr);
 		free(ar);
+		free(dr);
 		edge_unwind_rules_free(next.unwind_rules, next.n_unwind_rules);
 		if (rc)
 			wt_warn("remote config: the sampler refused the policy settings project=%s revision=%llu",

@@ -58,6 +58,7 @@ typedef struct edge_sampler_policy {
 	int python;           /* ebpf.python: CPython frames (services[] may override per service) */
 	int lock;             /* ebpf.lock (and sample_types.lock): lock contention (services[] likewise) */
 	int lock_address;     /* ebpf.lock_address: the lock's address as a label (services[] likewise) */
+	int alloc;            /* ebpf.alloc (and sample_types.native_alloc): native allocations (services[] likewise) */
 	const json_t *effective; /* the whole effective rules object (borrowed) */
 } edge_sampler_policy;
 

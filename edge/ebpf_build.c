@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bpf/alloc.h"
 #include "bpf/lock.h"
 #include "bpf/python.h"
 #include "clock.h"
@@ -75,7 +76,12 @@ static svc *svc_get(edge_ebpf *e, edge_proc *pr)
 		if (!s->name || !s->p || wt_profile_add_type(s->p, "cpu", "nanoseconds", NULL, &s->cpu_idx, &err) ||
 		    (e->cur.offcpu && wt_profile_add_type(s->p, "offcpu", "nanoseconds", NULL, &s->off_idx, &err)) ||
 		    (e->lock && (wt_profile_add_type(s->p, "lock", "nanoseconds", NULL, &s->lock_idx, &err) ||
-				 wt_profile_add_type(s->p, "mutex_contentions", "count", NULL, &s->cont_idx, &err)))) {
+				 wt_profile_add_type(s->p, "mutex_contentions", "count", NULL, &s->cont_idx, &err))) ||
+		    (e->alloc && (wt_profile_add_type(s->p, "native_alloc", "bytes", NULL, &s->alloc_idx, &err) ||
+				  wt_profile_add_type(s->p, "native_alloc_objects", "count", NULL, &s->aobj_idx, &err))) ||
+		    (e->alloc && e->cur.alloc_inuse &&
+		     (wt_profile_add_type(s->p, "inuse_space", "bytes", NULL, &s->inuse_idx, &err) ||
+		      wt_profile_add_type(s->p, "inuse_objects", "count", NULL, &s->iobj_idx, &err)))) {
 			free(s->name);
 			wt_profile_free(s->p);
 			free(s);
@@ -83,6 +89,8 @@ static svc *svc_get(edge_ebpf *e, edge_proc *pr)
 		}
 		s->has_off = e->cur.offcpu;
 		s->has_lock = e->lock != NULL;
+		s->has_alloc = e->alloc != NULL;
+		s->has_inuse = e->alloc && e->cur.alloc_inuse;
 		s->next = e->svcs;
 		e->svcs = s;
 	}
@@ -291,6 +299,15 @@ static int is_main(const char *name)
 	return name && (!strcmp(name, "main") || !strcmp(name, "main.main"));
 }
 
+/* C++'s operator new / new[] (mangled _Znw*, _Zna*, or demangled): its
+ * malloc's caller; an allocation profile names the function that called
+ * new instead, as Go's and tcmalloc's heap profiles leave out their
+ * allocator's frames */
+static int alloc_wrapper(const char *name)
+{
+	return name && (!strncmp(name, "_Znw", 4) || !strncmp(name, "_Zna", 4) || !strncmp(name, "operator new", 12));
+}
+
 static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t value, const uint64_t *ustack,
 		 size_t nu, const uint64_t *kstack, size_t nk, const uint64_t *py, size_t npy, uint32_t pyflags)
 {
@@ -302,7 +319,7 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	char comm[WT_COMM_LEN + 1];
 	wt_label lab[5];
 	size_t nl = 0;
-	int64_t vals[4] = {0, 0, 0, 0};
+	int64_t vals[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 	int rc = 0;
 
 	memset(lab, 0, sizeof(lab));
@@ -320,6 +337,8 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	pr->gen = e->gen;
 	if (kind == EDGE_EBPF_LOCK && (!s->has_lock || !edge_ebpf_cfg_lock(&e->cur, pr->service)))
 		return; /* lock contention off for this service (policy) */
+	if (kind == EDGE_EBPF_ALLOC && (!s->has_alloc || !edge_ebpf_cfg_alloc(&e->cur, pr->service)))
+		return; /* native allocations off for this service (policy) */
 	/* still too early after the capture's re-reads (a loaded machine):
 	 * again, once per flush, so its libraries get symbols and tables */
 	if (pr->state == EDGE_PROC_LIVE && edge_proc_maps_early(pr))
@@ -327,6 +346,8 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	if (e->cpu) /* not announced (found at the flush), or re-read */
 		edge_ebpf_unwind_give(e, pr);
 	edge_ebpf_py_check(e, pr); /* not announced, or the settings changed since */
+	if (e->alloc && !pr->superseded) /* likewise (a no-op once decided) */
+		edge_ebpf_alloc_proc(e->alloc, pr, edge_ebpf_cfg_alloc(&e->cur, pr->service));
 	for (size_t i = skip_tracing(e, kind, kstack, nk); i < nk && rc == 0; i++)
 		rc = kernel_frame(e, s, kstack[i], i == 0, &frames[n++], err);
 	if (py && npy && !edge_ebpf_py_on(e, pr->service))
@@ -345,15 +366,20 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		nu = WT_MAX_STACK_DEPTH;
 	for (size_t i = 0; i < npy; i++)
 		nseg += (py[i] & WT_PY_ENTRY) || i + 1 == npy;
+	/* an allocation's stack starts at a return address (the allocator's
+	 * caller), not at an interrupted instruction */
+	size_t skip = 0;
 	for (size_t i = 0; i < nu && rc == 0; i++) {
 		const char *name = NULL;
-		rc = user_frame(e, s, pr, ustack[i], i == 0, &uf[i], &name, err);
+		rc = user_frame(e, s, pr, ustack[i], i == 0 && kind != EDGE_EBPF_ALLOC, &uf[i], &name, err);
+		if (kind == EDGE_EBPF_ALLOC && i == skip && i + 1 < nu && alloc_wrapper(name))
+			skip++;
 		is_eval[i] = name && !strcmp(name, PY_EVAL);
 		neval += is_eval[i];
 		below_root = root;
 		root = name;
 	}
-	for (size_t i = 0; i < nu && rc == 0; i++) {
+	for (size_t i = skip; i < nu && rc == 0; i++) {
 		if (neval < nseg && !edge_proc_find_map(pr, ustack[i]) &&
 		    !edge_proc_jit_lookup(e->procs, pr, ustack[i], e->gen)) {
 			continue; /* a lost walk's stray value: no code there */
@@ -423,6 +449,28 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 			vals[s->lock_idx] = (int64_t)value;
 			atomic_fetch_add(&e->lock_ns, value);
 		}
+	} else if (kind == EDGE_EBPF_ALLOC) {
+		/* objects come scaled by WT_ALLOC_OBJ_SCALE (bpf/alloc.h) */
+		uint64_t objs = (value + WT_ALLOC_OBJ_SCALE / 2) / WT_ALLOC_OBJ_SCALE;
+		switch (k->pad) {
+		case WT_ALLOC_BYTES:
+			vals[s->alloc_idx] = (int64_t)value;
+			atomic_fetch_add(&e->alloc_bytes, value);
+			break;
+		case WT_ALLOC_OBJECTS:
+			vals[s->aobj_idx] = (int64_t)objs;
+			break;
+		case EDGE_ALLOC_INUSE_BYTES:
+			if (!s->has_inuse)
+				return;
+			vals[s->inuse_idx] = (int64_t)value;
+			break;
+		default:
+			if (!s->has_inuse)
+				return;
+			vals[s->iobj_idx] = (int64_t)objs;
+			break;
+		}
 	} else if (s->has_off) {
 		vals[s->off_idx] = (int64_t)value;
 		atomic_fetch_add(&e->offcpu_ns, value);
@@ -438,6 +486,7 @@ static void gone(void *arg, uint32_t tgid)
 	edge_ebpf *e = arg;
 	edge_ebpf_cpu_forget(e->cpu, tgid);
 	edge_py_forget(e->py, tgid);
+	edge_ebpf_alloc_forget(e->alloc, tgid);
 }
 
 static void commit_done(edge_commit *c)
@@ -530,6 +579,8 @@ void edge_ebpf_flush(edge_ebpf *e)
 		wt_warn("msg=\"ebpf offcpu drain failed\" error=\"%s\"", err.msg);
 	if (e->lock && edge_ebpf_lock_drain(e->lock, edge_ebpf_cfg_lock_address_any(&e->cur), sink, e, &err))
 		wt_warn("msg=\"ebpf lock drain failed\" error=\"%s\"", err.msg);
+	if (e->alloc && edge_ebpf_alloc_drain(e->alloc, sink, e, &err))
+		wt_warn("msg=\"ebpf alloc drain failed\" error=\"%s\"", err.msg);
 	if (e->flush_err.code) {
 		wt_warn("msg=\"ebpf flush incomplete\" error=\"%s\"", e->flush_err.msg);
 		atomic_fetch_add(&e->flush_errors, 1);
@@ -543,6 +594,13 @@ void edge_ebpf_flush(edge_ebpf *e)
 	atomic_store(&e->captured_procs, cap);
 	atomic_store(&e->lost_procs, lost);
 	atomic_store(&e->tracked_procs, tracked);
+	uint64_t af, ap, ast, amu, alive;
+	edge_ebpf_alloc_stats(e->alloc, &af, &ap, &ast, &amu, &alive);
+	atomic_store(&e->alloc_files, af);
+	atomic_store(&e->alloc_procs, ap);
+	atomic_store(&e->alloc_skipped_static, ast);
+	atomic_store(&e->alloc_skipped_musl, amu);
+	atomic_store(&e->alloc_live, alive);
 	uint64_t uf = 0, ur = 0, ufail = 0, upend = 0;
 	edge_ebpf_cpu_unwind_stats(e->cpu, &uf, &ur, &ufail, &upend);
 	atomic_store(&e->unwind_pending, upend);

@@ -1,8 +1,9 @@
 /*
  * ebpf_probe.h — what the sampler (ebpf_sampler.c) needs from the user side
  * of each BPF probe: the on-CPU sampler (ebpf_profile.c, bpf/profile.bpf.c),
- * off-CPU time (ebpf_offcpu.c, bpf/offcpu.bpf.c) and lock contention
- * (ebpf_lock.c, bpf/lock.bpf.c). Internal to edge/.
+ * off-CPU time (ebpf_offcpu.c, bpf/offcpu.bpf.c), lock contention
+ * (ebpf_lock.c, bpf/lock.bpf.c) and native allocations (ebpf_alloc.c,
+ * bpf/alloc.bpf.c). Internal to edge/.
  *
  * Each probe loads its skeleton, attaches, and on drain hands every
  * aggregated (key, value, user stack, kernel stack) to a callback, then
@@ -24,7 +25,7 @@
 #include "config.h"
 #include "err.h"
 
-enum { EDGE_EBPF_CPU = 0, EDGE_EBPF_OFFCPU = 1, EDGE_EBPF_LOCK = 2, EDGE_EBPF_NKINDS };
+enum { EDGE_EBPF_CPU = 0, EDGE_EBPF_OFFCPU = 1, EDGE_EBPF_LOCK = 2, EDGE_EBPF_ALLOC = 3, EDGE_EBPF_NKINDS };
 
 /* One aggregated entry. ustack/kstack are NULL (n 0) when the stack is
  * absent: kernel thread, collision, or the stack map entry went missing.
@@ -61,6 +62,11 @@ typedef struct edge_ebpf_gen {
  * each entry with its stacks to fn. Shared by both probes. */
 int edge_ebpf_drain_gen(const edge_ebpf_gen *g, int kind, edge_ebpf_sink fn, void *arg, edge_ebpf_counters *ctr,
 			wt_err *err);
+/* Read a hash map (deleting what is read when del) in batches handed to
+ * fn (n entries: keys and values packed), at most max entries; fn
+ * returning nonzero stops. Returns the entries read. */
+typedef int (*edge_ebpf_walk_fn)(void *arg, const void *keys, const void *vals, size_t n);
+size_t edge_ebpf_walk(int fd, int del, size_t ksz, size_t vsz, size_t max, edge_ebpf_walk_fn fn, void *arg);
 /* Keys only: fn(arg, tgid) for each entry (no deletion). */
 void edge_ebpf_scan_keys(int counts_fd, size_t max_keys, edge_ebpf_seen fn, void *arg);
 /* Fold the per-CPU stats array into ctr (deltas since prev; prev updated). */
@@ -150,5 +156,34 @@ int edge_ebpf_lock_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge
  * kern_stack from now on (bpf/lock.h), for the lock_address label */
 int edge_ebpf_lock_drain(edge_ebpf_lock *l, int addresses, edge_ebpf_sink fn, void *arg, wt_err *err);
 void edge_ebpf_lock_close(edge_ebpf_lock *l);
+
+/* ---- native allocations (ebpf_alloc.c) ------------------------------------ */
+typedef struct edge_ebpf_alloc edge_ebpf_alloc;
+
+/* Values handed to the sink with EDGE_EBPF_ALLOC, in key->pad: the flush's
+ * estimates (enum wt_alloc_value, bpf/alloc.h) and the in-use snapshot. */
+enum { EDGE_ALLOC_INUSE_BYTES = 2, EDGE_ALLOC_INUSE_OBJECTS = 3 };
+
+/* Load bpf/alloc.bpf.c (nothing attached yet; cfg->alloc_sample_bytes,
+ * cfg->alloc_max_live). cpu as for the lock program: its unwind tables. */
+int edge_ebpf_alloc_open(const edge_ebpf_cfg *cfg, const edge_ebpf_cpu *cpu, edge_ebpf_counters *ctr,
+			 edge_ebpf_alloc **out, wt_err *err);
+/* Process p's allocations sampled (on) or not; on: its libc file gets the
+ * probes if it has none yet (every process mapping that file runs them);
+ * a process without glibc (statically linked, musl) is skipped and
+ * counted. Called on the discovery or the sampler thread (a mutex
+ * inside); a no-op once decided for p's tgid and on. */
+void edge_ebpf_alloc_proc(edge_ebpf_alloc *a, const struct edge_proc *p, int on);
+/* The process is gone: its sampled state and live allocations go. */
+void edge_ebpf_alloc_forget(edge_ebpf_alloc *a, uint32_t tgid);
+/* This flush's estimates (values in key->pad, objects still scaled by
+ * WT_ALLOC_OBJ_SCALE) and the in-use snapshot (EDGE_ALLOC_INUSE_*, objects
+ * scaled the same). */
+int edge_ebpf_alloc_drain(edge_ebpf_alloc *a, edge_ebpf_sink fn, void *arg, wt_err *err);
+/* libc files with probes, processes sampled, processes skipped (no glibc:
+ * static, musl), live sampled allocations at the last drain */
+void edge_ebpf_alloc_stats(edge_ebpf_alloc *a, uint64_t *files, uint64_t *procs, uint64_t *skipped_static,
+			   uint64_t *skipped_musl, uint64_t *live);
+void edge_ebpf_alloc_close(edge_ebpf_alloc *a);
 
 #endif

@@ -203,7 +203,7 @@ static int drain_entries(const struct wt_stack_key *keys, const uint64_t *vals, 
  * two syscalls per key (get_next_key + lookup_and_delete). */
 #define BATCH 1024
 
-typedef int (*walk_fn)(void *arg, const void *keys, const void *vals, size_t n);
+typedef edge_ebpf_walk_fn walk_fn;
 
 /* Per-key fallback for kernels without batch operations on hash maps
  * (before 5.6): collect the keys first, then read (and delete) each
@@ -277,6 +277,11 @@ static long batch_walk(int fd, int del, size_t ksz, size_t vsz, size_t max, walk
 }
 
 static size_t walk(int fd, int del, size_t ksz, size_t vsz, size_t max, walk_fn fn, void *arg)
+{
+	return edge_ebpf_walk(fd, del, ksz, vsz, max, fn, arg);
+}
+
+size_t edge_ebpf_walk(int fd, int del, size_t ksz, size_t vsz, size_t max, edge_ebpf_walk_fn fn, void *arg)
 {
 	long got = batch_walk(fd, del, ksz, vsz, max, fn, arg);
 	return got >= 0 ? (size_t)got : walk_per_key(fd, del, ksz, vsz, max, fn, arg);

@@ -61,13 +61,16 @@ static int cfg_copy(edge_ebpf_cfg *dst, const edge_ebpf_cfg *src)
 	dst->nlock_rules = 0;
 	dst->lockaddr_rules = NULL;
 	dst->nlockaddr_rules = 0;
+	dst->alloc_rules = NULL;
+	dst->nalloc_rules = 0;
 	/* nothing of src's left in dst before a copy can fail (the caller
 	 * frees dst then) */
 	dst->unwind_rules = NULL;
 	dst->n_unwind_rules = 0;
 	if (glob_rules_copy(&dst->py_rules, &dst->npy_rules, src->py_rules, src->npy_rules) ||
 	    glob_rules_copy(&dst->lock_rules, &dst->nlock_rules, src->lock_rules, src->nlock_rules) ||
-	    glob_rules_copy(&dst->lockaddr_rules, &dst->nlockaddr_rules, src->lockaddr_rules, src->nlockaddr_rules))
+	    glob_rules_copy(&dst->lockaddr_rules, &dst->nlockaddr_rules, src->lockaddr_rules, src->nlockaddr_rules) ||
+	    glob_rules_copy(&dst->alloc_rules, &dst->nalloc_rules, src->alloc_rules, src->nalloc_rules))
 		return WT_ENOMEM;
 	if (edge_unwind_rules_copy(&dst->unwind_rules, src->unwind_rules, src->n_unwind_rules))
 		return WT_ENOMEM;
@@ -132,6 +135,16 @@ static void seen(void *arg, const struct wt_proc_event *ev)
 	/* tables at capture: the process's next samples are unwound with them */
 	if (pr && e->cpu)
 		edge_ebpf_unwind_give(e, pr);
+	if (pr && e->alloc) /* its allocations sampled as its service says (its libc probed) */
+		edge_ebpf_alloc_proc(e->alloc, pr, edge_ebpf_cfg_alloc(&e->cur, pr->service));
+}
+
+/* the policy changed: every process's allocations as its service says */
+static void alloc_each(void *arg, edge_proc *pr)
+{
+	edge_ebpf *e = arg;
+	if (!pr->superseded)
+		edge_ebpf_alloc_proc(e->alloc, pr, edge_ebpf_cfg_alloc(&e->cur, pr->service));
 }
 
 /* does rule r's match hold for process pr (service, container, host)? */
@@ -255,9 +268,11 @@ static void unload(edge_ebpf *e)
 	edge_ebpf_cpu_close(e->cpu);
 	edge_ebpf_off_close(e->off);
 	edge_ebpf_lock_close(e->lock);
+	edge_ebpf_alloc_close(e->alloc);
 	e->cpu = NULL;
 	e->off = NULL;
 	e->lock = NULL;
+	e->alloc = NULL;
 	/* files captured since the last flush would stay open until the next
 	 * lookup, which a stopped sampler never makes */
 	edge_elf_cache_parse_pending(e->elfs);
@@ -266,6 +281,7 @@ static void unload(edge_ebpf *e)
 	atomic_store(&e->enabled, 0);
 	atomic_store(&e->offcpu_on, 0);
 	atomic_store(&e->lock_on, 0);
+	atomic_store(&e->alloc_on, 0);
 	atomic_store(&e->frequency, 0);
 }
 
@@ -288,6 +304,14 @@ static void load(edge_ebpf *e)
 			atomic_fetch_add(&e->load_errors, 1);
 		}
 	}
+	if (!rc && edge_ebpf_cfg_alloc_any(&e->cur)) {
+		/* optional too */
+		wt_err aerr = {0};
+		if (edge_ebpf_alloc_open(&e->cur, e->cpu, &e->ctr[EDGE_EBPF_ALLOC], &e->alloc, &aerr)) {
+			wt_warn("msg=\"ebpf native allocations not loaded\" error=\"%s\"", aerr.msg);
+			atomic_fetch_add(&e->load_errors, 1);
+		}
+	}
 	if (!rc) {
 		/* a new program has an empty wt_py_procs: every process is checked again */
 		edge_ebpf_cpu_set_py(e->cpu, py_new, e);
@@ -304,6 +328,7 @@ static void load(edge_ebpf *e)
 	atomic_store(&e->enabled, 1);
 	atomic_store(&e->offcpu_on, e->off != NULL);
 	atomic_store(&e->lock_on, e->lock != NULL);
+	atomic_store(&e->alloc_on, e->alloc != NULL);
 	atomic_store(&e->frequency, e->cur.frequency_hz);
 	/* the discovery thread sleeps up to DISCOVER_NS while nothing is
 	 * loaded: wake it, or processes announced in that time are gone
@@ -342,6 +367,10 @@ static void apply_cfg(edge_ebpf *e, edge_ebpf_cfg *next)
 	int reload = next->mode != old.mode || next->max_stacks != old.max_stacks || next->max_keys != old.max_keys ||
 		     next->offcpu != old.offcpu || next->offcpu_min_us != old.offcpu_min_us ||
 		     edge_ebpf_cfg_lock_any(next) != edge_ebpf_cfg_lock_any(&old) ||
+		     edge_ebpf_cfg_alloc_any(next) != edge_ebpf_cfg_alloc_any(&old) ||
+		     (edge_ebpf_cfg_alloc_any(next) && (next->alloc_sample_bytes != old.alloc_sample_bytes ||
+							next->alloc_max_live != old.alloc_max_live ||
+							next->alloc_inuse != old.alloc_inuse)) ||
 		     edge_ebpf_cfg_unwinds(next) != edge_ebpf_cfg_unwinds(&old) ||
 		     (edge_ebpf_cfg_unwinds(next) && next->unwind_rows != old.unwind_rows);
 	int unwind_changed = !same_unwind(next, &old);
@@ -370,6 +399,12 @@ static void apply_cfg(edge_ebpf *e, edge_ebpf_cfg *next)
 			wt_info("msg=\"ebpf sampler stopped\"");
 		}
 		return;
+	}
+	if (loaded && !reload && e->alloc) {
+		/* live: allocations per service as the rules now say */
+		pmu_lock_sampler(e);
+		edge_procs_each(e->procs, alloc_each, e);
+		pthread_mutex_unlock(&e->pmu);
 	}
 	if (loaded && !reload) {
 		wt_err err = {0};
@@ -559,7 +594,7 @@ void edge_ebpf_stop(edge_ebpf *e)
 
 void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 {
-	static const char *const probe[EDGE_EBPF_NKINDS] = {"cpu", "offcpu", "lock"};
+	static const char *const probe[EDGE_EBPF_NKINDS] = {"cpu", "offcpu", "lock", "alloc"};
 	if (!e)
 		return;
 	wt_prom_gauge(b, "wt_edge_ebpf_enabled", "1 while the eBPF sampler is loaded and attached.",
@@ -568,6 +603,22 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 		      atomic_load(&e->offcpu_on));
 	wt_prom_gauge(b, "wt_edge_ebpf_lock_enabled", "1 while the lock contention probe (futex syscall tracepoints) is attached.",
 		      atomic_load(&e->lock_on));
+	wt_prom_gauge(b, "wt_edge_ebpf_alloc_enabled", "1 while the native allocation program (libc uprobes) is loaded.",
+		      atomic_load(&e->alloc_on));
+	wt_prom_gauge(b, "wt_edge_ebpf_alloc_files", "libc files with the allocation uprobes attached.",
+		      atomic_load(&e->alloc_files));
+	wt_prom_gauge(b, "wt_edge_ebpf_alloc_processes", "Processes whose allocations are sampled.",
+		      atomic_load(&e->alloc_procs));
+	wt_prom_gauge(b, "wt_edge_ebpf_alloc_live", "Sampled allocations not yet freed, at the last flush.",
+		      atomic_load(&e->alloc_live));
+	wt_prom_family(b, "wt_edge_ebpf_alloc_skipped_total", "counter",
+		       "Processes whose allocations were wanted but cannot be probed, by reason.");
+	wt_prom_u64(b, "wt_edge_ebpf_alloc_skipped_total", "reason", "static",
+		    atomic_load(&e->alloc_skipped_static));
+	wt_prom_u64(b, "wt_edge_ebpf_alloc_skipped_total", "reason", "musl",
+		    atomic_load(&e->alloc_skipped_musl));
+	wt_prom_counter(b, "wt_edge_ebpf_alloc_bytes_total", "Estimated native bytes allocated turned into profiles.",
+			atomic_load(&e->alloc_bytes));
 	wt_prom_gauge(b, "wt_edge_ebpf_frequency_hz", "On-CPU sampling frequency in effect (0 = off).",
 		      atomic_load(&e->frequency));
 	wt_prom_family(b, "wt_edge_ebpf_samples_total", "counter",

@@ -27,7 +27,8 @@ typedef struct svc {
 	char *name;
 	wt_profile *p;
 	size_t cpu_idx, off_idx, lock_idx, cont_idx;
-	int has_off, has_lock;
+	size_t alloc_idx, aobj_idx, inuse_idx, iobj_idx; /* native allocations (has_alloc) */
+	int has_off, has_lock, has_alloc, has_inuse;
 	wt_u64map fc; /* symbol name pointer → function id */
 	struct svc *next;
 } svc;
@@ -52,6 +53,7 @@ struct edge_ebpf {
 	edge_ebpf_cpu *cpu;
 	edge_ebpf_off *off;
 	edge_ebpf_lock *lock; /* lock contention (ebpf_lock.c); NULL when off */
+	edge_ebpf_alloc *alloc; /* native allocations (ebpf_alloc.c); NULL when off */
 	edge_ksyms *ksyms;
 	edge_elf_cache *elfs;
 	edge_procs *procs;
@@ -80,9 +82,10 @@ struct edge_ebpf {
 
 	/* metrics */
 	edge_ebpf_counters ctr[EDGE_EBPF_NKINDS];
-	_Atomic int enabled, offcpu_on, lock_on, frequency;
+	_Atomic int enabled, offcpu_on, lock_on, alloc_on, frequency;
 	_Atomic uint64_t flushes, profiles, flush_errors, load_errors, commit_errors, truncated, unsym_frames,
-		frames, no_proc, samples_cpu, offcpu_ns, lock_ns, lock_contentions, reloads, lost_procs, captured_procs, tracked_procs,
+		frames, no_proc, samples_cpu, offcpu_ns, lock_ns, lock_contentions, alloc_bytes, alloc_files, alloc_procs,
+		alloc_skipped_static, alloc_skipped_musl, alloc_live, reloads, lost_procs, captured_procs, tracked_procs,
 		reread_procs, jit_frames, py_frames, py_unnamed, unwind_files, unwind_rows, unwind_failed, unwind_pending,
 		unwind_built, unwind_build_ns, unwind_cfi_bytes, unwind_from_cache;
 	_Atomic int64_t last_flush_us;

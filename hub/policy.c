@@ -86,7 +86,7 @@ static int want_unwind(const json_t *o, const char *path, wt_err *err)
 /* sample_types / ebpf / offcpu of one rule set */
 static int check_rule_body(const json_t *r, const char *path, wt_err *err)
 {
-	static const char *const ebpf_keys[] = {"enabled", "frequency_hz", "python", "lock", "lock_address", "unwind", NULL};
+	static const char *const ebpf_keys[] = {"enabled", "frequency_hz", "python", "lock", "lock_address", "alloc", "unwind", NULL};
 	static const char *const off_keys[] = {"enabled", "threshold_us", NULL};
 	char sub[160];
 	json_t *v, *b;
@@ -101,7 +101,7 @@ static int check_rule_body(const json_t *r, const char *path, wt_err *err)
 				return wt_err_set(err, WT_EINVAL, "%s.%.64s: not a canonical sample type (cpu, wall, "
 						  "alloc_objects, alloc_space, inuse_objects, inuse_space, goroutine, "
 						  "mutex_contentions, mutex_delay, block_contentions, block_delay, lock, "
-						  "offcpu, gc_pause, exceptions, native_alloc)", sub, k);
+						  "offcpu, gc_pause, exceptions, native_alloc, native_alloc_objects)", sub, k);
 			if (!json_is_boolean(b))
 				return wt_err_set(err, WT_EINVAL, "%s.%.64s: expected true or false", sub, k);
 		}
@@ -110,7 +110,8 @@ static int check_rule_body(const json_t *r, const char *path, wt_err *err)
 		snprintf(sub, sizeof(sub), "%s.ebpf", path);
 		if (want_object(v, sub, err) || only_keys(v, sub, ebpf_keys, err) || want_bool(v, "enabled", sub, err) ||
 		    want_bool(v, "python", sub, err) || want_bool(v, "lock", sub, err) ||
-		    want_bool(v, "lock_address", sub, err) || want_int(v, "frequency_hz", 1, HUB_POLICY_FREQ_MAX, sub, err) ||
+		    want_bool(v, "lock_address", sub, err) ||
+		    want_bool(v, "alloc", sub, err) || want_int(v, "frequency_hz", 1, HUB_POLICY_FREQ_MAX, sub, err) ||
 		    want_unwind(v, sub, err))
 			return WT_EINVAL;
 	}

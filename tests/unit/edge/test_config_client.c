@@ -87,7 +87,7 @@ static void test_reject(void **state)
 	edge_config_free(&cfg);
 }
 
-static int g_python = -2, g_lock = -2, g_lock_address = -2;
+static int g_python = -2, g_lock = -2, g_lock_address = -2, g_alloc = -2;
 
 static void hook(void *arg, const edge_sampler_policy *p)
 {
@@ -95,6 +95,7 @@ static void hook(void *arg, const edge_sampler_policy *p)
 	g_python = p->python;
 	g_lock = p->lock;
 	g_lock_address = p->lock_address;
+	g_alloc = p->alloc;
 }
 
 static void test_python_policy(void **state)
@@ -209,6 +210,63 @@ static void test_lock_policy(void **state)
 	assert_int_equal(edge_ebpf_cfg_lock_address_any(&e), 1);
 }
 
+/* native allocations: off by default; rules.ebpf.alloc turns them on,
+ * sample_types.native_alloc = false wins over it; per service the same
+ * first-match rules as ebpf.lock */
+static void test_alloc_policy(void **state)
+{
+	edge_config cfg;
+	edge_config_client *c;
+	wt_err err = {0, ""};
+	edge_project_cfg proj = {"demo", NULL, 0, NULL, 0};
+	const char *off = "{\"edge_id\":\"edge1\",\"etag\":\"a\",\"projects\":[{\"name\":\"demo\",\"policy_revision\":1,"
+			  "\"effective\":{\"ebpf\":{\"alloc\":true},\"sample_types\":{\"native_alloc\":false}},"
+			  "\"upload_token_sha256\":[],\"read_token_sha256\":[]}]}";
+	const char *on = "{\"edge_id\":\"edge1\",\"etag\":\"b\",\"projects\":[{\"name\":\"demo\",\"policy_revision\":2,"
+			 "\"effective\":{\"ebpf\":{\"alloc\":true}},\"upload_token_sha256\":[],\"read_token_sha256\":[]}]}";
+	const char *unset = "{\"edge_id\":\"edge1\",\"etag\":\"c\",\"projects\":[{\"name\":\"demo\",\"policy_revision\":3,"
+			    "\"effective\":{},\"upload_token_sha256\":[],\"read_token_sha256\":[]}]}";
+	(void)state;
+
+	edge_config_defaults(&cfg);
+	assert_int_equal(cfg.ebpf.alloc, 0); /* off by default */
+	assert_int_equal(cfg.ebpf.alloc_sample_bytes, 512 * 1024);
+	free(cfg.id);
+	cfg.id = strdup("edge1");
+	free(cfg.default_project);
+	cfg.default_project = strdup("demo");
+	cfg.projects = &proj;
+	cfg.nprojects = 1;
+	c = edge_config_client_new_detached(&cfg);
+	assert_non_null(c);
+	edge_config_set_policy_hook(hook, NULL);
+	assert_int_equal(edge_config_client_apply(c, off, strlen(off), 0, &err), 0);
+	assert_int_equal(g_alloc, 0);
+	assert_int_equal(edge_config_client_apply(c, on, strlen(on), 0, &err), 0);
+	assert_int_equal(g_alloc, 1);
+	assert_int_equal(edge_config_client_apply(c, unset, strlen(unset), 0, &err), 0);
+	assert_int_equal(g_alloc, -1);
+	edge_config_set_policy_hook(NULL, NULL);
+	edge_config_client_free_detached(c);
+	cfg.projects = NULL;
+	cfg.nprojects = 0;
+	edge_config_free(&cfg);
+
+	edge_py_rule rules[] = {{"db*", 1}, {"api-*", -1}};
+	edge_ebpf_cfg e = {0};
+	e.alloc_rules = rules;
+	e.nalloc_rules = 2;
+	assert_int_equal(edge_ebpf_cfg_alloc(&e, "db-main"), 1);
+	assert_int_equal(edge_ebpf_cfg_alloc(&e, "api-1"), 0);
+	assert_int_equal(edge_ebpf_cfg_alloc(&e, "web"), 0);
+	assert_int_equal(edge_ebpf_cfg_alloc_any(&e), 1); /* a rule turns it on: loaded */
+	rules[0].on = -1;
+	assert_int_equal(edge_ebpf_cfg_alloc_any(&e), 0);
+	e.alloc = 1;
+	assert_int_equal(edge_ebpf_cfg_alloc(&e, "api-1"), 1);
+	assert_int_equal(edge_ebpf_cfg_alloc_any(&e), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -216,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_reject),
 		cmocka_unit_test(test_python_policy),
 		cmocka_unit_test(test_lock_policy),
+		cmocka_unit_test(test_alloc_policy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

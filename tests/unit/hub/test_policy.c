@@ -38,7 +38,7 @@ static void test_validate(void **state)
 	wt_err err = {0, ""};
 	json_t *ok = J("{\"version\":1,\"rules\":{\"sample_types\":{\"cpu\":true,\"offcpu\":false},"
 		       "\"ebpf\":{\"enabled\":true,\"frequency_hz\":99},\"offcpu\":{\"enabled\":true,\"threshold_us\":0},"
-		       "\"services\":[{\"match\":{\"service\":\"api-*\"},\"ebpf\":{\"frequency_hz\":49,\"python\":false,\"lock\":false,\"lock_address\":true,\"unwind\":\"fp\"}},"
+		       "\"services\":[{\"match\":{\"service\":\"api-*\"},\"ebpf\":{\"frequency_hz\":49,\"python\":false,\"lock\":false,\"lock_address\":true,\"alloc\":true,\"unwind\":\"fp\"}},"
 		       "{\"match\":{\"label\":{\"team\":\"db\"}},\"ebpf\":{\"unwind\":\"eh_frame\"}}]},"
 		       "\"limits\":{\"max_body\":1024,\"max_samples\":1},"
 		       "\"edges\":{\"e1\":{\"rules\":{\"ebpf\":{\"frequency_hz\":19}},\"limits\":{\"max_samples\":5}}}}");
@@ -54,6 +54,7 @@ static void test_validate(void **state)
 	expect_bad("{\"version\":1,\"rules\":{\"ebpf\":{\"python\":1}}}", "rules.ebpf.python");
 	expect_bad("{\"version\":1,\"rules\":{\"ebpf\":{\"lock\":\"yes\"}}}", "rules.ebpf.lock");
 	expect_bad("{\"version\":1,\"rules\":{\"ebpf\":{\"lock_address\":1}}}", "rules.ebpf.lock_address");
+	expect_bad("{\"version\":1,\"rules\":{\"ebpf\":{\"alloc\":1}}}", "rules.ebpf.alloc");
 	expect_bad("{\"version\":1,\"rules\":{\"ebpf\":{\"unwind\":\"dwarf\"}}}", "rules.ebpf.unwind");
 	expect_bad("{\"version\":1,\"rules\":{\"services\":[{\"match\":{\"service\":\"a\"},\"ebpf\":{\"unwind\":1}}]}}",
 		   "rules.services[0].ebpf.unwind");
