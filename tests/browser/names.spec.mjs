@@ -1,7 +1,8 @@
 // names.spec.mjs — does the explorer's flame graph of one service show
 // given function names? Run by tests/integration/test_appliance.py against
 // the `make run` cluster's hub (a stock python3 program sampled by edge1's
-// eBPF sampler, its Python functions named by the edge), in headless
+// eBPF sampler, its Python functions named by the edge; a C program's lock
+// contention and native allocations, types lock and native_alloc), in headless
 // Debian chromium with npm playwright-core, like ui.spec.mjs. The page's
 // widest frames (the flame graph's accessible list, built from the frames
 // drawn on the canvas) must include a frame matching each WT_EXPECT

@@ -302,16 +302,11 @@ class ApplianceTest(unittest.TestCase):
         tests/browser/names.spec.mjs, with tests/gen/python/pywork.py's
         hot functions and <module> expected and a function it never calls
         in this mode (sleep_in_python) absent."""
-        from test_browser import CHROMIUM, playwright_dir
         env = read_env(self.dir)
         edge1 = env["WT_EDGE_URLS"].split()[0]
         with urllib.request.urlopen(edge1 + "/metrics", timeout=10) as resp:
             if "wt_edge_ebpf_enabled 1" not in resp.read().decode():
                 self.fail("edge1's eBPF sampler is not running here (appliance/up enables it where the machine allows)")
-        self.assertTrue(os.path.exists(CHROMIUM), "Debian chromium is missing (appliance/install-deps installs it)")
-        mods, why = playwright_dir()
-        if mods is None:
-            self.fail("cannot install npm playwright-core: " + str(why))
         work = os.path.join(ROOT, "tests", "gen", "python", "pywork.py")
         out = subprocess.run(["/usr/bin/python3", work, "cpu", "6"], capture_output=True, text=True, timeout=300,
                              cwd=self.tmp)
@@ -340,17 +335,110 @@ class ApplianceTest(unittest.TestCase):
                 break
             time.sleep(2)
         self.assertIsNotNone(svc, "no samples of python3 pid %d at the hub" % pid)
+        self.names_in_browser(env, svc, "cpu", {"pid": str(pid)}, expect, [fn("sleep_in_python")],
+                              "python3 pid %d" % pid)
+
+    def names_in_browser(self, env, service, typ, labels, expect, absent, what):
+        """tests/browser/names.spec.mjs against the cluster's hub: the
+        explorer's flame graph of service (type typ) shows expect and not
+        absent (lists of regular expressions)."""
+        from test_browser import CHROMIUM, playwright_dir
+        self.assertTrue(os.path.exists(CHROMIUM), "Debian chromium is missing (appliance/install-deps installs it)")
+        mods, why = playwright_dir()
+        if mods is None:
+            self.fail("cannot install npm playwright-core: " + str(why))
         art = os.path.join(ROOT, BUILD, "test-artifacts")
         os.makedirs(art, exist_ok=True)
+        fr, until = int(time.time()) - 900, int(time.time()) + 600
         benv = dict(os.environ, NODE_PATH=mods, WT_HUB_URL=env["WT_HUB_URL"], WT_READ_TOKEN=env["WT_READ_TOKEN"],
-                    WT_PROJECT=env["WT_PROJECT"], WT_SERVICE=svc, WT_TYPE="cpu", WT_FROM=str(fr),
-                    WT_UNTIL=str(until), WT_LABELS=json.dumps({"pid": str(pid)}), WT_EXPECT=json.dumps(expect),
-                    WT_ABSENT=json.dumps([fn("sleep_in_python")]), WT_ARTIFACTS=art, WT_CHROMIUM=CHROMIUM,
+                    WT_PROJECT=env["WT_PROJECT"], WT_SERVICE=service, WT_TYPE=typ, WT_FROM=str(fr),
+                    WT_UNTIL=str(until), WT_LABELS=json.dumps(labels), WT_EXPECT=json.dumps(expect),
+                    WT_ABSENT=json.dumps(absent), WT_ARTIFACTS=art, WT_CHROMIUM=CHROMIUM,
                     WT_PLAYWRIGHT=os.path.join(mods, "playwright-core", "index.js"))
         r = subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "names.spec.mjs")], env=benv,
                            capture_output=True, text=True, timeout=180)
-        sys.stderr.write("\n  python3 pid %d, service %s at the hub:\n%s%s" % (pid, svc, r.stdout, r.stderr))
-        self.assertEqual(r.returncode, 0, "the explorer does not show the Python function names (see above)")
+        sys.stderr.write("\n  %s, service %s type %s at the hub:\n%s%s" % (what, service, typ, r.stdout, r.stderr))
+        self.assertEqual(r.returncode, 0, "the explorer does not show %s's %s functions (see above)" % (service, typ))
+
+    def hub_rows(self, env, service, typ, pid):
+        req = urllib.request.Request(
+            env["WT_HUB_URL"] + "/v1/projects/%s/profiles/table?service=%s&type=%s&label.pid=%d&from=%d&until=%d"
+            % (env["WT_PROJECT"], service, typ, pid, time.time() - 900, time.time() + 600),
+            headers={"Authorization": "Bearer " + env["WT_READ_TOKEN"]})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return {r["function"]: r["total"] for r in json.loads(resp.read()).get("rows", [])}
+        except urllib.error.HTTPError:
+            return {}
+
+    def test_3d_c_service_lock_and_alloc_in_browser(self):
+        """A C program's lock contention (edge1's lock probe, on by default)
+        and its native allocations (turned on for its service alone by the
+        project's policy, applied live by edge1) show in the hub's explorer
+        as the types lock and native_alloc: tests/gen/lockwork's contending
+        functions, not its uncontended one; tests/gen/allocwork's
+        allocating functions."""
+        env = read_env(self.dir)
+        edge1 = env["WT_EDGE_URLS"].split()[0]
+
+        def metric(name):
+            with urllib.request.urlopen(edge1 + "/metrics", timeout=10) as resp:
+                for ln in resp.read().decode().splitlines():
+                    if ln.startswith(name + " "):
+                        return float(ln.split()[1])
+            return 0.0
+        if metric("wt_edge_ebpf_enabled") != 1:
+            self.fail("edge1's eBPF sampler is not running here (appliance/up enables it where the machine allows)")
+        bins = {}
+        for name, src in (("lockwork", "lockwork/lockwork.c"), ("allocwork", "allocwork/allocwork.c")):
+            bins[name] = os.path.join(self.tmp, name)
+            subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-pthread", "-o", bins[name],
+                            os.path.join(ROOT, "tests", "gen", src)], check=True, timeout=60)
+        hdr = {"Authorization": "Bearer " + env["WT_ADMIN_TOKEN"], "Content-Type": "application/json"}
+        purl = env["WT_HUB_URL"] + "/v1/projects/%s/policy" % env["WT_PROJECT"]
+        with urllib.request.urlopen(urllib.request.Request(purl, headers=hdr), timeout=30) as resp:
+            old = json.loads(resp.read())["policy"]
+        pol = {"version": 1, "rules": {"services": [{"match": {"service": "allocwork"}, "ebpf": {"alloc": True}}]}}
+        urllib.request.urlopen(urllib.request.Request(purl, data=json.dumps(pol).encode(), headers=hdr,
+                                                      method="PUT"), timeout=30).read()
+        try:
+            deadline = time.time() + 60
+            while time.time() < deadline and metric("wt_edge_ebpf_alloc_enabled") != 1:
+                time.sleep(0.5)
+            self.assertEqual(metric("wt_edge_ebpf_alloc_enabled"), 1, "the policy did not turn allocations on at edge1")
+            go = os.path.join(self.tmp, "alloc-go")
+            ap = subprocess.Popen([bins["allocwork"], "run", "4", go], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+            try:
+                deadline = time.time() + 30  # its libc probed once the sampler met it
+                while time.time() < deadline and metric("wt_edge_ebpf_alloc_processes") < 1:
+                    time.sleep(0.2)
+                open(go, "w").close()
+                lw = subprocess.run([bins["lockwork"], "contend", "3"], capture_output=True, text=True, timeout=120)
+                aout, aerr = ap.communicate(timeout=120)
+            finally:
+                if ap.poll() is None:
+                    ap.kill()
+                    ap.wait()
+            self.assertEqual(ap.returncode, 0, aerr)
+            self.assertEqual(lw.returncode, 0, lw.stderr)
+            apid = json.loads(aout.strip().splitlines()[-1])["pid"]
+            lpid = json.loads(lw.stdout.strip().splitlines()[-1])["pid"]
+            deadline = time.time() + 120  # flushed every 10 s, then replicated
+            while time.time() < deadline:
+                locks = self.hub_rows(env, "lockwork", "lock", lpid)
+                allocs = self.hub_rows(env, "allocwork", "native_alloc", apid)
+                if "contend_mutex" in locks and "leak_allocs" in allocs and "small_allocs" in allocs:
+                    break
+                time.sleep(2)
+        finally:
+            urllib.request.urlopen(urllib.request.Request(purl, data=json.dumps(old).encode(), headers=hdr,
+                                                          method="PUT"), timeout=30).read()
+        self.names_in_browser(env, "lockwork", "lock", {"pid": str(lpid)}, ["^contend_mutex$", "^contend_rwlock$"],
+                              ["^uncontended$"], "lockwork pid %d" % lpid)
+        self.names_in_browser(env, "allocwork", "native_alloc", {"pid": str(apid)},
+                              ["^leak_allocs$", "^small_allocs$", "^page_allocs$"], ["^contend_mutex$", "^now_s$"],
+                              "allocwork pid %d" % apid)
 
     def test_4_up_again_is_noop(self):
         before = read_env(self.dir)
