@@ -15,6 +15,11 @@
 #              malloc` + `perf record -e probe_libc:malloc` (every call
 #              recorded; tracefs mounted in a private mount namespace when
 #              the machine has none mounted, as the edge's lock probe does)
+#   perf, ours' probe points  the same with the points ours hits with the
+#              in-use snapshot: malloc, malloc%return and free (at the
+#              offset the edge logs as free_offset, past the instruction
+#              the kernel would single-step) — the peer of "ours (all
+#              probes)"
 # and prints each beside none, one run (ALLOC_BENCH_CALLS pairs, default
 # 300000). Needs root, BTF and perf; prints "skipped: …" otherwise. Ratios
 # only, never fails on time.
@@ -27,7 +32,7 @@ if [[ $(id -u) != 0 || ! -r /sys/kernel/btf/vmlinux ]]; then
 fi
 [[ -x $BUILD/bin/wt-edge ]] || { echo "ebpf_alloc: $BUILD/bin/wt-edge missing (make first)"; exit 1; }
 exec python3 - "$@" <<'PY'
-import json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request
+import json, os, re, shutil, socket, subprocess, sys, tempfile, time, urllib.request
 
 ROOT, BUILD = os.environ["WT_ROOT"], os.environ["BUILD"]
 CALLS = int(os.environ.get("ALLOC_BENCH_CALLS", "300000"))
@@ -57,6 +62,9 @@ def loop(prefix=(), go=None):
     r = subprocess.run(list(prefix) + [work, "loop", str(CALLS)] + ([go] if go else []),
                        capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])["cpu_ns_per_pair"]
+
+
+ours_free_offset = [0]
 
 
 def ours(inuse=True):
@@ -97,6 +105,9 @@ def ours(inuse=True):
         with open(go, "w"):
             pass
         t.join()
+        m = re.search(r"free_offset=(\d+)", open(logf).read())
+        if m:
+            ours_free_offset[0] = int(m.group(1))
         time.sleep(2.5)  # a flush: the loop's samples counted
         sampled = metrics(port).get('wt_edge_ebpf_samples_total{probe="alloc"}', 0)
         return res["v"], sampled
@@ -106,14 +117,17 @@ def ours(inuse=True):
         log.close()
 
 
-def perf():
+def perf(points=("malloc",)):
+    """loop under perf record of uprobes at points (perf probe syntax)"""
     if not shutil.which("perf") or not libc:
         return None, "perf or libc not found"
+    events = ",".join("probe_libc:" + re.sub(r"[%+].*", "", pt) + ("__return" if "%return" in pt else "")
+                      for pt in points)
     script = (f"set -e; if ! [ -d /sys/kernel/tracing/events ]; then mount --make-rprivate / && "
-              f"mount -t tracefs nodev /sys/kernel/tracing; fi; perf probe -q -d 'probe_libc:malloc' 2>/dev/null || true; "
-              f"perf probe -q -x {libc} malloc; "
-              f"perf record -q -e probe_libc:malloc -o {tmp}/perf.data -- {work} loop {CALLS}; "
-              f"perf probe -q -d 'probe_libc:malloc'")
+              f"mount -t tracefs nodev /sys/kernel/tracing; fi; perf probe -q -d 'probe_libc:*' 2>/dev/null || true; "
+              + "".join(f"perf probe -q -x {libc} '{pt}'; " for pt in points) +
+              f"perf record -q -e {events} -o {tmp}/perf.data -- {work} loop {CALLS}; "
+              f"perf probe -q -d 'probe_libc:*'")
     r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True)
     if r.returncode:
         return None, r.stderr.strip()[-300:]
@@ -125,6 +139,8 @@ try:
     full, n_full = ours()
     entry, n_entry = ours(False)
     pv, why = perf()
+    off = ours_free_offset[0]
+    pf, whyf = perf(("malloc", "malloc%return", f"free+{off}" if off else "free"))
     print(f"ebpf_alloc: process CPU time per malloc(64)/free pair, {CALLS} pairs, one run "
           f"(ratio to no probes)")
     print(f"  none                      {base:8.1f} ns")
@@ -136,6 +152,11 @@ try:
     else:
         print(f"  perf probe_libc:malloc    {pv:8.1f} ns  x{pv / base:.0f}  "
               f"(ours ÷ perf: {full / pv:.2f} with the in-use snapshot, {entry / pv:.2f} without)")
+    if pf is None:
+        print(f"  perf, ours' probe points  not measured: {whyf}")
+    else:
+        print(f"  perf, ours' probe points  {pf:8.1f} ns  x{pf / base:.0f}  "
+              f"(malloc, malloc%return, free+{off}; ours (all probes) ÷ perf: {full / pf:.2f})")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 PY
