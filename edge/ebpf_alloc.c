@@ -147,25 +147,6 @@ fail:
 	return rc;
 }
 
-static const char *base(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
-}
-
-/* glibc's libc: libc.so.6 (or libc-2.NN.so) */
-static int is_glibc(const char *path)
-{
-	const char *b = base(path);
-	return !strncmp(b, "libc.so.6", 9) || (!strncmp(b, "libc-2.", 7) && strstr(b, ".so"));
-}
-
-static int is_musl(const char *path)
-{
-	const char *b = base(path);
-	return !strncmp(b, "ld-musl-", 8) || !strncmp(b, "libc.musl-", 10);
-}
-
 /* Where free's probe goes, as an offset into the function. glibc's free
  * opens with `test %rdi,%rdi; je` (free(NULL) returns): an instruction the
  * kernel single-steps out of line (a second trap; in a virtual machine the
@@ -291,13 +272,7 @@ static void proc_locked(edge_ebpf_alloc *a, const edge_proc *p, int on)
 	uint32_t st = on ? PID_ON : PID_OFF;
 	const edge_proc_map *libc = NULL;
 	if (on) {
-		int musl = 0;
-		for (size_t i = 0; i < p->nmaps && !libc; i++) {
-			if (p->maps[i].path && is_glibc(p->maps[i].path))
-				libc = &p->maps[i];
-			else if (p->maps[i].path && is_musl(p->maps[i].path))
-				musl = 1;
-		}
+		int musl = edge_proc_libc(p, &libc) == EDGE_LIBC_MUSL;
 		if (!libc) {
 			if (edge_proc_maps_early(p))
 				return; /* not yet mapped: decided at its next look */

@@ -308,6 +308,22 @@ static int alloc_wrapper(const char *name)
 	return name && (!strncmp(name, "_Znw", 4) || !strncmp(name, "_Zna", 4) || !strncmp(name, "operator new", 12));
 }
 
+int edge_ebpf_lock_skips(edge_ebpf *e, edge_proc *pr)
+{
+	/* musl's locks use the futex word otherwise than glibc's (bpf/lock.h
+	 * reads glibc's protocol): whatever its waits match is not a lock
+	 * wait. A statically linked glibc program keeps glibc's protocol. */
+	if (atomic_load(&pr->lock_skipped))
+		return 1;
+	if (edge_proc_libc(pr, NULL) != EDGE_LIBC_MUSL)
+		return 0;
+	if (!atomic_exchange(&pr->lock_skipped, 1)) {
+		atomic_fetch_add(&e->lock_skipped_musl, 1);
+		wt_info("msg=\"ebpf lock contention: process skipped\" pid=%u exe=%s reason=musl", pr->tgid, pr->exe);
+	}
+	return 1;
+}
+
 static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t value, const uint64_t *ustack,
 		 size_t nu, const uint64_t *kstack, size_t nk, const uint64_t *py, size_t npy, uint32_t pyflags)
 {
@@ -337,6 +353,8 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 	pr->gen = e->gen;
 	if (kind == EDGE_EBPF_LOCK && (!s->has_lock || !edge_ebpf_cfg_lock(&e->cur, pr->service)))
 		return; /* lock contention off for this service (policy) */
+	if (kind == EDGE_EBPF_LOCK && edge_ebpf_lock_skips(e, pr))
+		return;
 	if (kind == EDGE_EBPF_ALLOC && (!s->has_alloc || !edge_ebpf_cfg_alloc(&e->cur, pr->service)))
 		return; /* native allocations off for this service (policy) */
 	/* still too early after the capture's re-reads (a loaded machine):

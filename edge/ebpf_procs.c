@@ -557,6 +557,34 @@ void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen)
 	pthread_mutex_unlock(&t->mu);
 }
 
+static const char *path_base(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+int edge_proc_libc(const edge_proc *p, const edge_proc_map **libc)
+{
+	int musl = 0;
+	for (size_t i = 0; i < p->nmaps; i++) {
+		if (!p->maps[i].path)
+			continue;
+		const char *b = path_base(p->maps[i].path);
+		/* glibc's libc: libc.so.6 (or libc-2.NN.so) */
+		if (!strncmp(b, "libc.so.6", 9) || (!strncmp(b, "libc-2.", 7) && strstr(b, ".so"))) {
+			if (libc)
+				*libc = &p->maps[i];
+			return EDGE_LIBC_GLIBC;
+		}
+		/* Alpine maps /lib/ld-musl-ARCH.so.1; Debian's musl links
+		 * that name to /usr/lib/ARCH-linux-musl/libc.so, and the
+		 * mapping shows the file */
+		musl |= !strncmp(b, "ld-musl-", 8) || !strncmp(b, "libc.musl-", 10) ||
+			(!strcmp(b, "libc.so") && strstr(p->maps[i].path, "musl"));
+	}
+	return musl ? EDGE_LIBC_MUSL : EDGE_LIBC_NONE;
+}
+
 const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr)
 {
 	size_t lo = 0, hi = p->nmaps;

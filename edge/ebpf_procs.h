@@ -64,6 +64,7 @@ typedef struct edge_proc {
 	_Atomic size_t unwind_nmaps; /* nmaps when it was given them (mappings re-read since: again) */
 	_Atomic uint64_t py_epoch; /* the sampler's py_epoch when checked for CPython (0: never) */
 	atomic_int unwind_mode;   /* EDGE_UNWIND_* it was given (its service's mode changed: again) */
+	atomic_int lock_skipped; /* a musl process: its lock samples dropped (counted once) */
 	struct edge_proc *next;
 } edge_proc;
 
@@ -106,6 +107,13 @@ void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen);
  * or the dynamic loader without libc yet)? A capture re-reads them a few
  * times while they do; a loaded machine can take longer than that. */
 int edge_proc_maps_early(const edge_proc *p);
+/* Which C library p's mappings hold: EDGE_LIBC_GLIBC (*libc, when not
+ * NULL, = its libc.so.6 mapping), EDGE_LIBC_MUSL (ld-musl, libc.musl, or
+ * a libc.so under a musl directory: Debian's musl-tools),
+ * or EDGE_LIBC_NONE (statically linked, or not mapped yet: see
+ * edge_proc_maps_early). Pure. */
+enum { EDGE_LIBC_NONE = 0, EDGE_LIBC_GLIBC = 1, EDGE_LIBC_MUSL = 2 };
+int edge_proc_libc(const edge_proc *p, const edge_proc_map **libc);
 /* Mapping containing addr, or NULL. O(log n). */
 const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr);
 /* Name of the JIT-compiled function at addr from the process's perf map

@@ -135,6 +135,8 @@ static void seen(void *arg, const struct wt_proc_event *ev)
 	/* tables at capture: the process's next samples are unwound with them */
 	if (pr && e->cpu)
 		edge_ebpf_unwind_give(e, pr);
+	if (pr && e->lock && edge_ebpf_cfg_lock(&e->cur, pr->service))
+		edge_ebpf_lock_skips(e, pr); /* a musl process: counted when met */
 	if (pr && e->alloc) /* its allocations sampled as its service says (its libc probed) */
 		edge_ebpf_alloc_proc(e->alloc, pr, edge_ebpf_cfg_alloc(&e->cur, pr->service));
 }
@@ -662,6 +664,9 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 			atomic_load(&e->lock_ns));
 	wt_prom_counter(b, "wt_edge_ebpf_lock_contentions_total", "Lock contentions turned into profiles.",
 			atomic_load(&e->lock_contentions));
+	wt_prom_family(b, "wt_edge_ebpf_lock_skipped_total", "counter",
+		       "Processes whose futex waits are not read as glibc's locks, by reason (their lock samples dropped).");
+	wt_prom_u64(b, "wt_edge_ebpf_lock_skipped_total", "reason", "musl", atomic_load(&e->lock_skipped_musl));
 	wt_prom_counter(b, "wt_edge_ebpf_flushes_total", "Drains of the in-kernel aggregates.",
 			atomic_load(&e->flushes));
 	wt_prom_counter(b, "wt_edge_ebpf_profiles_total", "Per-service profiles committed to the buffer.",

@@ -85,7 +85,7 @@ struct edge_ebpf {
 	_Atomic int enabled, offcpu_on, lock_on, alloc_on, frequency;
 	_Atomic uint64_t flushes, profiles, flush_errors, load_errors, commit_errors, truncated, unsym_frames,
 		frames, no_proc, samples_cpu, offcpu_ns, lock_ns, lock_contentions, alloc_bytes, alloc_files, alloc_procs,
-		alloc_skipped_static, alloc_skipped_musl, alloc_live, reloads, lost_procs, captured_procs, tracked_procs,
+		alloc_skipped_static, alloc_skipped_musl, lock_skipped_musl, alloc_live, reloads, lost_procs, captured_procs, tracked_procs,
 		reread_procs, jit_frames, py_frames, py_unnamed, unwind_files, unwind_rows, unwind_failed, unwind_pending,
 		unwind_built, unwind_build_ns, unwind_cfi_bytes, unwind_from_cache;
 	_Atomic int64_t last_flush_us;
@@ -101,6 +101,9 @@ void edge_ebpf_svcs_free(edge_ebpf *e);
  * program when it is CPython and wanted). Any thread. */
 int edge_ebpf_py_on(edge_ebpf *e, const char *service);
 void edge_ebpf_py_check(edge_ebpf *e, edge_proc *pr);
+/* 1 when pr's lock samples are dropped: a musl process (counted in
+ * lock_skipped_musl and logged once, when first met or sampled). */
+int edge_ebpf_lock_skips(edge_ebpf *e, edge_proc *pr);
 /* Queue a live process for its unwind tables (see ebpf_build.c). */
 void edge_ebpf_unwind_give(edge_ebpf *e, edge_proc *pr);
 /* ebpf_sampler.c: process pr's unwinding mode (EDGE_UNWIND_*) under the

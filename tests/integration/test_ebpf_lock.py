@@ -162,6 +162,33 @@ class EbpfLock(unittest.TestCase):
         self.assertEqual(inside.get("contend_rwlock"), rows["contend_rwlock"]["total"])
         self.assertNotIn("contend_mutex", inside)
 
+    def test_musl_skipped(self):
+        """The same workload built against musl (musl-gcc): musl's locks use
+        the futex word otherwise than glibc's, so the process is detected
+        (its ld-musl mapping), counted in
+        wt_edge_ebpf_lock_skipped_total{reason="musl"} and none of its
+        waits stored as lock samples."""
+        musl = shutil.which("musl-gcc")
+        self.assertIsNotNone(musl, "musl-gcc is missing (appliance/install-deps installs musl-tools)")
+        work = os.path.join(self.tmp, "lockwork-musl")
+        subprocess.run([musl, "-O2", "-pthread", "-o", work, SRC], check=True, timeout=60)
+        e = self.edge("lock = true;", settle=False)
+        out = subprocess.run([work, "contend", "2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        truth = json.loads(out.stdout.strip().splitlines()[-1])
+        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
+        deadline = time.time() + 30
+        while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
+            time.sleep(0.1)
+        rows = self.table(e, truth, "lock")
+        skipped = e.metrics().get('wt_edge_ebpf_lock_skipped_total{reason="musl"}', 0)
+        e.stop()
+        print(f"musl lockwork: workload waited {sum(truth['wait_ns'].values()) / 1e6:.0f} ms; "
+              f"lock rows {sorted(rows)}; skipped {skipped}", file=sys.stderr)
+        self.assertGreater(truth["wait_ns"]["contend_mutex"], 0)
+        self.assertEqual(rows, {})
+        self.assertGreaterEqual(skipped, 1)
+
     def test_lock_off(self):
         e = self.edge("lock = false;", settle=False)
         self.assertEqual(e.metrics().get("wt_edge_ebpf_lock_enabled"), 0)
