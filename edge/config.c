@@ -199,6 +199,16 @@ int edge_unwind_rules_copy(edge_unwind_rule **dst, const edge_unwind_rule *src, 
 	return 0;
 }
 
+/* free *r's globs and the array; *r = NULL, *n = 0 */
+static void glob_rules_free(edge_py_rule **r, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free((*r)[i].glob);
+	free(*r);
+	*r = NULL;
+	*n = 0;
+}
+
 void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
 {
 	edge_unwind_rules_free(e->unwind_rules, e->n_unwind_rules);
@@ -213,26 +223,10 @@ void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
 	free(e->rules);
 	e->rules = NULL;
 	e->nrules = 0;
-	for (size_t i = 0; i < e->npy_rules; i++)
-		free(e->py_rules[i].glob);
-	free(e->py_rules);
-	e->py_rules = NULL;
-	e->npy_rules = 0;
-	for (size_t i = 0; i < e->nlock_rules; i++)
-		free(e->lock_rules[i].glob);
-	free(e->lock_rules);
-	e->lock_rules = NULL;
-	e->nlock_rules = 0;
-	for (size_t i = 0; i < e->nlockaddr_rules; i++)
-		free(e->lockaddr_rules[i].glob);
-	free(e->lockaddr_rules);
-	e->lockaddr_rules = NULL;
-	e->nlockaddr_rules = 0;
-	for (size_t i = 0; i < e->nalloc_rules; i++)
-		free(e->alloc_rules[i].glob);
-	free(e->alloc_rules);
-	e->alloc_rules = NULL;
-	e->nalloc_rules = 0;
+	glob_rules_free(&e->py_rules, &e->npy_rules);
+	glob_rules_free(&e->lock_rules, &e->nlock_rules);
+	glob_rules_free(&e->lockaddr_rules, &e->nlockaddr_rules);
+	glob_rules_free(&e->alloc_rules, &e->nalloc_rules);
 }
 
 static void free_strv(char **v, size_t n)

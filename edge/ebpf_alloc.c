@@ -14,8 +14,8 @@
  * uprobe PMU with pid -1 on the file's path as that process sees it
  * (/proc/PID/root/...), once per distinct file (device, inode), so every
  * process that maps it later runs them too. A process without glibc
- * (statically linked: no libc mapping; musl: ld-musl) is skipped and
- * counted. Cost per call: docs/operations.md "Native allocations".
+ * (statically linked: no libc mapping; musl: edge_proc_libc) is skipped
+ * and counted. Cost per call: docs/operations.md "Native allocations".
  *
  * Threads: open/drain/close on the sampler thread; edge_ebpf_alloc_proc
  * and _forget on the discovery or the sampler thread (one mutex inside);
