@@ -368,7 +368,10 @@ static void read_cgroup(edge_procs *t, edge_proc *p, uint64_t cgroup_id)
 
 /* Did the capture come too early in the image's life? The first sample
  * of a new image can be taken inside execve (the new mm installed, the
- * binary not yet mapped) or while the dynamic loader is still mapping the
+ * binary not yet mapped, or mapped without its loader yet: a dynamic
+ * executable alone, told from a static one by its PT_INTERP — xz captured
+ * so had its liblzma samples unwound by frame pointers, and truncated,
+ * until the next flush) or while the dynamic loader is still mapping the
  * libraries: then the executable's own mapping is missing, or the loader is
  * the only file besides it, or libc is not there yet (the loader maps the
  * libraries in the order they are needed, libc last: python3 needs libm,
@@ -406,7 +409,54 @@ int edge_proc_maps_early(const edge_proc *p)
 		else if (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5))
 			has_libc = 1;
 	}
-	return !has_exe || (has_ld && (files <= 2 || !has_libc));
+	return !has_exe || (has_ld && (files <= 2 || !has_libc)) || (files == 1 && p->interp == 1);
+}
+
+/* Does the file at path (an executable) name a dynamic loader: an ELF64
+ * program header PT_INTERP? 1 yes, 0 no or unreadable. Reads the ELF
+ * header and at most 64 program headers. */
+static int exe_has_interp(const char *path)
+{
+	unsigned char eh[64], ph[64 * 56];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) && !memcmp(eh, "\x7f" "ELF", 4) && eh[4] == 2 &&
+	    eh[5] == 1) { /* ELFCLASS64, little endian */
+		uint64_t phoff;
+		uint16_t phentsize, phnum;
+		memcpy(&phoff, eh + 32, 8);
+		memcpy(&phentsize, eh + 54, 2);
+		memcpy(&phnum, eh + 56, 2);
+		if (phentsize == 56 && phnum && phnum <= 64 &&
+		    pread(fd, ph, (size_t)phnum * 56, (off_t)phoff) == (ssize_t)phnum * 56)
+			for (uint16_t i = 0; i < phnum && !rc; i++) {
+				uint32_t type;
+				memcpy(&type, ph + (size_t)i * 56, 4);
+				rc = type == 3; /* PT_INTERP */
+			}
+	}
+	close(fd);
+	return rc;
+}
+
+/* p's executable mappings are one file's (its own): a static program,
+ * or a capture inside execve (the dynamic loader not mapped yet). Which
+ * one the executable's program headers say (p->interp). */
+static void check_interp(edge_procs *t, edge_proc *p)
+{
+	char path[128];
+	size_t files = 0;
+
+	if (p->interp)
+		return;
+	for (size_t i = 0; i < p->nmaps; i++)
+		files += strchr(p->maps[i].path, '/') != NULL;
+	if (files != 1)
+		return;
+	snprintf(path, sizeof(path), "%s/%u/exe", t->root, p->tgid);
+	p->interp = exe_has_interp(path);
 }
 
 /* Read p's mappings again, keeping the ones it has when the new read
@@ -474,6 +524,8 @@ static void capture(edge_procs *t, edge_proc *p, uint64_t cgroup_id, const char 
 	read_maps(t, p);
 	if (n <= 0 && p->nmaps == 0)
 		p->state = EDGE_PROC_KERNEL;
+	if (p->state == EDGE_PROC_LIVE)
+		check_interp(t, p);
 	/* not yet in the table: nobody else sees the mappings change. No
 	 * mapping at all while the executable is known: inside execve too */
 	for (int i = 0; i < NEARLY && (p->nmaps || p->state == EDGE_PROC_LIVE) && edge_proc_maps_early(p); i++) {

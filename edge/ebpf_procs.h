@@ -65,6 +65,8 @@ typedef struct edge_proc {
 	_Atomic uint64_t py_epoch; /* the sampler's py_epoch when checked for CPython (0: never) */
 	atomic_int unwind_mode;   /* EDGE_UNWIND_* it was given (its service's mode changed: again) */
 	atomic_int lock_skipped; /* a musl process: its lock samples dropped (counted once) */
+	int interp;       /* its executable names a dynamic loader (PT_INTERP):
+			   * 1 yes, 0 no or not known (read at the capture) */
 	struct edge_proc *next;
 } edge_proc;
 
@@ -103,8 +105,9 @@ edge_proc *edge_procs_get_at(edge_procs *t, uint32_t tgid, uint64_t image, uint6
 /* Re-read the mappings (after an address missed them: exec, dlopen),
  * at most once per generation. */
 void edge_procs_refresh(edge_procs *t, edge_proc *p, uint64_t gen);
-/* Do p's mappings look like a capture that came too early (no executable,
- * or the dynamic loader without libc yet)? A capture re-reads them a few
+/* Do p's mappings look like a capture that came too early (no executable;
+ * the dynamic loader without libc yet; or a dynamic executable — interp —
+ * alone: inside execve, before its loader is mapped)? A capture re-reads them a few
  * times while they do; a loaded machine can take longer than that. */
 int edge_proc_maps_early(const edge_proc *p);
 /* Which C library p's mappings hold: EDGE_LIBC_GLIBC (*libc, when not

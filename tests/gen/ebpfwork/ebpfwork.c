@@ -4,7 +4,8 @@
  *   cc -O1 -fno-omit-frame-pointer -fno-inline -o ebpfwork ebpfwork.c
  *
  *   ebpfwork cpu SECONDS      hot_alpha/hot_beta/hot_gamma ~ 50/30/20 % of
- *                             CPU, each call's thread CPU time measured
+ *                             CPU in calls of random length and order,
+ *                             each call's thread CPU time measured
  *                             (CLOCK_THREAD_CPUTIME_ID) and printed as JSON
  *   ebpfwork syscall SECONDS  write(2) to /dev/null in syscall_loop: kernel
  *                             frames under a known user function
@@ -63,21 +64,44 @@ __attribute__((noinline)) void hot_gamma(long n)
 	sink = x;
 }
 
+/* one call of hot function i (0 alpha, 1 beta, 2 gamma) with its CPU time */
+static void timed_hot(int i, long n, int64_t *t)
+{
+	int64_t t0 = ns(CLOCK_THREAD_CPUTIME_ID);
+
+	if (i == 0)
+		hot_alpha(n);
+	else if (i == 1)
+		hot_beta(n);
+	else
+		hot_gamma(n);
+	t[i] += ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+}
+
+/* The calls vary in length (0.5-1.5x) and order at random: a fixed cycle
+ * could beat against the sampler's fixed period and land its samples on
+ * one phase of the cycle, biasing the shares whatever the sampler does. */
 __attribute__((noinline)) static int run_cpu(double seconds)
 {
 	const long unit = 200000; /* ~0.1-0.3 ms per call */
-	int64_t t_a = 0, t_b = 0, t_c = 0, t0, end = ns(CLOCK_MONOTONIC) + (int64_t)(seconds * 1e9);
+	static const long weight[3] = {5, 3, 2};
+	uint64_t rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)ns(CLOCK_MONOTONIC);
+	int64_t t[3] = {0, 0, 0}, end = ns(CLOCK_MONOTONIC) + (int64_t)(seconds * 1e9);
+
 	while (ns(CLOCK_MONOTONIC) < end) {
-		t0 = ns(CLOCK_THREAD_CPUTIME_ID);
-		hot_alpha(5 * unit);
-		t_a += ns(CLOCK_THREAD_CPUTIME_ID) - t0;
-		t0 = ns(CLOCK_THREAD_CPUTIME_ID);
-		hot_beta(3 * unit);
-		t_b += ns(CLOCK_THREAD_CPUTIME_ID) - t0;
-		t0 = ns(CLOCK_THREAD_CPUTIME_ID);
-		hot_gamma(2 * unit);
-		t_c += ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+		int first;
+
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17; /* xorshift64 */
+		first = (int)(rng % 3);
+		for (int k = 0; k < 3; k++) {
+			int i = (first + k) % 3;
+			long n = weight[i] * unit / 2 + (long)((rng >> (16 + 8 * k)) % (uint64_t)(weight[i] * unit));
+
+			timed_hot(i, n, t);
+		}
 	}
+	int64_t t_a = t[0], t_b = t[1], t_c = t[2];
+
 	printf("{\"mode\":\"cpu\",\"pid\":%d,\"cpu_ns\":{\"hot_alpha\":%lld,\"hot_beta\":%lld,\"hot_gamma\":%lld}}\n",
 	       (int)getpid(), (long long)t_a, (long long)t_b, (long long)t_c);
 	return 0;

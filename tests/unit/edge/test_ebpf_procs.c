@@ -421,6 +421,30 @@ static void early_capture_read_again(void **state)
 	assert_int_equal(p->nmaps, 5);
 	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
 	assert_int_equal(rereads, 15);
+	/* inside execve after the executable was mapped, before its loader
+	 * (its libraries' samples went unwound until the next flush): a
+	 * dynamic executable (PT_INTERP) alone is read again */
+	fake_write("maps", EXE_LINE);
+	p = edge_procs_get(t, 4242, 0x6000, 0, NULL, 0);
+	assert_non_null(p);
+	assert_int_equal(p->interp, 1);
+	assert_true(edge_proc_maps_early(p));
+	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
+	assert_int_equal(rereads, 20);
+	/* a static executable (no PT_INTERP; a file that is no ELF here) alone:
+	 * complete, not read again (the name is the mapping's, "true") */
+	snprintf(path, sizeof(path), "%s/4242/exe", fake_root);
+	assert_int_equal(unlink(path), 0);
+	fake_write("true", "not an ELF file\n");
+	char exe[300];
+	snprintf(path, sizeof(path), "%s/4242/true", fake_root);
+	snprintf(exe, sizeof(exe), "%s/4242/exe", fake_root);
+	assert_int_equal(symlink(path, exe), 0);
+	p = edge_procs_get(t, 4242, 0x7000, 0, NULL, 0);
+	assert_non_null(p);
+	assert_int_equal(p->interp, 0);
+	edge_procs_stats(t, &captured, &lost, &tracked, &rereads);
+	assert_int_equal(rereads, 20);
 
 	edge_procs_free(t);
 	edge_elf_cache_free(c);
