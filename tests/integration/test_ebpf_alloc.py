@@ -115,9 +115,9 @@ class EbpfAlloc(unittest.TestCase):
         e = self.edge("edge-alloc")
         self.wait(lambda: e.metrics().get("wt_edge_ebpf_alloc_enabled") == 1, 60,
                   "the policy's ebpf.alloc did not load the allocation program", e)
-        go = os.path.join(self.tmp, "go")
+        go, stop = os.path.join(self.tmp, "go"), os.path.join(self.tmp, "stop")
         procs = [subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for a in ([self.work, "run", str(SECONDS), go], [self.other, "run", str(SECONDS), go],
+                 for a in ([self.work, "run", str(SECONDS), go, stop], [self.other, "run", str(SECONDS), go],
                            [self.static, "loop", "1000", go])]
         try:
             # both met by the on-CPU sampler; allocwork's libc probed and its pid sampled
@@ -128,9 +128,20 @@ class EbpfAlloc(unittest.TestCase):
             self.wait(lambda: e.metrics().get('wt_edge_ebpf_alloc_skipped_total{reason="static"}', 0) >= 1, 30,
                       "the statically linked allocstatic was not counted as skipped", e)
             t0 = time.time()
+            f0 = e.metrics()["wt_edge_ebpf_flushes_total"]
             with open(go, "w"):
                 pass
-            outs = [p.communicate(timeout=SECONDS + 90) for p in procs]
+            # allocwork leaks for SECONDS, and on until the edge has flushed
+            # (taken an in-use snapshot) 6 times meanwhile: a loaded machine's
+            # edge flushes less often than once a second (CI once saw 3
+            # snapshots in 10 s, fewer than the leak analysis needs)
+            deadline = t0 + SECONDS + 110
+            while time.time() < deadline and (time.time() - t0 < SECONDS or
+                                              e.metrics()["wt_edge_ebpf_flushes_total"] < f0 + 6):
+                time.sleep(0.2)
+            with open(stop, "w"):
+                pass
+            outs = [p.communicate(timeout=SECONDS + 150) for p in procs]
         finally:
             for p in procs:
                 if p.poll() is None:
@@ -164,11 +175,12 @@ class EbpfAlloc(unittest.TestCase):
 
         # the leak, through the hub: the in-use snapshots replicate there
         rng = {"from": f"{t0 - 1:.3f}", "until": f"{t1 + 1:.3f}"}
+        buckets = int(t1 - t0) + 2  # about a second each: one snapshot per point
         last = {}
 
         def leaks():
             st, js = self.hub.query("demo", "leaks", self.hub.admin_token, service="allocwork",
-                                    buckets=str(SECONDS + 2), **rng)
+                                    buckets=str(buckets), **rng)
             last["st"], last["js"] = st, js
             return js if st == 200 else {}
 

@@ -2,9 +2,11 @@
  * allocwork.c — native allocation workload of
  * tests/integration/test_ebpf_alloc.py and bench/ebpf_alloc.sh.
  *
- *   allocwork run SECONDS GOFILE   spins (on CPU, allocating nothing) until
- *       GOFILE exists (the edge has met the process and probed its libc),
- *       then two threads run rounds for SECONDS: in each, small_allocs
+ *   allocwork run SECONDS GOFILE [STOPFILE]   spins (on CPU, allocating
+ *       nothing) until GOFILE exists (the edge has met the process and
+ *       probed its libc), then two threads run rounds for SECONDS (and
+ *       after that until STOPFILE exists, when given: at most 120 s more;
+ *       a loaded machine's edge flushes, and snapshots, less often): in each, small_allocs
  *       (64 x malloc(256)), page_allocs (4 x malloc(4096)), calloc_allocs
  *       (4 x calloc(100, 40)), big_allocs (1 x malloc(96 KiB)) and
  *       realloc_allocs (realloc from NULL through 1..64 KiB, doubling) free
@@ -32,6 +34,7 @@ static const char *const names[NFN] = {"small_allocs", "page_allocs", "calloc_al
 				       "big_allocs",   "realloc_allocs", "leak_allocs"};
 static atomic_llong bytes[NFN], calls[NFN];
 static double seconds;
+static const char *stopfile;
 static void *volatile keep; /* the optimizer must not drop malloc/free pairs */
 
 static double now_s(void)
@@ -127,7 +130,10 @@ static void *worker(void *arg)
 	long long b[NFN] = {0}, c[NFN] = {0};
 	double end = now_s() + seconds;
 	(void)arg;
-	while (now_s() < end) {
+	for (;;) {
+		double t = now_s();
+		if (t >= end && (!stopfile || t >= end + 120 || access(stopfile, F_OK) == 0))
+			break;
 		for (int r = 0; r < 16; r++) {
 			small_allocs(&b[SMALL], &c[SMALL]);
 			page_allocs(&b[PAGE], &c[PAGE]);
@@ -190,8 +196,9 @@ __attribute__((noinline)) static void loop(long n)
 
 int main(int argc, char **argv)
 {
-	if (argc == 4 && !strcmp(argv[1], "run")) {
+	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "run")) {
 		seconds = atof(argv[2]);
+		stopfile = argc == 5 ? argv[4] : NULL;
 		return run(argv[3]);
 	}
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "loop")) {
@@ -204,6 +211,6 @@ int main(int argc, char **argv)
 		printf("{\"calls\": %ld, \"cpu_ns_per_pair\": %.1f}\n", n, (double)(c1 - c0) / (double)n);
 		return 0;
 	}
-	fprintf(stderr, "usage: allocwork run SECONDS GOFILE | loop CALLS [GOFILE]\n");
+	fprintf(stderr, "usage: allocwork run SECONDS GOFILE [STOPFILE] | loop CALLS [GOFILE]\n");
 	return 2;
 }
