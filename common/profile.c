@@ -137,6 +137,24 @@ void wt_profile_seal(wt_profile *p)
 	pv->sealed = 1;
 }
 
+/* str_off and str_len share str_cap: grow both to hold need entries. */
+static int grow_str_index(wt_profile *p, size_t need)
+{
+	size_t cap0 = p->str_cap;
+	uint32_t *nl;
+
+	if (need <= cap0 && p->str_len)
+		return 0;
+	if (grow((void **)&p->str_off, &p->str_cap, need, sizeof(uint32_t)))
+		return WT_ENOMEM;
+	if (!(nl = realloc(p->str_len, p->str_cap * sizeof(uint32_t)))) {
+		p->str_cap = cap0; /* str_off is merely larger than that */
+		return WT_ENOMEM;
+	}
+	p->str_len = nl;
+	return 0;
+}
+
 int wt_profile_reserve(wt_profile *p, const wt_profile_sizes *n)
 {
 	profile_priv *pv = PRIV(p);
@@ -145,21 +163,24 @@ int wt_profile_reserve(wt_profile *p, const wt_profile_sizes *n)
 	size_t nst = n->stacks < p->lim.max_samples ? n->stacks : p->lim.max_samples;
 	size_t nfn = n->functions < p->lim.max_strings ? n->functions : p->lim.max_strings;
 	size_t nfr = n->frames < p->lim.max_strings ? n->frames : p->lim.max_strings;
+	size_t nsf = n->stack_frames < p->lim.max_decompressed ? n->stack_frames : p->lim.max_decompressed;
 
-	if ((ns && (wt_hindex_reserve(&pv->strings, ns) ||
-		    grow((void **)&p->str_off, &p->str_cap, ns, sizeof(uint32_t)))) ||
+	if ((ns && (wt_hindex_reserve(&pv->strings, ns) || grow_str_index(p, ns))) ||
 	    (nfn && (wt_hindex_reserve(&pv->functions, nfn) ||
 		     grow((void **)&p->functions, &p->function_cap, nfn, sizeof(wt_function)))) ||
 	    (nfr && (wt_hindex_reserve(&pv->frames, nfr) ||
 		     grow((void **)&p->frames, &p->frame_cap, nfr, sizeof(wt_frame)))) ||
 	    (nst && (wt_hindex_reserve(&pv->stacks, nst) ||
 		     grow((void **)&p->stacks, &p->stack_cap, nst, sizeof(wt_span)))) ||
-	    (nsa && wt_hindex_reserve(&pv->samples, nsa)))
+	    (nsa && (wt_hindex_reserve(&pv->samples, nsa) ||
+		     grow((void **)&p->samples, &p->sample_cap, nsa, sizeof(wt_sample)))) ||
+	    (nsf && grow((void **)&p->stack_frames, &p->stack_frames_cap, nsf, sizeof(uint32_t))))
 		return WT_ENOMEM;
 	return 0;
 }
 
 /* ---- strings ------------------------------------------------------------- */
+
 typedef struct { const char *s; size_t len; } str_key;
 
 static int str_eq(const void *ctx, uint32_t id, const void *key)
@@ -194,15 +215,8 @@ int wt_profile_intern(wt_profile *p, const char *s, size_t len, uint32_t *id, wt
 	if (p->str_data_len + len + 1 > UINT32_MAX)
 		return wt_err_set(err, WT_ELIMIT, "string table exceeds 4 GiB");
 	if (grow((void **)&p->str_data, &p->str_data_cap, p->str_data_len + len + 1, 1) ||
-	    grow((void **)&p->str_off, &p->str_cap, p->nstrings + 1, sizeof(uint32_t)))
+	    grow_str_index(p, p->nstrings + 1))
 		goto oom;
-	/* str_len shares str_cap: grow it to the same capacity */
-	{
-		uint32_t *nl = realloc(p->str_len, p->str_cap * sizeof(uint32_t));
-		if (!nl)
-			goto oom;
-		p->str_len = nl;
-	}
 	memcpy(p->str_data + p->str_data_len, s, len);
 	p->str_data[p->str_data_len + len] = 0;
 	p->str_off[p->nstrings] = (uint32_t)p->str_data_len;
