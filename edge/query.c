@@ -583,6 +583,36 @@ static int add_series(edge_task *t, query *q, const char *svc, const char *type,
 	return rc;
 }
 
+/* t->reply_text: the flame graph of f as wt_flame_tree_json and the
+ * members profile_view adds to the table would give. 0 or WT_ENOMEM. */
+static int flame_text(edge_task *t, query *q, const wt_flame *f, const char *unit, const char *type)
+{
+	wt_buf extra = WT_BUF_INIT, out = WT_BUF_INIT;
+	int rc;
+
+	wt_buf_puts(&extra, ",\"project\":");
+	wt_buf_json_str(&extra, q->project);
+	if (q->service) {
+		wt_buf_puts(&extra, ",\"service\":");
+		wt_buf_json_str(&extra, q->service);
+	}
+	wt_buf_puts(&extra, ",\"type\":");
+	if (type)
+		wt_buf_json_str(&extra, type);
+	else
+		wt_buf_puts(&extra, "null");
+	wt_buf_puts(&extra, ",\"source\":\"edge\"");
+	wt_buf_putc(&extra, 0);
+	rc = extra.oom ? WT_ENOMEM : wt_flame_tree_text(f, unit ? unit : "", q->max_nodes, (const char *)extra.data, &out);
+	if (!rc && !wt_buf_putc(&out, 0))
+		t->reply_text = (char *)wt_buf_steal(&out, NULL);
+	else
+		rc = WT_ENOMEM;
+	wt_buf_free(&extra);
+	wt_buf_free(&out);
+	return rc;
+}
+
 static void profile_view(edge_task *t, query *q)
 {
 	series *s = NULL;
@@ -612,6 +642,7 @@ static void profile_view(edge_task *t, query *q)
 		wt_err_set(&t->err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
+	wt_flame_skip_edges(f); /* no call graph view here */
 	for (size_t i = 0; i < n && type; i++) {
 		if ((q->service && strcmp(s[i].svc, q->service)) || strcmp(s[i].type, type))
 			continue;
@@ -622,10 +653,14 @@ static void profile_view(edge_task *t, query *q)
 			goto out;
 		}
 	}
-	if (!strcmp(q->view, "table"))
-		t->reply = wt_flame_table_json(f, unit ? unit : "", q->limit);
-	else
-		t->reply = wt_flame_tree_json(f, unit ? unit : "", q->max_nodes);
+	if (strcmp(q->view, "table")) {
+		/* the flame graph as text, straight from the tree (a jansson
+		 * object per node cost most of the query): the same bytes */
+		if (flame_text(t, q, f, unit, type))
+			wt_err_set(&t->err, WT_ENOMEM, "out of memory rendering the view");
+		goto out;
+	}
+	t->reply = wt_flame_table_json(f, unit ? unit : "", q->limit);
 	if (!t->reply) {
 		wt_err_set(&t->err, WT_ENOMEM, "out of memory rendering the view");
 		goto out;
