@@ -20,6 +20,10 @@
 /* One hash index (common/hindex.h) per interned table. */
 typedef struct profile_priv {
 	wt_hindex strings, mappings, functions, frames, stacks, labelsets, samples;
+	/* samples without labels or time (every pprof sample without labels):
+	 * plain[stack] = sample id + 1, 0 = none, instead of the samples index */
+	uint32_t *plain;
+	size_t plain_cap;
 	int sealed; /* wt_profile_seal: the indexes are gone, nothing may be added */
 } profile_priv;
 
@@ -96,6 +100,9 @@ static void free_indexes(profile_priv *pv)
 	wt_hindex_free(&pv->stacks);
 	wt_hindex_free(&pv->labelsets);
 	wt_hindex_free(&pv->samples);
+	free(pv->plain);
+	pv->plain = NULL;
+	pv->plain_cap = 0;
 }
 
 void wt_profile_free(wt_profile *p)
@@ -155,6 +162,24 @@ static int grow_str_index(wt_profile *p, size_t need)
 	return 0;
 }
 
+/* pv->plain for at least n stacks (the new part zeroed). 0 or WT_ENOMEM. */
+static int plain_grow(profile_priv *pv, size_t n)
+{
+	size_t nc = pv->plain_cap ? pv->plain_cap : 64;
+	uint32_t *np;
+
+	while (nc < n)
+		nc *= 2;
+	if (nc <= pv->plain_cap)
+		return 0;
+	if (!(np = realloc(pv->plain, nc * sizeof(*np))))
+		return WT_ENOMEM;
+	memset(np + pv->plain_cap, 0, (nc - pv->plain_cap) * sizeof(*np));
+	pv->plain = np;
+	pv->plain_cap = nc;
+	return 0;
+}
+
 int wt_profile_reserve(wt_profile *p, const wt_profile_sizes *n)
 {
 	profile_priv *pv = PRIV(p);
@@ -170,7 +195,7 @@ int wt_profile_reserve(wt_profile *p, const wt_profile_sizes *n)
 		     grow((void **)&p->functions, &p->function_cap, nfn, sizeof(wt_function)))) ||
 	    (nfr && (wt_hindex_reserve(&pv->frames, nfr) ||
 		     grow((void **)&p->frames, &p->frame_cap, nfr, sizeof(wt_frame)))) ||
-	    (nst && (wt_hindex_reserve(&pv->stacks, nst) ||
+	    (nst && (wt_hindex_reserve(&pv->stacks, nst) || plain_grow(pv, nst) ||
 		     grow((void **)&p->stacks, &p->stack_cap, nst, sizeof(wt_span)))) ||
 	    (nsa && (wt_hindex_reserve(&pv->samples, nsa) ||
 		     grow((void **)&p->samples, &p->sample_cap, nsa, sizeof(wt_sample)))) ||
@@ -565,16 +590,18 @@ static int sample_eq(const void *ctx, uint32_t id, const void *key)
 	return s->stack == k->stack && s->labelset == k->labelset && s->time_ns == k->time_ns;
 }
 
+
 int wt_profile_add_sample(wt_profile *p, uint32_t stack, uint32_t labelset,
 			  int64_t time_ns, const int64_t *values, wt_err *err)
 {
 	if (PRIV(p)->sealed)
 		return wt_err_set(err, WT_EINVAL, "profile: sealed (read only)");
+	profile_priv *pv = PRIV(p);
 	sample_key k = {stack, labelset, time_ns};
-	uint64_t v[3] = {stack, labelset, (uint64_t)time_ns};
-	uint64_t h = hash_u64s(v, 3);
-	uint32_t id;
-	size_t slot, i;
+	int plain = !labelset && !time_ns;
+	uint64_t h = 0;
+	uint32_t id = 0;
+	size_t slot = 0, i;
 	int64_t *dst;
 	int r;
 
@@ -584,9 +611,19 @@ int wt_profile_add_sample(wt_profile *p, uint32_t stack, uint32_t labelset,
 		return wt_err_set(err, WT_EINVAL, "sample refers to unknown stack %u", stack);
 	if (labelset >= p->nlabelsets)
 		return wt_err_set(err, WT_EINVAL, "sample refers to unknown label set %u", labelset);
-	r = wt_hindex_lookup(&PRIV(p)->samples, h, &k, sample_eq, p, &id, &slot);
-	if (r < 0)
-		goto oom;
+	if (plain) {
+		if (stack >= pv->plain_cap && plain_grow(pv, p->nstacks))
+			goto oom;
+		r = pv->plain[stack] != 0;
+		id = pv->plain[stack] - 1;
+	} else {
+		uint64_t v[3] = {stack, labelset, (uint64_t)time_ns};
+
+		h = hash_u64s(v, 3);
+		r = wt_hindex_lookup(&pv->samples, h, &k, sample_eq, p, &id, &slot);
+		if (r < 0)
+			goto oom;
+	}
 	if (r == 0) {
 		size_t cap_before = p->sample_cap;
 		if (p->nsamples >= p->lim.max_samples)
@@ -608,7 +645,10 @@ int wt_profile_add_sample(wt_profile *p, uint32_t stack, uint32_t labelset,
 		p->samples[id].labelset = labelset;
 		p->samples[id].time_ns = time_ns;
 		memset(p->values + (size_t)id * p->ntypes, 0, p->ntypes * sizeof(int64_t));
-		wt_hindex_put(&PRIV(p)->samples, slot, h, id);
+		if (plain)
+			pv->plain[stack] = id + 1;
+		else
+			wt_hindex_put(&pv->samples, slot, h, id);
 	}
 	dst = p->values + (size_t)id * p->ntypes;
 	for (i = 0; i < p->ntypes; i++) {
