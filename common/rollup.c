@@ -335,10 +335,12 @@ static int64_t sample_minute(const wt_profile *p, size_t i, int64_t fallback_ns)
 static int one_minute(const wt_profile *p, int64_t fallback_ns)
 {
 	int64_t m0 = sample_minute(p, 0, fallback_ns);
+	/* the minute of every sample without a time of its own */
+	int64_t untimed = floor_div(p->time_ns ? p->time_ns : fallback_ns, NS_PER_MINUTE);
 	size_t i;
 
 	for (i = 1; i < p->nsamples; i++)
-		if (p->samples[i].time_ns && sample_minute(p, i, fallback_ns) != m0)
+		if ((p->samples[i].time_ns ? sample_minute(p, i, fallback_ns) : untimed) != m0)
 			return 0;
 	return 1;
 }

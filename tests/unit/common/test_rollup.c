@@ -130,6 +130,20 @@ static void test_time_fallbacks(void **state)
 	wt_rollup_free(&r);
 	wt_profile_free(p);
 
+	/* a timed sample first, then an untimed one: two minutes, the
+	 * untimed one in the profile's */
+	p = wt_profile_new(NULL);
+	assert_int_equal(wt_profile_add_type(p, "cpu", "samples", NULL, &ti, NULL), 0);
+	p->time_ns = 300 * MIN_NS;
+	add(p, "main;g", 100 * MIN_NS + 5, &v);
+	add(p, "main;f", 0, &v);
+	assert_int_equal(wt_rollup_build(p, 125 * MIN_NS, &r, &e), 0);
+	expect(&r, "cpu", 100, "g", 3, 3);
+	expect(&r, "cpu", 300, "f", 3, 3);
+	assert_null(find(&r, "cpu", 100, "f"));
+	wt_rollup_free(&r);
+	wt_profile_free(p);
+
 	/* empty profile: no rows, no error */
 	p = wt_profile_new(NULL);
 	assert_int_equal(wt_rollup_build(p, 0, &r, &e), 0);
