@@ -4,7 +4,10 @@
  *   (a) pprof decode + rollup of a Go CPU profile vs `gunzip -c` of the file,
  *       the two alternating run by run (so both see the same machine load),
  *       in wall time (the headline ratio) and in CPU time (ours: this
- *       process; gunzip: the shell and gunzip it ran, from getrusage);
+ *       process; gunzip: the shell and gunzip it ran, from getrusage).
+ *       `gunzip -c` is GNU gzip's own inflater (and a process start);
+ *       ours inflates with libdeflate (wt_gunzip), so the run also prints
+ *       wt_gunzip alone in this process: the same inflater on both sides;
  *   (b) folded decode throughput (MB/s) on a large folded file vs an awk
  *       collapse (sum counts per distinct stack) of the same file.
  * Each figure is the median of --runs runs (default 5).
@@ -20,6 +23,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "compress.h"
 #include "err.h"
 #include "folded.h"
 #include "pprof.h"
@@ -105,7 +109,7 @@ static double time_cmd(const char *cmd, double *cpu)
 static int bench_pprof(const char *path, int runs)
 {
 	double ours[MAX_RUNS], dec[MAX_RUNS], base[MAX_RUNS], m_ours, m_base, m_dec;
-	double ours_cpu[MAX_RUNS], base_cpu[MAX_RUNS];
+	double ours_cpu[MAX_RUNS], base_cpu[MAX_RUNS], inf[MAX_RUNS], inf_cpu[MAX_RUNS];
 	size_t len, nrows = 0, nsamples = 0;
 	int64_t count = 0;
 	uint8_t *buf = slurp(path, &len);
@@ -143,6 +147,21 @@ static int bench_pprof(const char *path, int runs)
 		count = ti >= 0 ? wt_profile_total(p, (size_t)ti) : 0;
 		wt_rollup_free(&r);
 		wt_profile_free(p);
+		{
+			/* the inflater of wt_pprof_decode alone, on the same bytes */
+			uint8_t *raw = NULL;
+			size_t rawlen;
+			double c1 = cpu_s(), t1 = now_s();
+
+			if (wt_gunzip(buf, len, lim.max_decompressed, &raw, &rawlen, &err)) {
+				fprintf(stderr, "bench_parse: %s: %s\n", path, err.msg);
+				free(buf);
+				return 1;
+			}
+			inf[i] = now_s() - t1;
+			inf_cpu[i] = cpu_s() - c1;
+			free(raw);
+		}
 		if ((base[i] = time_cmd(cmd, &base_cpu[i])) < 0) {
 			fprintf(stderr, "bench_parse: gunzip -c %s failed\n", path);
 			free(buf);
@@ -157,10 +176,17 @@ static int bench_pprof(const char *path, int runs)
 	printf("pprof   decode+rollup median %.2f ms | gunzip -c median %.2f ms | ratio ours/gunzip %.2f\n",
 	       m_ours * 1e3, m_base * 1e3, m_ours / m_base);
 	printf("pprof   (of which decode %.2f ms, rollup %.2f ms)\n", m_dec * 1e3, (m_ours - m_dec) * 1e3);
-	m_ours = median(ours_cpu, runs);
-	m_base = median(base_cpu, runs);
-	printf("pprof   CPU time: decode+rollup median %.2f ms | gunzip -c median %.2f ms | ratio %.2f\n",
-	       m_ours * 1e3, m_base * 1e3, m_base > 0 ? m_ours / m_base : 0.0);
+	{
+		double m_inf = median(inf, runs), m_inf_cpu = median(inf_cpu, runs);
+
+		m_ours = median(ours_cpu, runs);
+		m_base = median(base_cpu, runs);
+		printf("pprof   CPU time: decode+rollup median %.2f ms | gunzip -c median %.2f ms | ratio %.2f\n",
+		       m_ours * 1e3, m_base * 1e3, m_base > 0 ? m_ours / m_base : 0.0);
+		printf("pprof   same inflater (wt_gunzip = libdeflate, in process): median %.2f ms wall, %.2f ms CPU"
+		       " | ratio ours/it %.2f wall, %.2f CPU\n", m_inf * 1e3, m_inf_cpu * 1e3,
+		       m_inf > 0 ? median(ours, runs) / m_inf : 0.0, m_inf_cpu > 0 ? m_ours / m_inf_cpu : 0.0);
+	}
 	if (count < 20000 && nsamples < 20000)
 		printf("pprof   NOTE: fewer than 20,000 samples; figures are less meaningful\n");
 	free(buf);

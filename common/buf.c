@@ -98,3 +98,66 @@ uint8_t *wt_buf_steal(wt_buf *b, size_t *len)
 	b->len = b->cap = 0;
 	return d;
 }
+
+/* Length of the valid UTF-8 sequence (RFC 3629) at u (u[0] >= 0x80), or 0. */
+static size_t utf8_seq(const unsigned char *u)
+{
+	size_t n = 0, k;
+	uint32_t cp = 0, min = 0;
+
+	if (u[0] >= 0xC2 && u[0] <= 0xDF) {
+		n = 2, cp = u[0] & 0x1F, min = 0x80;
+	} else if (u[0] >= 0xE0 && u[0] <= 0xEF) {
+		n = 3, cp = u[0] & 0x0F, min = 0x800;
+	} else if (u[0] >= 0xF0 && u[0] <= 0xF4) {
+		n = 4, cp = u[0] & 0x07, min = 0x10000;
+	}
+	for (k = 1; k < n; k++) {
+		if ((u[k] & 0xC0) != 0x80) /* also stops at the NUL */
+			return 0;
+		cp = (cp << 6) | (u[k] & 0x3F);
+	}
+	return n && cp >= min && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF) ? n : 0;
+}
+
+int wt_buf_json_str(wt_buf *b, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *u = (const unsigned char *)s;
+
+	wt_buf_putc(b, '"');
+	while (*u) {
+		const unsigned char *run = u;
+		size_t n;
+
+		/* the longest run that needs no escaping */
+		while (*u >= 0x20 && *u < 0x80 && *u != '"' && *u != '\\')
+			u++;
+		if (u > run)
+			wt_buf_append(b, run, (size_t)(u - run));
+		if (!*u)
+			break;
+		if (*u == '"' || *u == '\\') {
+			char e[2] = {'\\', (char)*u++};
+			wt_buf_append(b, e, 2);
+		} else if (*u < 0x20) {
+			const char *sh = *u == '\b' ? "\\b" : *u == '\f' ? "\\f" : *u == '\n' ? "\\n"
+				       : *u == '\r' ? "\\r" : *u == '\t' ? "\\t" : NULL;
+			char e[6] = {'\\', 'u', '0', '0', hex[*u >> 4], hex[*u & 15]};
+
+			if (sh)
+				wt_buf_append(b, sh, 2);
+			else
+				wt_buf_append(b, e, 6);
+			u++;
+		} else if ((n = utf8_seq(u))) {
+			wt_buf_append(b, u, n);
+			u += n;
+		} else {
+			wt_buf_append(b, "\xEF\xBF\xBD", 3);
+			u++;
+		}
+	}
+	wt_buf_putc(b, '"');
+	return b->oom ? WT_ENOMEM : 0;
+}

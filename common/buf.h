@@ -25,5 +25,10 @@ int wt_buf_putc(wt_buf *b, char c);
 void wt_buf_reset(wt_buf *b);
 void wt_buf_free(wt_buf *b);
 uint8_t *wt_buf_steal(wt_buf *b, size_t *len);
+/* s as a JSON string, in jansson's compact form (json_dumps): " and \
+ * escaped, \b \f \n \r \t, other control bytes as \u00XX, UTF-8 as is;
+ * a byte that is not valid UTF-8 (where jansson refuses the string)
+ * becomes U+FFFD. 0 or WT_ENOMEM. */
+int wt_buf_json_str(wt_buf *b, const char *s);
 
 #endif

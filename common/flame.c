@@ -498,37 +498,49 @@ static int child_name_cmp(const void *a, const void *b, void *ctx)
 	return strcmp(fname(f, x->name), fname(f, y->name));
 }
 
+/* The nodes a tree of at most max_nodes keeps (keep[], nnodes bytes,
+ * zeroed by the caller); *truncated when some are dropped. 0 or WT_ENOMEM. */
+static int tree_keep(const wt_flame *f, size_t max_nodes, uint8_t *keep, int *truncated)
+{
+	heap h = {NULL, 0, f->nodes};
+	size_t i;
+
+	*truncated = 0;
+	if (!max_nodes || f->nnodes <= max_nodes) {
+		memset(keep, 1, f->nnodes);
+		return 0;
+	}
+	/* grow the kept set from the root, always taking the biggest
+	 * frontier node: the result is connected and drops the smallest
+	 * subtrees */
+	*truncated = 1;
+	if (!(h.v = malloc(f->nnodes * sizeof(*h.v))))
+		return WT_ENOMEM;
+	heap_push(&h, 0);
+	for (i = 0; i < max_nodes && h.n; i++) {
+		uint32_t x = heap_pop(&h), c;
+
+		keep[x] = 1;
+		for (c = f->nodes[x].first_child; c != UINT32_MAX; c = f->nodes[c].next_sibling)
+			heap_push(&h, c);
+	}
+	free(h.v);
+	return 0;
+}
+
 json_t *wt_flame_tree_json(const wt_flame *f, const char *unit, size_t max_nodes)
 {
 	uint8_t *keep = NULL;
 	json_t **kids = NULL; /* node → its "children" array */
 	uint32_t *stack = NULL, *tmp = NULL;
 	size_t sp = 0, i;
-	heap h = {NULL, 0, f->nodes};
 	json_t *root = NULL, *doc = NULL;
 	int truncated = 0;
 
 	if (!(keep = calloc(f->nnodes, 1)) || !(kids = calloc(f->nnodes, sizeof(*kids))) ||
-	    !(stack = malloc(f->nnodes * sizeof(*stack))) || !(tmp = malloc(f->nnodes * sizeof(*tmp))))
+	    !(stack = malloc(f->nnodes * sizeof(*stack))) || !(tmp = malloc(f->nnodes * sizeof(*tmp))) ||
+	    tree_keep(f, max_nodes, keep, &truncated))
 		goto fail;
-	if (!max_nodes || f->nnodes <= max_nodes) {
-		memset(keep, 1, f->nnodes);
-	} else {
-		/* grow the kept set from the root, always taking the biggest
-		 * frontier node: the result is connected and drops the smallest
-		 * subtrees */
-		truncated = 1;
-		if (!(h.v = malloc(f->nnodes * sizeof(*h.v))))
-			goto fail;
-		heap_push(&h, 0);
-		for (i = 0; i < max_nodes && h.n; i++) {
-			uint32_t x = heap_pop(&h), c;
-
-			keep[x] = 1;
-			for (c = f->nodes[x].first_child; c != UINT32_MAX; c = f->nodes[c].next_sibling)
-				heap_push(&h, c);
-		}
-	}
 	/* iterative pre-order walk; children sorted by name */
 	stack[sp++] = 0;
 	while (sp) {
@@ -569,8 +581,90 @@ fail:
 	free(kids);
 	free(stack);
 	free(tmp);
-	free(h.v);
 	return doc;
+}
+
+/* Decimal of v. */
+static void put_i64(wt_buf *b, int64_t v)
+{
+	char d[24], *e = d + sizeof(d), *q = e;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+	do {
+		*--q = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--q = '-';
+	wt_buf_append(b, q, (size_t)(e - q));
+}
+
+#define TEXT_CLOSE 0x80000000u /* stack entry: close the node's children and object */
+#define TEXT_COMMA 0x40000000u /* stack entry: a sibling was written before it */
+
+int wt_flame_tree_text(const wt_flame *f, const char *unit, size_t max_nodes, const char *extra, wt_buf *out)
+{
+	uint8_t *keep = NULL;
+	uint32_t *stack = NULL, *tmp = NULL;
+	size_t sp = 0, i;
+	int truncated = 0, rc = WT_ENOMEM;
+
+	if (f->nnodes >= TEXT_COMMA)
+		return WT_ELIMIT;
+	if (!(keep = calloc(f->nnodes, 1)) || !(stack = malloc(2 * f->nnodes * sizeof(*stack))) ||
+	    !(tmp = malloc(f->nnodes * sizeof(*tmp))) || tree_keep(f, max_nodes, keep, &truncated))
+		goto out;
+	/* about 60 bytes a node: one allocation for most trees */
+	if (wt_buf_reserve(out, f->nnodes * 64 + 256))
+		goto out;
+	wt_buf_puts(out, "{\"unit\":");
+	if (unit)
+		wt_buf_json_str(out, unit);
+	else
+		wt_buf_puts(out, "null");
+	wt_buf_puts(out, ",\"total\":");
+	put_i64(out, f->nodes[0].total);
+	wt_buf_puts(out, truncated ? ",\"truncated\":true,\"root\":" : ",\"truncated\":false,\"root\":");
+	/* iterative pre-order walk, children sorted by name, as
+	 * wt_flame_tree_json; a CLOSE entry below a node's children ends it */
+	stack[sp++] = 0;
+	while (sp) {
+		uint32_t e = stack[--sp], x = e & ~(TEXT_CLOSE | TEXT_COMMA), c;
+		const fnode *n = &f->nodes[x];
+		int64_t self = n->self;
+		size_t nk = 0;
+
+		if (e & TEXT_CLOSE) {
+			wt_buf_puts(out, "]}");
+			continue;
+		}
+		for (c = n->first_child; c != UINT32_MAX; c = f->nodes[c].next_sibling) {
+			if (keep[c])
+				tmp[nk++] = c;
+			else
+				self = sat_add(self, f->nodes[c].total);
+		}
+		wt_buf_puts(out, e & TEXT_COMMA ? ",{\"name\":" : "{\"name\":");
+		wt_buf_json_str(out, fname(f, n->name));
+		wt_buf_puts(out, ",\"self\":");
+		put_i64(out, self);
+		wt_buf_puts(out, ",\"total\":");
+		put_i64(out, n->total);
+		wt_buf_puts(out, ",\"children\":[");
+		stack[sp++] = x | TEXT_CLOSE;
+		qsort_r(tmp, nk, sizeof(*tmp), child_name_cmp, (void *)f);
+		for (i = nk; i > 0; i--)
+			stack[sp++] = tmp[i - 1] | (i > 1 ? TEXT_COMMA : 0);
+	}
+	if (extra)
+		wt_buf_puts(out, extra);
+	wt_buf_putc(out, '}');
+	rc = out->oom ? WT_ENOMEM : 0;
+out:
+	free(keep);
+	free(stack);
+	free(tmp);
+	return rc;
 }
 
 static int fn_rank_cmp(const void *a, const void *b, void *ctx)

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "err.h"
 #include "profile.h"
 
@@ -61,6 +62,14 @@ int64_t wt_flame_total(const wt_flame *f);
 /* max_nodes bounds the tree (smallest subtrees are folded into their parent's
  * self value and "truncated":true is set); 0 = no limit. */
 json_t *wt_flame_tree_json(const wt_flame *f, const char *unit, size_t max_nodes);
+/* The same tree written straight into out as compact JSON text, byte for
+ * byte what json_dumps(wt_flame_tree_json(...), JSON_COMPACT) gives
+ * (wt_buf_json_str: a name that is not valid UTF-8, which jansson
+ * refuses, gets U+FFFD), without a jansson object per node. extra, when
+ * not NULL, is appended before the document's closing brace (members such
+ * as ,"source":"edge", with their leading comma). 0, WT_ENOMEM, or
+ * WT_ELIMIT (2^30 nodes or more). */
+int wt_flame_tree_text(const wt_flame *f, const char *unit, size_t max_nodes, const char *extra, wt_buf *out);
 /* limit rows (0 = all). */
 json_t *wt_flame_table_json(const wt_flame *f, const char *unit, size_t limit);
 json_t *wt_flame_callgraph_json(const wt_flame *f, const char *unit, size_t max_nodes);

@@ -46,6 +46,7 @@ typedef struct walk_lim {
 	 * per location line, one for a location without lines) */
 	uint32_t n_types, n_samples, n_mappings, n_locations, n_functions, n_strings;
 	uint64_t n_frames;
+	uint64_t n_loc_ids; /* location ids of all samples */
 } walk_lim;
 
 /* counts[] is indexed by the descriptor's field order; look fields up by
@@ -75,7 +76,9 @@ static int walk_check(void *ud, wt_pb_walker *w, const ProtobufCMessageDescripto
 			return wt_err_set(err, WT_ELIMIT,
 					  "pprof: %s (byte %zu): %u labels exceed the limit of %zu",
 					  wt_pb_walker_path(w), offset, n, lim->max_labels);
-		if ((n = count_of(d, counts, 1)) > lim->max_stack_depth)
+		n = count_of(d, counts, 1);
+		wl->n_loc_ids += n;
+		if (n > lim->max_stack_depth)
 			return wt_err_set(err, WT_ELIMIT,
 					  "pprof: %s (byte %zu): stack of %u locations exceeds the "
 					  "depth limit of %zu", wt_pb_walker_path(w), offset, n,
@@ -232,6 +235,18 @@ static inline int rd_varint(rd *r, uint64_t *v)
 		*v = *p;
 		r->p = p + 1;
 		return 0;
+	}
+	if (r->end - p >= 3) { /* two or three bytes (ids of large tables) */
+		if (!(p[1] & 0x80)) {
+			*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+			r->p = p + 2;
+			return 0;
+		}
+		if (!(p[2] & 0x80)) {
+			*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
+			r->p = p + 3;
+			return 0;
+		}
 	}
 	x = 0;
 	for (shift = 0; shift < 64; shift += 7) {
@@ -903,7 +918,7 @@ static int conv_samples(conv *c)
 	const wt_limits *lim = &c->p->lim;
 	size_t i = 0, nt = c->ntypes;
 	rd r = {c->bytes, c->bytes + c->len};
-	fld f;
+	fld f = {0, 0, 0, {NULL, NULL}};
 	int k, rc;
 
 	c->stack = malloc((lim->max_stack_depth + 1) * sizeof(uint32_t));
@@ -1013,7 +1028,7 @@ int wt_pprof_decode(const uint8_t *buf, size_t len, const wt_limits *lim_in,
 		/* size the tables once from what the walk counted (clamped to
 		 * the limits; a failure here only means they grow as they go) */
 		wt_profile_sizes sz = {wl.n_strings, wl.n_functions, (size_t)wl.n_frames,
-				       wl.n_samples, wl.n_samples};
+				       wl.n_samples, wl.n_samples, (size_t)wl.n_loc_ids};
 		(void)wt_profile_reserve(p, &sz);
 	}
 	c.bytes = bytes;

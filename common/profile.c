@@ -20,6 +20,10 @@
 /* One hash index (common/hindex.h) per interned table. */
 typedef struct profile_priv {
 	wt_hindex strings, mappings, functions, frames, stacks, labelsets, samples;
+	/* samples without labels or time (every pprof sample without labels):
+	 * plain[stack] = sample id + 1, 0 = none, instead of the samples index */
+	uint32_t *plain;
+	size_t plain_cap;
 	int sealed; /* wt_profile_seal: the indexes are gone, nothing may be added */
 } profile_priv;
 
@@ -96,6 +100,9 @@ static void free_indexes(profile_priv *pv)
 	wt_hindex_free(&pv->stacks);
 	wt_hindex_free(&pv->labelsets);
 	wt_hindex_free(&pv->samples);
+	free(pv->plain);
+	pv->plain = NULL;
+	pv->plain_cap = 0;
 }
 
 void wt_profile_free(wt_profile *p)
@@ -137,6 +144,42 @@ void wt_profile_seal(wt_profile *p)
 	pv->sealed = 1;
 }
 
+/* str_off and str_len share str_cap: grow both to hold need entries. */
+static int grow_str_index(wt_profile *p, size_t need)
+{
+	size_t cap0 = p->str_cap;
+	uint32_t *nl;
+
+	if (need <= cap0 && p->str_len)
+		return 0;
+	if (grow((void **)&p->str_off, &p->str_cap, need, sizeof(uint32_t)))
+		return WT_ENOMEM;
+	if (!(nl = realloc(p->str_len, p->str_cap * sizeof(uint32_t)))) {
+		p->str_cap = cap0; /* str_off is merely larger than that */
+		return WT_ENOMEM;
+	}
+	p->str_len = nl;
+	return 0;
+}
+
+/* pv->plain for at least n stacks (the new part zeroed). 0 or WT_ENOMEM. */
+static int plain_grow(profile_priv *pv, size_t n)
+{
+	size_t nc = pv->plain_cap ? pv->plain_cap : 64;
+	uint32_t *np;
+
+	while (nc < n)
+		nc *= 2;
+	if (nc <= pv->plain_cap)
+		return 0;
+	if (!(np = realloc(pv->plain, nc * sizeof(*np))))
+		return WT_ENOMEM;
+	memset(np + pv->plain_cap, 0, (nc - pv->plain_cap) * sizeof(*np));
+	pv->plain = np;
+	pv->plain_cap = nc;
+	return 0;
+}
+
 int wt_profile_reserve(wt_profile *p, const wt_profile_sizes *n)
 {
 	profile_priv *pv = PRIV(p);
@@ -145,21 +188,24 @@ int wt_profile_reserve(wt_profile *p, const wt_profile_sizes *n)
 	size_t nst = n->stacks < p->lim.max_samples ? n->stacks : p->lim.max_samples;
 	size_t nfn = n->functions < p->lim.max_strings ? n->functions : p->lim.max_strings;
 	size_t nfr = n->frames < p->lim.max_strings ? n->frames : p->lim.max_strings;
+	size_t nsf = n->stack_frames < p->lim.max_decompressed ? n->stack_frames : p->lim.max_decompressed;
 
-	if ((ns && (wt_hindex_reserve(&pv->strings, ns) ||
-		    grow((void **)&p->str_off, &p->str_cap, ns, sizeof(uint32_t)))) ||
+	if ((ns && (wt_hindex_reserve(&pv->strings, ns) || grow_str_index(p, ns))) ||
 	    (nfn && (wt_hindex_reserve(&pv->functions, nfn) ||
 		     grow((void **)&p->functions, &p->function_cap, nfn, sizeof(wt_function)))) ||
 	    (nfr && (wt_hindex_reserve(&pv->frames, nfr) ||
 		     grow((void **)&p->frames, &p->frame_cap, nfr, sizeof(wt_frame)))) ||
-	    (nst && (wt_hindex_reserve(&pv->stacks, nst) ||
+	    (nst && (wt_hindex_reserve(&pv->stacks, nst) || plain_grow(pv, nst) ||
 		     grow((void **)&p->stacks, &p->stack_cap, nst, sizeof(wt_span)))) ||
-	    (nsa && wt_hindex_reserve(&pv->samples, nsa)))
+	    (nsa && (wt_hindex_reserve(&pv->samples, nsa) ||
+		     grow((void **)&p->samples, &p->sample_cap, nsa, sizeof(wt_sample)))) ||
+	    (nsf && grow((void **)&p->stack_frames, &p->stack_frames_cap, nsf, sizeof(uint32_t))))
 		return WT_ENOMEM;
 	return 0;
 }
 
 /* ---- strings ------------------------------------------------------------- */
+
 typedef struct { const char *s; size_t len; } str_key;
 
 static int str_eq(const void *ctx, uint32_t id, const void *key)
@@ -194,15 +240,8 @@ int wt_profile_intern(wt_profile *p, const char *s, size_t len, uint32_t *id, wt
 	if (p->str_data_len + len + 1 > UINT32_MAX)
 		return wt_err_set(err, WT_ELIMIT, "string table exceeds 4 GiB");
 	if (grow((void **)&p->str_data, &p->str_data_cap, p->str_data_len + len + 1, 1) ||
-	    grow((void **)&p->str_off, &p->str_cap, p->nstrings + 1, sizeof(uint32_t)))
+	    grow_str_index(p, p->nstrings + 1))
 		goto oom;
-	/* str_len shares str_cap: grow it to the same capacity */
-	{
-		uint32_t *nl = realloc(p->str_len, p->str_cap * sizeof(uint32_t));
-		if (!nl)
-			goto oom;
-		p->str_len = nl;
-	}
 	memcpy(p->str_data + p->str_data_len, s, len);
 	p->str_data[p->str_data_len + len] = 0;
 	p->str_off[p->nstrings] = (uint32_t)p->str_data_len;
@@ -551,16 +590,18 @@ static int sample_eq(const void *ctx, uint32_t id, const void *key)
 	return s->stack == k->stack && s->labelset == k->labelset && s->time_ns == k->time_ns;
 }
 
+
 int wt_profile_add_sample(wt_profile *p, uint32_t stack, uint32_t labelset,
 			  int64_t time_ns, const int64_t *values, wt_err *err)
 {
 	if (PRIV(p)->sealed)
 		return wt_err_set(err, WT_EINVAL, "profile: sealed (read only)");
+	profile_priv *pv = PRIV(p);
 	sample_key k = {stack, labelset, time_ns};
-	uint64_t v[3] = {stack, labelset, (uint64_t)time_ns};
-	uint64_t h = hash_u64s(v, 3);
-	uint32_t id;
-	size_t slot, i;
+	int plain = !labelset && !time_ns;
+	uint64_t h = 0;
+	uint32_t id = 0;
+	size_t slot = 0, i;
 	int64_t *dst;
 	int r;
 
@@ -570,9 +611,19 @@ int wt_profile_add_sample(wt_profile *p, uint32_t stack, uint32_t labelset,
 		return wt_err_set(err, WT_EINVAL, "sample refers to unknown stack %u", stack);
 	if (labelset >= p->nlabelsets)
 		return wt_err_set(err, WT_EINVAL, "sample refers to unknown label set %u", labelset);
-	r = wt_hindex_lookup(&PRIV(p)->samples, h, &k, sample_eq, p, &id, &slot);
-	if (r < 0)
-		goto oom;
+	if (plain) {
+		if (stack >= pv->plain_cap && plain_grow(pv, p->nstacks))
+			goto oom;
+		r = pv->plain[stack] != 0;
+		id = pv->plain[stack] - 1;
+	} else {
+		uint64_t v[3] = {stack, labelset, (uint64_t)time_ns};
+
+		h = hash_u64s(v, 3);
+		r = wt_hindex_lookup(&pv->samples, h, &k, sample_eq, p, &id, &slot);
+		if (r < 0)
+			goto oom;
+	}
 	if (r == 0) {
 		size_t cap_before = p->sample_cap;
 		if (p->nsamples >= p->lim.max_samples)
@@ -594,7 +645,10 @@ int wt_profile_add_sample(wt_profile *p, uint32_t stack, uint32_t labelset,
 		p->samples[id].labelset = labelset;
 		p->samples[id].time_ns = time_ns;
 		memset(p->values + (size_t)id * p->ntypes, 0, p->ntypes * sizeof(int64_t));
-		wt_hindex_put(&PRIV(p)->samples, slot, h, id);
+		if (plain)
+			pv->plain[stack] = id + 1;
+		else
+			wt_hindex_put(&pv->samples, slot, h, id);
 	}
 	dst = p->values + (size_t)id * p->ntypes;
 	for (i = 0; i < p->ntypes; i++) {

@@ -175,6 +175,7 @@ void wt_profile_seal(wt_profile *p);
  * or WT_ENOMEM (the profile stays usable). */
 typedef struct wt_profile_sizes {
 	size_t strings, functions, frames, stacks, samples;
+	size_t stack_frames; /* frame ids of all stacks (clamped to max_decompressed) */
 } wt_profile_sizes;
 int wt_profile_reserve(wt_profile *p, const wt_profile_sizes *n);
 

@@ -19,6 +19,7 @@
  */
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <endian.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <sys/queue.h>
@@ -240,14 +241,6 @@ typedef struct pair_map {
 	size_t cap, n; /* cap a power of two, n <= cap / 2 */
 } pair_map;
 
-static inline uint64_t le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static int64_t sat_add64(int64_t a, int64_t b)
 {
 	int64_t r;
@@ -255,6 +248,71 @@ static int64_t sat_add64(int64_t a, int64_t b)
 		return b > 0 ? INT64_MAX : INT64_MIN;
 	return r;
 }
+
+static inline uint64_t le64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+/* The sums of step 1 of index_series: (labels hash, stack hash) → value
+ * and the last minute seen + 1 (0: an empty slot), 32 bytes an entry
+ * (half a cache line: the table of a large range's distinct pairs stays
+ * small), cap a power of two, n <= cap / 2. */
+typedef struct sum_ent {
+	uint64_t lh, sh;
+	int64_t value;
+	uint64_t minute1;
+} sum_ent;
+
+typedef struct sum_map {
+	sum_ent *e;
+	size_t cap, n;
+} sum_map;
+
+static inline size_t sum_home(uint64_t lh, uint64_t sh, size_t cap)
+{
+	return wt_u64map_mix(lh ^ wt_u64map_mix(sh)) & (cap - 1);
+}
+
+/* Add value to (lh, sh) seen in minute. 0 or WT_ENOMEM. */
+static int sum_add(sum_map *m, uint64_t lh, uint64_t sh, int64_t value, uint64_t minute)
+{
+	size_t i;
+
+	if (2 * (m->n + 1) > m->cap) {
+		size_t nc = m->cap ? m->cap * 2 : 4096;
+		sum_ent *ne = calloc(nc, sizeof(*ne));
+
+		if (!ne)
+			return WT_ENOMEM;
+		for (size_t j = 0; j < m->cap; j++) {
+			if (!m->e[j].minute1)
+				continue;
+			for (i = sum_home(m->e[j].lh, m->e[j].sh, nc); ne[i].minute1; i = (i + 1) & (nc - 1))
+				;
+			ne[i] = m->e[j];
+		}
+		free(m->e);
+		m->e = ne;
+		m->cap = nc;
+	}
+	for (i = sum_home(lh, sh, m->cap); m->e[i].minute1; i = (i + 1) & (m->cap - 1))
+		if (m->e[i].lh == lh && m->e[i].sh == sh) {
+			m->e[i].value = sat_add64(m->e[i].value, value);
+			m->e[i].minute1 = minute + 1;
+			return 0;
+		}
+	m->e[i].lh = lh;
+	m->e[i].sh = sh;
+	m->e[i].value = value;
+	m->e[i].minute1 = minute + 1;
+	m->n++;
+	return 0;
+}
+
 
 static pair_ent *pair_slot(pair_map *m, uint64_t lh, uint64_t sh)
 {
@@ -422,7 +480,8 @@ static int index_series(edge_task *t, query *q, const char *svc, const char *typ
 	uint8_t m[8];
 	int rc = 0;
 	const char *labels[2 * MAX_LABELS_PER_STACK];
-	pair_map pairs = {0}, lmatch = {0}, stacks = {0};
+	sum_map pairs = {0};
+	pair_map lmatch = {0}, stacks = {0};
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	rocksdb_iterator_t *it = NULL;
 
@@ -451,15 +510,8 @@ static int index_series(edge_task *t, query *q, const char *svc, const char *typ
 			continue;
 		}
 		minute = edge_be64_get(k + kl - 8);
-		for (size_t off = 0; off < vl; off += EDGE_STACKIDX_ENTRY) {
-			pair_ent *pe = pair_slot(&pairs, le64(v + off), le64(v + off + 8));
-			if (!pe) {
-				rc = WT_ENOMEM;
-				break;
-			}
-			pe->value = sat_add64(pe->value, (int64_t)le64(v + off + 16));
-			pe->minute = minute;
-		}
+		for (size_t off = 0; off < vl && rc == 0; off += EDGE_STACKIDX_ENTRY)
+			rc = sum_add(&pairs, le64(v + off), le64(v + off + 8), (int64_t)le64(v + off + 16), minute);
 	}
 	{
 		char *e = NULL;
@@ -474,11 +526,12 @@ static int index_series(edge_task *t, query *q, const char *svc, const char *typ
 	/* 2. which labels hashes match the filters: one stacks row each
 	 * (lmatch: lh → value 1 match / 0 not; sh unused) */
 	for (size_t i = 0; i < pairs.cap && rc == 0; i++) {
-		pair_ent *pe = &pairs.e[i], *lm;
+		const sum_ent *pe = &pairs.e[i];
+		pair_ent *lm;
 		size_t vl, nl, nf;
 		char *v;
 
-		if (!pe->used)
+		if (!pe->minute1)
 			continue;
 		if (!(lm = pair_slot(&lmatch, pe->lh, 0))) {
 			rc = WT_ENOMEM;
@@ -491,7 +544,7 @@ static int index_series(edge_task *t, query *q, const char *svc, const char *typ
 		if (!q->nfilt)
 			continue;
 		lm->value = 0;
-		if (!(v = stacks_row(t, q, svc, type, pe->minute, pe->lh, pe->sh, ro, &vl)))
+		if (!(v = stacks_row(t, q, svc, type, pe->minute1 - 1, pe->lh, pe->sh, ro, &vl)))
 			continue;
 		if (vl >= 8 && edge_stack_payload_parse((const uint8_t *)v + 8, vl - 8, labels, MAX_LABELS_PER_STACK,
 							&nl, frames, maxframes, &nf) == 0)
@@ -500,17 +553,18 @@ static int index_series(edge_task *t, query *q, const char *svc, const char *typ
 	}
 	/* 3. the matching sums per stack hash (minute and lh: a row to read) */
 	for (size_t i = 0; i < pairs.cap && rc == 0; i++) {
-		pair_ent *pe = &pairs.e[i], *se;
+		const sum_ent *pe = &pairs.e[i];
+		pair_ent *se;
 		const pair_ent *lm;
 
-		if (!pe->used || !(lm = pair_find(&lmatch, pe->lh, 0)) || !lm->value)
+		if (!pe->minute1 || !(lm = pair_find(&lmatch, pe->lh, 0)) || !lm->value)
 			continue;
 		if (!(se = pair_slot(&stacks, 0, pe->sh))) {
 			rc = WT_ENOMEM;
 			break;
 		}
 		if (!se->minute) {
-			se->minute = pe->minute + 1; /* + 1: 0 is "not yet" */
+			se->minute = pe->minute1; /* minute + 1: 0 is "not yet" */
 			se->seen_lh = pe->lh;
 			se->value = 0;
 		}
@@ -583,6 +637,36 @@ static int add_series(edge_task *t, query *q, const char *svc, const char *type,
 	return rc;
 }
 
+/* t->reply_text: the flame graph of f as wt_flame_tree_json and the
+ * members profile_view adds to the table would give. 0 or WT_ENOMEM. */
+static int flame_text(edge_task *t, query *q, const wt_flame *f, const char *unit, const char *type)
+{
+	wt_buf extra = WT_BUF_INIT, out = WT_BUF_INIT;
+	int rc;
+
+	wt_buf_puts(&extra, ",\"project\":");
+	wt_buf_json_str(&extra, q->project);
+	if (q->service) {
+		wt_buf_puts(&extra, ",\"service\":");
+		wt_buf_json_str(&extra, q->service);
+	}
+	wt_buf_puts(&extra, ",\"type\":");
+	if (type)
+		wt_buf_json_str(&extra, type);
+	else
+		wt_buf_puts(&extra, "null");
+	wt_buf_puts(&extra, ",\"source\":\"edge\"");
+	wt_buf_putc(&extra, 0);
+	rc = extra.oom ? WT_ENOMEM : wt_flame_tree_text(f, unit ? unit : "", q->max_nodes, (const char *)extra.data, &out);
+	if (!rc && !wt_buf_putc(&out, 0))
+		t->reply_text = (char *)wt_buf_steal(&out, NULL);
+	else
+		rc = WT_ENOMEM;
+	wt_buf_free(&extra);
+	wt_buf_free(&out);
+	return rc;
+}
+
 static void profile_view(edge_task *t, query *q)
 {
 	series *s = NULL;
@@ -612,6 +696,7 @@ static void profile_view(edge_task *t, query *q)
 		wt_err_set(&t->err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
+	wt_flame_skip_edges(f); /* no call graph view here */
 	for (size_t i = 0; i < n && type; i++) {
 		if ((q->service && strcmp(s[i].svc, q->service)) || strcmp(s[i].type, type))
 			continue;
@@ -622,10 +707,14 @@ static void profile_view(edge_task *t, query *q)
 			goto out;
 		}
 	}
-	if (!strcmp(q->view, "table"))
-		t->reply = wt_flame_table_json(f, unit ? unit : "", q->limit);
-	else
-		t->reply = wt_flame_tree_json(f, unit ? unit : "", q->max_nodes);
+	if (strcmp(q->view, "table")) {
+		/* the flame graph as text, straight from the tree (a jansson
+		 * object per node cost most of the query): the same bytes */
+		if (flame_text(t, q, f, unit, type))
+			wt_err_set(&t->err, WT_ENOMEM, "out of memory rendering the view");
+		goto out;
+	}
+	t->reply = wt_flame_table_json(f, unit ? unit : "", q->limit);
 	if (!t->reply) {
 		wt_err_set(&t->err, WT_ENOMEM, "out of memory rendering the view");
 		goto out;

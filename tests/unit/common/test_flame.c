@@ -408,6 +408,83 @@ static void test_table_limit_and_ids(void **state)
 	wt_flame_free(b);
 }
 
+/* json_dumps(wt_flame_tree_json(...), JSON_COMPACT) + extra members:
+ * what wt_flame_tree_text must equal byte for byte. */
+static char *tree_dumped(const wt_flame *f, const char *unit, size_t max_nodes)
+{
+	json_t *doc = wt_flame_tree_json(f, unit, max_nodes);
+	char *s;
+
+	assert_non_null(doc);
+	json_object_set_new(doc, "source", json_string("edge"));
+	s = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	assert_non_null(s);
+	return s;
+}
+
+static void text_equals_json(const wt_flame *f, const char *unit, size_t max_nodes)
+{
+	wt_buf b = WT_BUF_INIT;
+	char *want = tree_dumped(f, unit, max_nodes);
+
+	assert_int_equal(wt_flame_tree_text(f, unit, max_nodes, ",\"source\":\"edge\"", &b), 0);
+	assert_int_equal(wt_buf_putc(&b, 0), 0);
+	assert_string_equal((const char *)b.data, want);
+	free(want);
+	wt_buf_free(&b);
+}
+
+/* wt_flame_tree_text: the same bytes as jansson's compact dump, for names
+ * that need escaping, non-ASCII names, many siblings, big and negative
+ * values, with and without truncation; U+FFFD where a name is not UTF-8. */
+static void test_tree_text(void **state)
+{
+	static const char *const names[] = {"main", "a\"quoted\"", "back\\slash", "tab\there",
+					    "nl\nret\r", "bell\a\x01\x1f", "caf\xc3\xa9", "\xe2\x82\xac euro",
+					    "\xf0\x9f\x94\xa5", "slash/ok", "\x7f", "b\bf\f", "zz"};
+	const size_t nn = sizeof(names) / sizeof(names[0]);
+	wt_flame *f = wt_flame_new();
+	uint32_t seed = 7;
+	size_t i, k;
+	(void)state;
+
+	assert_non_null(f);
+	text_equals_json(f, "samples", 0); /* empty: the root alone */
+	for (i = 0; i < 3000; i++) {
+		const char *fr[8];
+		size_t d = 1 + (seed = seed * 1103515245u + 12345u) % 8;
+
+		for (k = 0; k < d; k++)
+			fr[k] = names[(seed = seed * 1103515245u + 12345u) % nn];
+		assert_int_equal(wt_flame_add(f, fr, d, (int64_t)(seed % 1000) - 100), 0);
+	}
+	{
+		const char *big[2] = {"main", "huge"};
+		assert_int_equal(wt_flame_add(f, big, 2, INT64_MAX / 2), 0);
+	}
+	text_equals_json(f, "samples", 0);
+	text_equals_json(f, "nano\"seconds", 0);
+	text_equals_json(f, "samples", 1);
+	text_equals_json(f, "samples", 50);
+	text_equals_json(f, "samples", 100000);
+	{
+		/* not UTF-8: jansson refuses it, the text has U+FFFD */
+		wt_flame *g = wt_flame_new();
+		const char *bad[2] = {"ok", "x\xff\xc3(y"};
+		wt_buf b = WT_BUF_INIT;
+
+		assert_non_null(g);
+		assert_int_equal(wt_flame_add(g, bad, 2, 5), 0);
+		assert_int_equal(wt_flame_tree_text(g, "u", 0, NULL, &b), 0);
+		assert_int_equal(wt_buf_putc(&b, 0), 0);
+		assert_non_null(strstr((const char *)b.data, "\"name\":\"x\xef\xbf\xbd\xef\xbf\xbd(y\""));
+		wt_buf_free(&b);
+		wt_flame_free(g);
+	}
+	wt_flame_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_corpus),
 		cmocka_unit_test(test_order_independent),
 		cmocka_unit_test(test_table_limit_and_ids),
+		cmocka_unit_test(test_tree_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -130,6 +130,20 @@ static void test_time_fallbacks(void **state)
 	wt_rollup_free(&r);
 	wt_profile_free(p);
 
+	/* a timed sample first, then an untimed one: two minutes, the
+	 * untimed one in the profile's */
+	p = wt_profile_new(NULL);
+	assert_int_equal(wt_profile_add_type(p, "cpu", "samples", NULL, &ti, NULL), 0);
+	p->time_ns = 300 * MIN_NS;
+	add(p, "main;g", 100 * MIN_NS + 5, &v);
+	add(p, "main;f", 0, &v);
+	assert_int_equal(wt_rollup_build(p, 125 * MIN_NS, &r, &e), 0);
+	expect(&r, "cpu", 100, "g", 3, 3);
+	expect(&r, "cpu", 300, "f", 3, 3);
+	assert_null(find(&r, "cpu", 100, "f"));
+	wt_rollup_free(&r);
+	wt_profile_free(p);
+
 	/* empty profile: no rows, no error */
 	p = wt_profile_new(NULL);
 	assert_int_equal(wt_rollup_build(p, 0, &r, &e), 0);
@@ -258,7 +272,10 @@ static uint32_t lcg(uint32_t *seed)
  * many minutes (some
  * before 1970). Per (type, minute), self sums to the samples' values and
  * every row is checked against a brute-force count. */
-static void test_row_order(void **state)
+/* Random stacks over 400 names; one_minute: every sample in one minute
+ * (the rollup's one-minute path, as for every pprof profile), with some
+ * all-zero samples, and every expected row checked to be there. */
+static void row_order_case(int one_minute)
 {
 	static const char *const parts[] = {"github.com/x/", "github.com/x/y.", "a", "ab", "", "\xc3\xa9",
 					    "Z", "runtime.", "\x7f", "zz", "b",
@@ -271,7 +288,6 @@ static void test_row_order(void **state)
 	wt_err e;
 	uint32_t seed = 12345;
 	size_t i, j;
-	(void)state;
 
 #define RND() lcg(&seed)
 	assert_non_null(p);
@@ -297,6 +313,12 @@ static void test_row_order(void **state)
 		int64_t v[2] = {1 + RND() % 100, RND() % 3 ? 0 : RND() % 1000};
 		int64_t t = ((int64_t)(RND() % 40) - 5) * MIN_NS + (int64_t)(RND() % 1000);
 
+		if (one_minute) {
+			t = 7 * MIN_NS + (int64_t)(RND() % 1000);
+			if (RND() % 10 == 0)
+				v[0] = v[1] = 0;
+		}
+
 		for (k = 0; k < d; k++) {
 			if (k)
 				strcat(stack, ";");
@@ -305,7 +327,7 @@ static void test_row_order(void **state)
 		add(p, stack, t, v);
 	}
 	assert_int_equal(wt_rollup_build(p, 0, &r, &e), 0);
-	assert_true(r.n > 1000);
+	assert_true(r.n > (one_minute ? 300u : 1000u));
 	for (i = 1; i < r.n; i++) {
 		const wt_rollup_row *a = &r.rows[i - 1], *b = &r.rows[i];
 		int c = strcmp(a->type, b->type);
@@ -347,9 +369,51 @@ static void test_row_order(void **state)
 				 (long long)row->minute, row->function, (long long)row->self,
 				 (long long)row->total, (long long)self, (long long)total);
 	}
+	if (one_minute) {
+		/* every (type, name) with a nonzero sum has its row */
+		size_t want = 0;
+
+		for (i = 0; i < 400; i++) {
+			int64_t sum[2][2] = {{0, 0}, {0, 0}};
+			char buf[64];
+
+			for (j = 0; j < i && strcmp(names[j], names[i]); j++)
+				;
+			if (j < i)
+				continue; /* a name drawn twice */
+			for (j = 0; j < p->nsamples; j++) {
+				size_t n, k, t;
+				const uint32_t *fr = wt_profile_stack(p, p->samples[j].stack, &n);
+				int hit = 0;
+
+				for (k = 0; k < n && !hit; k++)
+					hit = !strcmp(wt_profile_frame_name(p, fr[k], buf, sizeof(buf)), names[i]);
+				for (t = 0; t < 2 && hit; t++) {
+					sum[t][1] += wt_profile_values(p, j)[t];
+					if (!strcmp(wt_profile_frame_name(p, fr[0], buf, sizeof(buf)), names[i]))
+						sum[t][0] += wt_profile_values(p, j)[t];
+				}
+			}
+			want += (sum[0][0] || sum[0][1]) + (sum[1][0] || sum[1][1]);
+		}
+		assert_int_equal(r.n, want);
+	}
 #undef RND
 	wt_rollup_free(&r);
 	wt_profile_free(p);
+}
+
+static void test_row_order(void **state)
+{
+	(void)state;
+	row_order_case(0);
+}
+
+/* The same checks when every sample is in one minute. */
+static void test_one_minute(void **state)
+{
+	(void)state;
+	row_order_case(1);
 }
 
 int main(void)
@@ -360,6 +424,7 @@ int main(void)
 		cmocka_unit_test(test_types_and_names),
 		cmocka_unit_test(test_corpus_against_awk),
 		cmocka_unit_test(test_row_order),
+		cmocka_unit_test(test_one_minute),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
