@@ -1330,13 +1330,20 @@ static int parse_duration_setting(const char *s, int64_t *ns)
 	return 0;
 }
 
+/* k's first field in c's field table, NULL when the chunk has no fields
+ * (a class without fields then has every slot at -1: nothing is read) */
+static const jfield *class_fields(const chunk *c, const jclass *k)
+{
+	return c->fld ? c->fld + k->field0 : NULL;
+}
+
 static int on_setting(dec *d, const jclass *k, const fval *vals)
 {
 	chunk *c = &d->ch;
 	size_t n;
 	int isnull, is_period;
 	int64_t ns;
-	const jfield *f0 = &c->fld[k->field0];
+	const jfield *f0 = class_fields(c, k);
 
 	if (k->slot[F_A] < 0 || k->slot[F_B] < 0 || k->slot[F_C] < 0 || c->exec_cls_id < 0 ||
 	    (int64_t)vals[k->slot[F_A]].v != c->exec_cls_id)
@@ -1398,7 +1405,7 @@ static int scan_setting(dec *d, uint32_t ci, size_t pos, size_t evend)
 {
 	chunk *c = &d->ch;
 	const jclass *k = &c->cls[ci];
-	const jfield *f0 = &c->fld[k->field0];
+	const jfield *f0 = class_fields(c, k);
 	fval *vals = c->scr[0];
 	size_t n;
 	int isnull;
@@ -1430,7 +1437,7 @@ static int on_event(dec *d, uint32_t ci, size_t pos, size_t evend)
 {
 	chunk *c = &d->ch;
 	const jclass *k = &c->cls[ci];
-	const jfield *f0 = &c->fld[k->field0];
+	const jfield *f0 = class_fields(c, k);
 	fval *vals = c->scr[0];
 	int64_t values[T_N], t = 0;
 	uint32_t stack = 0, ls = 0;
