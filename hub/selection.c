@@ -718,13 +718,11 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		goto out;
 	}
 	ph3 = cpu_ns();
-	/* only a tree gains from neighbours sharing prefixes (a table view
-	 * keeps per-function figures alone) */
-	/* The rows stay in the order read: sorting them by frames (so that
-	 * neighbours share call-path prefixes the flame builder walks without
-	 * lookups) cost more than the lookups it saved (perf, 100 k stacks:
-	 * the sort's comparisons miss the cache as much as the lookups do),
-	 * and in arena order the frames are read sequentially. */
+	/* The rows stay in stack id order, as their frames lie in the arena:
+	 * sorting them by frames (so that neighbours share call-path prefixes
+	 * the flame builder walks without lookups) cost as much as the
+	 * lookups it saved (perf, 100 k stacks: the sort's comparisons miss
+	 * the cache as much as the lookups do). */
 	if ((rc = frame_map_index(rows, nrows, (const uint32_t *)arena.data, &fm, err)))
 		goto out;
 	ph4 = cpu_ns();
