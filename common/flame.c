@@ -59,6 +59,73 @@ typedef struct fnode {
 	int64_t self, total;
 } fnode;
 
+/* (parent, name) → child node: open addressing with each key and value in
+ * one 12-byte slot, so a lookup — the bulk of adding a stack — touches one
+ * cache line where common/u64map.h's separate key and value arrays touch
+ * two. Load at most 1/2; node UINT32_MAX = empty. */
+typedef struct cslot {
+	uint32_t parent, name, node;
+} cslot;
+
+typedef struct childmap {
+	cslot *s;
+	size_t cap, n;
+} childmap;
+
+static size_t cm_home(const childmap *m, uint32_t parent, uint32_t name)
+{
+	uint64_t x = (uint64_t)parent << 32 | name;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (size_t)x & (m->cap - 1);
+}
+
+/* Room for n entries (cap a power of two >= 2n). 0 or WT_ENOMEM (the map
+ * unchanged). */
+static int cm_reserve(childmap *m, size_t n)
+{
+	size_t cap = m->cap ? m->cap : 256, i, j;
+	cslot *ns;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	if (cap == m->cap)
+		return 0;
+	if (!(ns = malloc(cap * sizeof(*ns))))
+		return WT_ENOMEM;
+	for (i = 0; i < cap; i++)
+		ns[i].node = UINT32_MAX;
+	for (i = 0; i < m->cap; i++) {
+		childmap t = {ns, cap, 0};
+		if (m->s[i].node == UINT32_MAX)
+			continue;
+		for (j = cm_home(&t, m->s[i].parent, m->s[i].name); ns[j].node != UINT32_MAX; j = (j + 1) & (cap - 1))
+			;
+		ns[j] = m->s[i];
+	}
+	free(m->s);
+	m->s = ns;
+	m->cap = cap;
+	return 0;
+}
+
+/* The slot of (parent, name): filled (node != UINT32_MAX) or the empty
+ * one to fill (then n++). Grows first. */
+static int cm_slot(childmap *m, uint32_t parent, uint32_t name, cslot **out)
+{
+	size_t j;
+
+	if ((m->n + 1) * 2 > m->cap && cm_reserve(m, m->n + 1 > 128 ? (m->n + 1) * 2 : 128))
+		return WT_ENOMEM;
+	for (j = cm_home(m, parent, name); m->s[j].node != UINT32_MAX; j = (j + 1) & (m->cap - 1))
+		if (m->s[j].parent == parent && m->s[j].name == name)
+			break;
+	*out = &m->s[j];
+	return 0;
+}
+
 typedef struct fedge {
 	uint32_t from, to;
 	uint64_t mark;
@@ -80,14 +147,14 @@ struct wt_flame {
 	/* tree */
 	fnode *nodes;
 	size_t nnodes, nodes_cap;
-	wt_u64map child_idx; /* parent << 32 | name → node */
+	childmap child_idx; /* (parent, name) → node */
 
 	/* call graph */
 	fedge *edges;
 	size_t nedges, edges_cap;
 	wt_u64map edge_idx; /* from << 32 | to → edge */
 
-	int skip_edges;
+	int skip_edges, skip_tree, skip_fns;
 	/* the previous stack added: its name ids, tree nodes and edges by
 	 * depth, so a stack sharing a prefix with it skips the lookups of
 	 * the shared part */
@@ -101,6 +168,30 @@ struct wt_flame {
 static const char *fname(const wt_flame *f, uint32_t id)
 {
 	return f->pool + f->name_off[id];
+}
+
+/* Room for ncap names in the per-name arrays. */
+static int names_grow(wt_flame *f, size_t ncap)
+{
+	void *a;
+
+	if (!(a = realloc(f->name_off, ncap * sizeof(*f->name_off))))
+		return WT_ENOMEM;
+	f->name_off = a;
+	if (!(a = realloc(f->fself, ncap * sizeof(*f->fself))))
+		return WT_ENOMEM;
+	f->fself = a;
+	if (!(a = realloc(f->ftotal, ncap * sizeof(*f->ftotal))))
+		return WT_ENOMEM;
+	f->ftotal = a;
+	if (!(a = realloc(f->fmark, ncap * sizeof(*f->fmark))))
+		return WT_ENOMEM;
+	f->fmark = a;
+	if (!(a = realloc(f->name_next, ncap * sizeof(*f->name_next))))
+		return WT_ENOMEM;
+	f->name_next = a;
+	f->names_cap = ncap;
+	return 0;
 }
 
 /* Views show a stored unsymbolized frame without its " [bid:…]" suffix
@@ -121,27 +212,8 @@ static int name_intern(wt_flame *f, const char *s, uint32_t *id)
 		}
 	if (f->nnames >= UINT32_MAX - 1 || f->pool_len + len + 1 > UINT32_MAX)
 		return WT_ENOMEM;
-	if (f->nnames == f->names_cap) {
-		size_t c = f->names_cap, ncap = c ? c * 2 : 256;
-		void *a;
-
-		if (!(a = realloc(f->name_off, ncap * sizeof(*f->name_off))))
-			return WT_ENOMEM;
-		f->name_off = a;
-		if (!(a = realloc(f->fself, ncap * sizeof(*f->fself))))
-			return WT_ENOMEM;
-		f->fself = a;
-		if (!(a = realloc(f->ftotal, ncap * sizeof(*f->ftotal))))
-			return WT_ENOMEM;
-		f->ftotal = a;
-		if (!(a = realloc(f->fmark, ncap * sizeof(*f->fmark))))
-			return WT_ENOMEM;
-		f->fmark = a;
-		if (!(a = realloc(f->name_next, ncap * sizeof(*f->name_next))))
-			return WT_ENOMEM;
-		f->name_next = a;
-		f->names_cap = ncap;
-	}
+	if (f->nnames == f->names_cap && names_grow(f, f->names_cap ? f->names_cap * 2 : 256))
+		return WT_ENOMEM;
 	if (grow((void **)&f->pool, &f->pool_cap, f->pool_len + len + 1, 1))
 		return WT_ENOMEM;
 	memcpy(f->pool + f->pool_len, s, len);
@@ -163,6 +235,29 @@ static int name_intern(wt_flame *f, const char *s, uint32_t *id)
 void wt_flame_skip_edges(wt_flame *f)
 {
 	f->skip_edges = 1;
+}
+
+void wt_flame_skip_tree(wt_flame *f)
+{
+	f->skip_tree = 1;
+}
+
+void wt_flame_skip_functions(wt_flame *f)
+{
+	f->skip_fns = 1;
+}
+
+int wt_flame_reserve(wt_flame *f, size_t names, size_t nodes)
+{
+	if (names > UINT32_MAX / 2 || nodes > UINT32_MAX / 2)
+		return WT_ENOMEM;
+	if (names > f->names_cap && (names_grow(f, names) || wt_u64map_reserve(&f->name_idx, names)))
+		return WT_ENOMEM;
+	if (!f->skip_tree && nodes > f->nodes_cap &&
+	    (grow((void **)&f->nodes, &f->nodes_cap, nodes, sizeof(*f->nodes)) ||
+	     cm_reserve(&f->child_idx, nodes)))
+		return WT_ENOMEM;
+	return 0;
 }
 
 wt_flame *wt_flame_new(void)
@@ -196,7 +291,7 @@ void wt_flame_free(wt_flame *f)
 	free(f->name_next);
 	wt_u64map_free(&f->name_idx);
 	free(f->nodes);
-	wt_u64map_free(&f->child_idx);
+	free(f->child_idx.s);
 	free(f->edges);
 	wt_u64map_free(&f->edge_idx);
 	free(f->ids);
@@ -208,14 +303,13 @@ void wt_flame_free(wt_flame *f)
 
 static int child_of(wt_flame *f, uint32_t parent, uint32_t name, uint32_t *out)
 {
-	uint64_t key = (uint64_t)parent << 32 | name;
-	size_t slot;
+	cslot *sl;
 	fnode *n;
 
-	if (wt_u64map_slot(&f->child_idx, key, &slot))
+	if (cm_slot(&f->child_idx, parent, name, &sl))
 		return WT_ENOMEM;
-	if (f->child_idx.vals[slot] != UINT32_MAX) {
-		*out = f->child_idx.vals[slot];
+	if (sl->node != UINT32_MAX) {
+		*out = sl->node;
 		return 0;
 	}
 	if (f->nnodes >= UINT32_MAX - 1 ||
@@ -228,8 +322,9 @@ static int child_of(wt_flame *f, uint32_t parent, uint32_t name, uint32_t *out)
 	n->next_sibling = f->nodes[parent].first_child;
 	n->self = n->total = 0;
 	f->nodes[parent].first_child = (uint32_t)f->nnodes;
-	f->child_idx.keys[slot] = key;
-	f->child_idx.vals[slot] = (uint32_t)f->nnodes;
+	sl->parent = parent;
+	sl->name = name;
+	sl->node = (uint32_t)f->nnodes;
 	f->child_idx.n++;
 	*out = (uint32_t)f->nnodes++;
 	return 0;
@@ -302,15 +397,17 @@ static int add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value)
 		if (i < shared) {
 			node = f->prev_nodes[i];
 		} else {
-			if (child_of(f, node, id, &node)) {
+			/* without a tree every frame stays at the root */
+			if (!f->skip_tree && child_of(f, node, id, &node)) {
 				f->prev_n = 0;
 				return WT_ENOMEM;
 			}
 			f->prev_ids[i] = id;
 			f->prev_nodes[i] = node;
 		}
-		f->nodes[node].total = sat_add(f->nodes[node].total, value);
-		if (f->fmark[id] != f->epoch) {
+		if (!f->skip_tree)
+			f->nodes[node].total = sat_add(f->nodes[node].total, value);
+		if (!f->skip_fns && f->fmark[id] != f->epoch) {
 			f->fmark[id] = f->epoch;
 			f->ftotal[id] = sat_add(f->ftotal[id], value);
 		}
@@ -324,8 +421,9 @@ static int add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value)
 		}
 	}
 	f->prev_n = n;
-	f->nodes[node].self = sat_add(f->nodes[node].self, value);
-	if (n)
+	if (!f->skip_tree)
+		f->nodes[node].self = sat_add(f->nodes[node].self, value);
+	if (n && !f->skip_fns)
 		f->fself[ids[n - 1]] = sat_add(f->fself[ids[n - 1]], value);
 	return 0;
 }

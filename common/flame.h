@@ -34,6 +34,16 @@ wt_flame *wt_flame_new(void);
  * diff). Call before the first add; wt_flame_callgraph_json then has no
  * edges. */
 void wt_flame_skip_edges(wt_flame *f);
+/* Keep only what one view needs (call before the first add):
+ * wt_flame_skip_tree — no tree nodes below the root (a table view:
+ * wt_flame_tree_json then shows only the root, with the total);
+ * wt_flame_skip_functions — no per-function self/total (a flame graph
+ * view: wt_flame_fn finds nothing, the table and call graph are empty). */
+void wt_flame_skip_tree(wt_flame *f);
+void wt_flame_skip_functions(wt_flame *f);
+/* Room for about names distinct names and nodes tree nodes (a caller that
+ * knows its sizes saves the growing); a hint: 0 or WT_ENOMEM. */
+int wt_flame_reserve(wt_flame *f, size_t names, size_t nodes);
 void wt_flame_free(wt_flame *f);
 
 /* Add value for the stack frames[0..n) given ROOT FIRST. 0 or WT_ENOMEM. */

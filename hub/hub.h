@@ -144,6 +144,9 @@ void hub_req_json(hub_req *r, int status, json_t *body);
  * t0 (wt_now_ns(CLOCK_REALTIME), common/clock.h) in the hub's metrics and sends out (owned). out NULL:
  * WT_ENOMEM with *err set, nothing sent. */
 int hub_req_query_json(hub_req *r, int64_t t0, json_t *out, wt_err *err);
+/* The same for a reply already rendered as JSON text (text[0..len),
+ * borrowed): the view cache's stored views. */
+void hub_req_query_text(hub_req *r, int64_t t0, const char *text, size_t len);
 /* Give j to r's arena (json_decref when the request ends). Returns j; NULL
  * when j is NULL or the arena is out of memory (j is then released). */
 json_t *hub_req_own_json(hub_req *r, json_t *j);

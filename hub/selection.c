@@ -322,9 +322,52 @@ static int64_t agg_cover_ns(const hub_sel *s, hub_ch *ch)
 typedef struct agg_row {
 	uint64_t sid;
 	int64_t v;
-	size_t off, nframes; /* in uint32 ids */
-	int have;
+	uint32_t off;     /* in uint32 ids (the arena stays under 16 GiB: off_ok) */
+	uint16_t nframes; /* <= MAX_FRAMES */
+	uint8_t have;
 } agg_row;
+
+/* Can ids at uint32 offset `at` of the arena be addressed by agg_row.off? */
+static int off_ok(size_t at)
+{
+	return at / sizeof(uint32_t) < UINT32_MAX;
+}
+
+/* Sort rows[0..n) by stack id: LSD radix sort, 16 bits a pass, through a
+ * second array. 0 or WT_ENOMEM (rows unchanged). */
+static int rows_by_sid(agg_row *rows, size_t n)
+{
+	agg_row *a = rows, *b = malloc(n * sizeof(*b)), *t;
+	uint32_t *cnt = malloc(65536 * sizeof(*cnt));
+	unsigned shift;
+	size_t i;
+
+	if (!b || !cnt) {
+		free(b);
+		free(cnt);
+		return WT_ENOMEM;
+	}
+	for (shift = 0; shift < 64; shift += 16) {
+		uint32_t sum = 0, c;
+
+		memset(cnt, 0, 65536 * sizeof(*cnt));
+		for (i = 0; i < n; i++)
+			cnt[(a[i].sid >> shift) & 0xffff]++;
+		for (i = 0; i < 65536; i++) {
+			c = cnt[i];
+			cnt[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			b[cnt[(a[i].sid >> shift) & 0xffff]++] = a[i];
+		t = a;
+		a = b;
+		b = t;
+	}
+	free(b); /* an even number of passes: the sorted rows are in rows */
+	free(cnt);
+	return 0;
+}
 
 /* Frames of the rows still missing, from profile_stacks_v1 (interned into
  * the cache's dictionary d, ids into the arena). union_q: the selection's
@@ -391,8 +434,12 @@ static int fetch_missing(hub_ch *ch, const hub_sel *s, hub_stacklru *c, hub_fram
 			rc = wt_err_set(err, rc, "out of memory");
 			goto out;
 		}
-		r->off = at / sizeof(uint32_t);
-		r->nframes = (arena->len - at) / sizeof(uint32_t);
+		if (!off_ok(arena->len)) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory: too many frames");
+			goto out;
+		}
+		r->off = (uint32_t)(at / sizeof(uint32_t));
+		r->nframes = (uint16_t)((arena->len - at) / sizeof(uint32_t));
 		r->have = 1;
 	}
 out:
@@ -400,23 +447,6 @@ out:
 	wt_buf_free(&res);
 	wt_buf_free(&names);
 	return rc;
-}
-
-/* Order rows by their frame ids (root first): neighbours share call-path
- * prefixes, which the flame builder then walks without lookups. */
-static int row_frames_cmp(const void *a, const void *b, void *ctx)
-{
-	const agg_row *x = a, *y = b;
-	const uint32_t *ids = ctx;
-	size_t i, n;
-
-	if (!x->have || !y->have)
-		return x->have - y->have;
-	n = x->nframes < y->nframes ? x->nframes : y->nframes;
-	for (i = 0; i < n; i++)
-		if (ids[x->off + i] != ids[y->off + i])
-			return ids[x->off + i] < ids[y->off + i] ? -1 : 1;
-	return (x->nframes > y->nframes) - (x->nframes < y->nframes);
 }
 
 /* Per distinct frame id of the rows: its names in the flame builder (one,
@@ -429,6 +459,7 @@ typedef struct frame_map {
 	uint32_t (*span)[2];
 	uint32_t *bids;
 	size_t nbids, cap_bids;
+	size_t nd; /* distinct frame ids */
 } frame_map;
 
 static void frame_map_free(frame_map *m)
@@ -438,29 +469,38 @@ static void frame_map_free(frame_map *m)
 	free(m->bids);
 }
 
-static int frame_map_build(hub_ch *ch, const hub_sel *s, hub_stacklru *c, hub_framedict *d, const agg_row *rows,
-			   size_t nrows, const uint32_t *ids, wt_flame *f, frame_map *m, wt_err *err)
+/* m->dense and m->nd: the distinct frame ids of the rows, numbered from 1
+ * in the order met (rows in arena order: sequential reads). */
+static int frame_map_index(const agg_row *rows, size_t nrows, const uint32_t *ids, frame_map *m, wt_err *err)
 {
-	wt_buf names = WT_BUF_INIT, sym = WT_BUF_INIT;
-	uint32_t *distinct = NULL, maxid = 0;
-	size_t *offs = NULL, nd = 0, i, j;
-	int rc = 0;
+	uint32_t maxid = 0;
+	size_t i, j;
 
 	for (i = 0; i < nrows; i++)
 		for (j = 0; j < rows[i].nframes; j++)
 			if (ids[rows[i].off + j] > maxid)
 				maxid = ids[rows[i].off + j];
 	m->ndense = (size_t)maxid + 1;
-	if (!(m->dense = calloc(m->ndense, sizeof(*m->dense)))) {
-		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
-		goto out;
-	}
+	m->nd = 0;
+	if (!(m->dense = calloc(m->ndense, sizeof(*m->dense))))
+		return wt_err_set(err, WT_ENOMEM, "out of memory building the view");
 	for (i = 0; i < nrows; i++)
 		for (j = 0; j < rows[i].nframes; j++) {
 			uint32_t id = ids[rows[i].off + j];
 			if (!m->dense[id])
-				m->dense[id] = (uint32_t)++nd;
+				m->dense[id] = (uint32_t)++m->nd;
 		}
+	return 0;
+}
+
+static int frame_map_build(hub_ch *ch, const hub_sel *s, hub_stacklru *c, hub_framedict *d, size_t nrows,
+			   wt_flame *f, frame_map *m, wt_err *err)
+{
+	wt_buf names = WT_BUF_INIT, sym = WT_BUF_INIT;
+	uint32_t *distinct = NULL;
+	size_t *offs = NULL, nd = m->nd, i, j;
+	int rc = 0;
+
 	distinct = malloc((nd ? nd : 1) * sizeof(*distinct));
 	offs = malloc((nd ? nd : 1) * sizeof(*offs));
 	m->span = malloc((nd ? nd : 1) * sizeof(*m->span));
@@ -471,6 +511,12 @@ static int frame_map_build(hub_ch *ch, const hub_sel *s, hub_stacklru *c, hub_fr
 	for (i = 0; i < m->ndense; i++)
 		if (m->dense[i])
 			distinct[m->dense[i] - 1] = (uint32_t)i;
+	/* every distinct frame is at least one name and one node, every
+	 * stack at least one leaf node: room for that at once */
+	if (wt_flame_reserve(f, wt_flame_nnames(f) + nd, nd + nrows + 1)) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
+		goto out;
+	}
 	if ((rc = hub_stacklru_names(c, d, distinct, nd, &names, offs))) {
 		rc = wt_err_set(err, rc, "frame dictionary: %s", rc == WT_ENOMEM ? "out of memory" : "unknown id");
 		goto out;
@@ -611,9 +657,16 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	for (i = k = 0; i < nrows; i++)
 		if (rows[i].v)
 			rows[k++] = rows[i];
-	if (k != nrows)
-		wt_u64map_clear(&idx);
 	nrows = k;
+	/* in stack id order: the view no longer depends on the order
+	 * ClickHouse sent the rows in (node ids, which break ties where a
+	 * flame graph is cut at max_nodes, follow the order stacks are added
+	 * in); the row indices in idx change with it */
+	if (nrows > 1 && (rc = rows_by_sid(rows, nrows))) {
+		rc = wt_err_set(err, rc, "out of memory");
+		goto out;
+	}
+	wt_u64map_clear(&idx);
 	if (!nrows) { /* no stack: no unit either, as on the raw path */
 		free(*unit);
 		*unit = NULL;
@@ -635,8 +688,12 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 				nmiss++;
 				continue;
 			}
-			r->off = offs[j];
-			r->nframes = nfs[j] < MAX_FRAMES ? nfs[j] : MAX_FRAMES;
+			if (!off_ok(arena.len)) {
+				rc = wt_err_set(err, WT_ENOMEM, "out of memory: too many frames");
+				goto out;
+			}
+			r->off = (uint32_t)offs[j];
+			r->nframes = (uint16_t)(nfs[j] < MAX_FRAMES ? nfs[j] : MAX_FRAMES);
 			r->have = 1;
 		}
 	}
@@ -661,10 +718,15 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		goto out;
 	}
 	ph3 = cpu_ns();
-	if (nrows > 1)
-		qsort_r(rows, nrows, sizeof(*rows), row_frames_cmp, arena.data);
+	/* The rows stay in stack id order, as their frames lie in the arena:
+	 * sorting them by frames (so that neighbours share call-path prefixes
+	 * the flame builder walks without lookups) cost as much as the
+	 * lookups it saved (perf, 100 k stacks: the sort's comparisons miss
+	 * the cache as much as the lookups do). */
+	if ((rc = frame_map_index(rows, nrows, (const uint32_t *)arena.data, &fm, err)))
+		goto out;
 	ph4 = cpu_ns();
-	if ((rc = frame_map_build(ch, s, c, d, rows, nrows, (const uint32_t *)arena.data, f, &fm, err)))
+	if ((rc = frame_map_build(ch, s, c, d, nrows, f, &fm, err)))
 		goto out;
 	ph5 = cpu_ns();
 	if (!(bids = malloc(MAX_FRAMES * sizeof(*bids)))) {
@@ -698,7 +760,7 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	 * wall clock; the hub's phases: this thread's CPU time, so the figures
 	 * hold on a loaded machine) */
 	wt_debug("msg=\"flame from aggregates\" stacks=%zu misses=%zu clickhouse_ms=%.1f cache_ms=%.1f"
-		 " fetch_ms=%.1f sort_ms=%.1f frames_ms=%.1f build_ms=%.1f", nrows, nmiss, ph0 / 1e6,
+		 " fetch_ms=%.1f index_ms=%.1f frames_ms=%.1f build_ms=%.1f", nrows, nmiss, ph0 / 1e6,
 		 (ph2 - ph1) / 1e6, (ph3 - ph2) / 1e6, (ph4 - ph3) / 1e6, (ph5 - ph4) / 1e6, (cpu_ns() - ph5) / 1e6);
 out:
 	if (d)

@@ -89,6 +89,14 @@ int hub_req_query_json(hub_req *r, int64_t t0, json_t *out, wt_err *err)
 	return 0;
 }
 
+void hub_req_query_text(hub_req *r, int64_t t0, const char *text, size_t len)
+{
+	atomic_fetch_add(&r->ctx->metrics.queries_total, 1);
+	atomic_fetch_add(&r->ctx->metrics.query_ns_total, (long)(wt_now_ns(CLOCK_REALTIME) - t0));
+	count_status(r, 200);
+	wt_http_send_bytes(r->req, 200, "application/json", text, len);
+}
+
 static void json_dtor(void *p)
 {
 	json_decref(p);

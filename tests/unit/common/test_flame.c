@@ -485,6 +485,64 @@ static void test_tree_text(void **state)
 	wt_flame_free(f);
 }
 
+/* A builder that skips the tree gives the same table and call graph as a
+ * full one (and a tree of the root alone, with the total); one that skips
+ * the per-function figures gives the same tree (and an empty table);
+ * wt_flame_reserve changes nothing. Stacks with recursion and shared
+ * prefixes, added in one order to all three. */
+static void test_skip_parts(void **state)
+{
+	enum { NS = 300, DEPTH = 8 };
+	char names[DEPTH][16];
+	const char *fr[DEPTH];
+	wt_flame *full = wt_flame_new(), *notree = wt_flame_new(), *nofns = wt_flame_new();
+	json_t *ja, *jb;
+	char *sa, *sb;
+	size_t i, j, n;
+	(void)state;
+
+	wt_flame_skip_tree(notree);
+	wt_flame_skip_functions(nofns);
+	assert_int_equal(wt_flame_reserve(notree, 100, 1000), 0);
+	assert_int_equal(wt_flame_reserve(nofns, 100, 1000), 0);
+	srand(7);
+	for (i = 0; i < NS; i++) {
+		n = 1 + (size_t)rand() % DEPTH;
+		for (j = 0; j < n; j++) {
+			snprintf(names[j], sizeof(names[j]), "g%d", rand() % (j < 2 ? 2 : 5));
+			fr[j] = names[j];
+		}
+		assert_int_equal(wt_flame_add(full, fr, n, (int64_t)i + 1), 0);
+		assert_int_equal(wt_flame_add(notree, fr, n, (int64_t)i + 1), 0);
+		assert_int_equal(wt_flame_add(nofns, fr, n, (int64_t)i + 1), 0);
+	}
+	for (i = 0; i < 3; i++) {
+		ja = i == 0 ? wt_flame_table_json(full, "u", 0) : i == 1 ? wt_flame_callgraph_json(full, "u", 0)
+		   : wt_flame_tree_json(full, "u", 0);
+		jb = i == 0 ? wt_flame_table_json(notree, "u", 0) : i == 1 ? wt_flame_callgraph_json(notree, "u", 0)
+		   : wt_flame_tree_json(nofns, "u", 0);
+		sa = json_dumps(ja, JSON_SORT_KEYS | JSON_COMPACT);
+		sb = json_dumps(jb, JSON_SORT_KEYS | JSON_COMPACT);
+		assert_string_equal(sa, sb);
+		free(sa);
+		free(sb);
+		json_decref(ja);
+		json_decref(jb);
+	}
+	assert_int_equal(wt_flame_total(notree), wt_flame_total(full));
+	ja = wt_flame_tree_json(notree, "u", 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(ja, "root"), "total")),
+			 wt_flame_total(full));
+	assert_int_equal(json_array_size(json_object_get(json_object_get(ja, "root"), "children")), 0);
+	json_decref(ja);
+	ja = wt_flame_table_json(nofns, "u", 0);
+	assert_int_equal(json_array_size(json_object_get(ja, "rows")), 0);
+	json_decref(ja);
+	wt_flame_free(full);
+	wt_flame_free(notree);
+	wt_flame_free(nofns);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -494,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_order_independent),
 		cmocka_unit_test(test_table_limit_and_ids),
 		cmocka_unit_test(test_tree_text),
+		cmocka_unit_test(test_skip_parts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
