@@ -189,6 +189,7 @@ class LargeUpload(unittest.TestCase):
         self.assertEqual(st, 200, js)
         self.assertEqual(sorted((i["service"], i["function"]) for i in js["issues"] if i["state"] == "open"),
                          [("big", "hot"), ("direct", "hot")], js)
+        self.assertNotIn("regression run failed", hub.read_log())  # the worker's runs (all projects)
 
 
 if __name__ == "__main__":
