@@ -6,9 +6,15 @@
  *   1. totals per (project, service, type) in both windows (rollup self
  *      sums: the self values of a profile add up to its total);
  *   2. the latest row of every issue key (argMax by version);
- *   3. per function self in both windows, for functions seen recently
- *      (rows of one symbolized native function added up first);
+ *   3. per function self in both windows, for the candidates ClickHouse
+ *      chooses (see "candidates" below; rows of one symbolized native
+ *      function added up first);
  * then every changed issue row is written with version = window end.
+ *
+ * Memory: the hub holds at most about 2 × regress_max_candidates function
+ * rows (plus the issue keys of step 2), whatever the number of distinct
+ * functions in the windows: the group totals, shares and ordering are
+ * computed by ClickHouse.
  */
 #include "regress.h"
 #include "clock.h"
@@ -90,7 +96,8 @@ int hub_regress_config_load(const char *path, hub_regress_config *c, wt_err *err
 	    (rc = cfg_int(&cf, "analysis.recent_window_s", 900, 1, 30 * 86400, &c->recent_s, err)) ||
 	    (rc = cfg_int(&cf, "analysis.baseline_window_s", 86400, 1, 366 * 86400, &c->baseline_s, err)) ||
 	    (rc = cfg_double(&cf, "analysis.min_effect", 0.02, 0, 1, &c->min_effect, err)) ||
-	    (rc = cfg_double(&cf, "analysis.alpha", 0.001, 1e-12, 0.5, &c->alpha, err)))
+	    (rc = cfg_double(&cf, "analysis.alpha", 0.001, 1e-12, 0.5, &c->alpha, err)) ||
+	    (rc = cfg_int(&cf, "analysis.regress_max_candidates", 10000, 1, 1000000, &c->max_candidates, err)))
 		goto out;
 	{
 		int iv;
@@ -439,6 +446,78 @@ static void window_cond(wt_buf *b, const run *x, const char *project)
 	}
 }
 
+/* ---- candidates ------------------------------------------------------------
+ *
+ * Only a function whose share grew by at least min_effect can open or keep
+ * an issue, and only one with an open issue can be resolved while seen, so
+ * step 3 reads (at most regress_max_candidates rows each):
+ *   a. plain function names with share growth ≥ min_effect, or the key of
+ *      an open issue (those first), largest growth first;
+ *   b. native frames (names with "+0x" or " [bid:", see common/symref.h):
+ *      their rows are added up per function after symbolization, so none
+ *      can be filtered alone; all rows of a group are read when the sum of
+ *      its rows' positive share growths reaches min_effect (no function
+ *      made of some of them can grow more) or it has an open issue,
+ *      largest growth first.
+ * The filter is widened by REGRESS_EFF_SLACK so that rounding in
+ * ClickHouse never hides a function the exact test in fn_eval() passes. */
+
+#define REGRESS_EFF_SLACK 1e-9
+#define NATIVE_COND "(position(function, '+0x') > 0 OR position(function, ' [bid:') > 0)"
+
+/* (p, s, t, function, u, rs, bs, tr, tb, eff): per function sums with rs >
+ * 0 joined with their group's totals; native or plain names only */
+static void fn_sub(wt_buf *b, const run *x, const char *project, int native)
+{
+	long long r0 = (long long)(x->r0 / NS);
+
+	wt_buf_printf(b, "(SELECT project, service, sample_type, function, u, rs, bs, tr, tb,"
+		      " rs / tr - bs / tb AS eff FROM (SELECT project, service, sample_type, function,"
+		      " any(unit) AS u, sumIf(self, minute >= toDateTime(%lld)) AS rs,"
+		      " sumIf(self, minute < toDateTime(%lld)) AS bs", r0, r0);
+	window_cond(b, x, project);
+	wt_buf_printf(b, " AND sample_type != 'samples' AND %s" NATIVE_COND, native ? "" : "NOT ");
+	wt_buf_printf(b, " GROUP BY project, service, sample_type, function HAVING rs > 0) ANY INNER JOIN"
+		      " (SELECT project, service, sample_type, sumIf(self, minute >= toDateTime(%lld)) AS tr,"
+		      " sumIf(self, minute < toDateTime(%lld)) AS tb", r0, r0);
+	window_cond(b, x, project);
+	wt_buf_puts(b, " GROUP BY project, service, sample_type) USING (project, service, sample_type))");
+}
+
+/* the keys (p, s, t, function) of open issues, as a subquery */
+static void open_keys(wt_buf *b, const char *project, int with_function)
+{
+	wt_buf_printf(b, "(SELECT project, service, sample_type%s FROM issues_v1", with_function ? ", function" : "");
+	if (project) {
+		wt_buf_puts(b, " WHERE project = ");
+		hub_sql_quote(b, project);
+	}
+	wt_buf_puts(b, " GROUP BY project, service, sample_type, function HAVING argMax(state, version) = 'open')");
+}
+
+static void candidates_sql(wt_buf *b, const run *x, const char *project, int native)
+{
+	double eff = x->c->min_effect - REGRESS_EFF_SLACK;
+
+	wt_buf_puts(b, "SELECT project, service, sample_type, function, u, rs, bs FROM ");
+	fn_sub(b, x, project, native);
+	if (!native) {
+		wt_buf_puts(b, " WHERE (project, service, sample_type, function) IN ");
+		open_keys(b, project, 1);
+		wt_buf_printf(b, " OR eff >= %.17g ORDER BY (project, service, sample_type, function) IN ", eff);
+		open_keys(b, project, 1);
+		wt_buf_puts(b, " DESC, eff DESC");
+	} else {
+		wt_buf_puts(b, " WHERE (project, service, sample_type) IN (SELECT project, service, sample_type FROM ");
+		fn_sub(b, x, project, 1);
+		wt_buf_printf(b, " GROUP BY project, service, sample_type HAVING sumIf(eff, eff > 0) >= %.17g)"
+			      " OR (project, service, sample_type) IN ", eff);
+		open_keys(b, project, 0);
+		wt_buf_puts(b, " ORDER BY eff DESC");
+	}
+	wt_buf_printf(b, " LIMIT %d FORMAT TabSeparated", x->c->max_candidates);
+}
+
 int hub_regress_run(hub_regress *g, hub_ch *ch, int64_t at_ns, const char *project,
 		    hub_regress_result *res, wt_err *err)
 {
@@ -496,19 +575,20 @@ int hub_regress_run(hub_regress *g, hub_ch *ch, int64_t at_ns, const char *proje
 	hub_tsv_each((char *)out.data, out.len, 9, latest_row, &x);
 	if ((rc = x.rc))
 		goto oom;
-	/* 3. per function, those seen recently */
-	wt_buf_reset(&sql);
-	wt_buf_reset(&out);
-	wt_buf_printf(&sql, "SELECT project, service, sample_type, function, any(unit),"
-		      " sumIf(self, minute >= toDateTime(%lld)) AS rs, sumIf(self, minute < toDateTime(%lld))",
-		      (long long)(x.r0 / NS), (long long)(x.r0 / NS));
-	window_cond(&sql, &x, project);
-	wt_buf_puts(&sql, " GROUP BY project, service, sample_type, function HAVING rs > 0 FORMAT TabSeparated");
-	if ((rc = hub_ch_query_buf(ch, &sql, &out, err)))
-		goto done;
-	hub_tsv_each((char *)out.data, out.len, 7, fn_collect, &x);
-	if ((rc = x.rc))
-		goto done; /* x.err says what */
+	/* 3. per function, the candidates (plain names, then native frames) */
+	for (int native = 0; native < 2; native++) {
+		wt_buf_reset(&sql);
+		wt_buf_reset(&out);
+		candidates_sql(&sql, &x, project, native);
+		if (sql.oom)
+			goto oom;
+		if ((rc = hub_ch_query_buf(ch, &sql, &out, err)))
+			goto done;
+		hub_tsv_each((char *)out.data, out.len, 7, fn_collect, &x);
+		if ((rc = x.rc))
+			goto done; /* x.err says what */
+	}
+	wt_buf_free(&out); /* the rows are in x.fs */
 	if (x.nfs)
 		qsort(x.fs, x.nfs, sizeof(*x.fs), fn_sum_cmp);
 	for (i = 0; i < x.nfs;) {

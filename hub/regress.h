@@ -30,7 +30,11 @@
  * Config (libconfig, section `analysis`, docs/operations.md "## Regression
  * detection"): regress_interval_s (60; 0 = no worker thread, runs only on
  * POST /v1/admin/analysis/run), recent_window_s (900), baseline_window_s
- * (86400), min_effect (0.02), alpha (0.001), period_ns (10000000).
+ * (86400), min_effect (0.02), alpha (0.001), period_ns (10000000),
+ * regress_max_candidates (10000: ClickHouse picks the functions a run
+ * reads, those whose share grew by min_effect or that have an open issue,
+ * at most this many plain names and as many native-frame rows; see
+ * regress.c "candidates").
  */
 #ifndef HUB_REGRESS_H
 #define HUB_REGRESS_H
@@ -49,6 +53,7 @@ typedef struct hub_regress_config {
 	double min_effect;
 	double alpha;
 	int64_t period_ns;
+	int max_candidates; /* function rows read per run and kind (plain, native) */
 } hub_regress_config;
 
 typedef struct hub_regress_result {
