@@ -184,9 +184,18 @@ object_store = {{ {object_store} }};
         return js
 
     def upload(self, data, token, service, **params):
+        """POST /v1/profiles; retried (as a client does on its Retry-After)
+        when the hub deferred it because writing its replication claim took
+        longer than replication.claim_settle_ms: a loaded machine's
+        ClickHouse (docs/operations.md). Any other answer is returned."""
         q = {"service": service}
         q.update(params)
-        return self.request("POST", "/v1/profiles?" + urllib.parse.urlencode(q), data, token=token)
+        for _ in range(5):
+            st, js = self.request("POST", "/v1/profiles?" + urllib.parse.urlencode(q), data, token=token)
+            if not (st == 503 and "claim" in str(js)):
+                break
+            time.sleep(1)
+        return st, js
 
     def query(self, project, view, token, **params):
         return self.request("GET", f"/v1/projects/{project}/profiles/{view}?" + urllib.parse.urlencode(params),
