@@ -130,10 +130,10 @@ static void test_python_policy(void **state)
 	edge_config_free(&cfg);
 
 	/* first match wins; a rule without ebpf.python (-1) keeps the default */
-	edge_py_rule rules[] = {{"api-*", 1}, {"db*", -1}, {"*", 0}};
+	edge_service_rule rules[] = {{"api-*", {1, -1, -1, -1}}, {"db*", {-1, -1, -1, -1}}, {"*", {0, -1, -1, -1}}};
 	edge_ebpf_cfg e = {0};
-	e.py_rules = rules;
-	e.npy_rules = 3;
+	e.svc_rules = rules;
+	e.nsvc_rules = 3;
 	e.python = 1;
 	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 1);
 	assert_int_equal(edge_ebpf_cfg_python(&e, "db-main"), 1);
@@ -141,7 +141,7 @@ static void test_python_policy(void **state)
 	e.python = 0;
 	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 1);
 	assert_int_equal(edge_ebpf_cfg_python(&e, "db-main"), 0);
-	e.npy_rules = 0;
+	e.nsvc_rules = 0;
 	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 0);
 }
 
@@ -183,10 +183,10 @@ static void test_lock_policy(void **state)
 	cfg.nprojects = 0;
 	edge_config_free(&cfg);
 
-	edge_py_rule rules[] = {{"db*", 0}, {"api-*", -1}};
+	edge_service_rule rules[] = {{"db*", {-1, 0, -1, -1}}, {"api-*", {-1, -1, -1, -1}}};
 	edge_ebpf_cfg e = {0};
-	e.lock_rules = rules;
-	e.nlock_rules = 2;
+	e.svc_rules = rules;
+	e.nsvc_rules = 2;
 	e.lock = 1;
 	assert_int_equal(edge_ebpf_cfg_lock(&e, "db-main"), 0);
 	assert_int_equal(edge_ebpf_cfg_lock(&e, "api-1"), 1);
@@ -195,16 +195,17 @@ static void test_lock_policy(void **state)
 	e.lock = 0;
 	assert_int_equal(edge_ebpf_cfg_lock(&e, "api-1"), 0);
 	assert_int_equal(edge_ebpf_cfg_lock_any(&e), 0); /* nothing turns it on: not loaded */
-	rules[1].on = 1;
+	rules[1].on[EDGE_SVC_LOCK] = 1;
 	assert_int_equal(edge_ebpf_cfg_lock(&e, "api-1"), 1);
 	assert_int_equal(edge_ebpf_cfg_lock_any(&e), 1);
+	/* the other switches of the same rules stay at their defaults */
+	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 0);
+	assert_int_equal(edge_ebpf_cfg_alloc_any(&e), 0);
 
 	/* lock addresses: off by default, on for the services a rule names */
-	edge_py_rule addr[] = {{"db*", 1}};
 	assert_int_equal(edge_ebpf_cfg_lock_address(&e, "db-main"), 0);
 	assert_int_equal(edge_ebpf_cfg_lock_address_any(&e), 0);
-	e.lockaddr_rules = addr;
-	e.nlockaddr_rules = 1;
+	rules[0].on[EDGE_SVC_LOCK_ADDRESS] = 1;
 	assert_int_equal(edge_ebpf_cfg_lock_address(&e, "db-main"), 1);
 	assert_int_equal(edge_ebpf_cfg_lock_address(&e, "api-1"), 0);
 	assert_int_equal(edge_ebpf_cfg_lock_address_any(&e), 1);
@@ -252,15 +253,15 @@ static void test_alloc_policy(void **state)
 	cfg.nprojects = 0;
 	edge_config_free(&cfg);
 
-	edge_py_rule rules[] = {{"db*", 1}, {"api-*", -1}};
+	edge_service_rule rules[] = {{"db*", {-1, -1, -1, 1}}, {"api-*", {-1, -1, -1, -1}}};
 	edge_ebpf_cfg e = {0};
-	e.alloc_rules = rules;
-	e.nalloc_rules = 2;
+	e.svc_rules = rules;
+	e.nsvc_rules = 2;
 	assert_int_equal(edge_ebpf_cfg_alloc(&e, "db-main"), 1);
 	assert_int_equal(edge_ebpf_cfg_alloc(&e, "api-1"), 0);
 	assert_int_equal(edge_ebpf_cfg_alloc(&e, "web"), 0);
 	assert_int_equal(edge_ebpf_cfg_alloc_any(&e), 1); /* a rule turns it on: loaded */
-	rules[0].on = -1;
+	rules[0].on[EDGE_SVC_ALLOC] = -1;
 	assert_int_equal(edge_ebpf_cfg_alloc_any(&e), 0);
 	e.alloc = 1;
 	assert_int_equal(edge_ebpf_cfg_alloc(&e, "api-1"), 1);
