@@ -185,10 +185,7 @@ class PolicySamplerTest(unittest.TestCase):
             out = subprocess.run([work, str(seconds)], capture_output=True, text=True, timeout=seconds + 60)
             self.assertEqual(out.returncode, 0, out.stderr)
             pid = json.loads(out.stdout.strip().splitlines()[-1])["pid"]
-            flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-            deadline = time.time() + 30
-            while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
-                time.sleep(0.1)
+            e.wait_flushes(3)
             st, js = e.query("table", service="unwindwork", type="cpu", **{"label.pid": str(pid)})
             self.assertEqual(st, 200, js)
             self.assertGreater(js["total"], 0)

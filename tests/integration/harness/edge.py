@@ -176,6 +176,17 @@ replication = {{ {replication} }};
                 out[k] = float(v)
         return out
 
+    def wait_flushes(self, n, timeout=30):
+        """Wait until the eBPF sampler has flushed n times more than now
+        (what ran before is then in the buffer), for up to timeout seconds;
+        returns whether it did."""
+        key = "wt_edge_ebpf_flushes_total"
+        want = self.metrics().get(key, 0) + n
+        deadline = time.time() + timeout
+        while time.time() < deadline and self.metrics().get(key, 0) < want:
+            time.sleep(0.1)
+        return self.metrics().get(key, 0) >= want
+
 
 def replicating_edge(testcase, hub, pki, edge_id, extra_cfg=""):
     """A started Edge that replicates to hub (harness.hub.Hub, started with
