@@ -21,6 +21,7 @@ edge=$BUILD/bin/wt-edge
 load=$BUILD/bench/ingest_load
 [[ -x $edge && -x $load ]] || { echo "edge_ingest: build $edge and $load first (make bench)"; exit 1; }
 
+# shellcheck source=bench/lib/edge.sh
 source bench/lib/edge.sh
 bench_edge_init edge_ingest wt-edge-bench
 

@@ -12,6 +12,7 @@ BUILD=${BUILD:-build}
 edge=$BUILD/bin/wt-edge
 [[ -x $edge ]] || { echo "edge_query: build $edge first (make)"; exit 1; }
 
+# shellcheck source=bench/lib/edge.sh
 source bench/lib/edge.sh
 bench_edge_init edge_query wt-edge-query
 

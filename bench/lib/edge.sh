@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154  # sets PORT for, and uses $edge of, the sourcing script
 # bench/lib/edge.sh — sourced (not run: bench/run runs bench/*.sh only) by
 # the bench scripts that time one wt-edge on loopback (bench/edge_ingest.sh,
 # bench/edge_query.sh): a temp dir removed on exit with the edge stopped,
