@@ -131,8 +131,7 @@ class EbpfAlloc(unittest.TestCase):
             self.assertEqual(p.returncode, 0, err)
         truth = json.loads(outs[0][0].strip().splitlines()[-1])
         other = json.loads(outs[1][0].strip().splitlines()[-1])
-        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-        self.wait(lambda: e.metrics()["wt_edge_ebpf_flushes_total"] >= flushes + 2, 30, "no flush", e)
+        self.assertTrue(e.wait_flushes(2), "no flush\n" + e.read_log()[-3000:])
 
         st, js = e.query("table", service="allocwork", type="native_alloc", **{"label.pid": str(truth["pid"])})
         self.assertEqual(st, 200, js)
@@ -211,8 +210,7 @@ class EbpfAlloc(unittest.TestCase):
             self.assertEqual(p.returncode, 0, err)
         truth = json.loads(outs[0][0].strip().splitlines()[-1])
         cxx = json.loads(outs[1][0].strip().splitlines()[-1])
-        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-        self.wait(lambda: e.metrics()["wt_edge_ebpf_flushes_total"] >= flushes + 2, 30, "no flush", e)
+        self.assertTrue(e.wait_flushes(2), "no flush\n" + e.read_log()[-3000:])
         st, js = e.query("table", service="allocwork", type="native_alloc", **{"label.pid": str(truth["pid"])})
         self.assertEqual(st, 200, js)
         rows = {r["function"]: r.get("total", 0) for r in js.get("rows", [])}
