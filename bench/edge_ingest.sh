@@ -21,34 +21,20 @@ edge=$BUILD/bin/wt-edge
 load=$BUILD/bench/ingest_load
 [[ -x $edge && -x $load ]] || { echo "edge_ingest: build $edge and $load first (make bench)"; exit 1; }
 
-tmp=$(mktemp -d /tmp/wt-edge-bench.XXXXXX)
-pid=
-cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+# shellcheck source=bench/lib/edge.sh
+source bench/lib/edge.sh
+bench_edge_init edge_ingest wt-edge-bench
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-start_edge() { # sync(true|false) rollup_mode
-	local port; port=$(free_port)
+start_edge() { # sync(true|false) rollup_mode: on a fresh data dir
 	rm -rf "$tmp/data"
-	cat >"$tmp/edge.cfg" <<CFG
-edge = { id = "bench"; listen = "127.0.0.1:$port"; data_dir = "$tmp/data"; sync = $1; workers = 4; rollup_mode = "$2"; };
-projects = ( { name = "bench"; upload_tokens = [ "bench-up" ]; read_tokens = [ "bench-read" ]; } );
-CFG
-	WT_LOG_LEVEL=warn "$edge" --config "$tmp/edge.cfg" 2>>"$tmp/edge.log" &
-	pid=$!
-	for _ in $(seq 100); do
-		curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && { PORT=$port; return 0; }
-		sleep 0.05
-	done
-	echo "edge_ingest: wt-edge did not start"; cat "$tmp/edge.log"; exit 1
+	bench_edge_start "sync = $1; workers = 4; rollup_mode = \"$2\";" 100
 }
 # the edge's peak (VmHWM) and current RSS in MB, from /proc
 rss_mb() { awk '/^VmHWM|^VmRSS/ { printf "%s %.0f MB  ", $1, $2 / 1024 }' "/proc/$pid/status"; }
 stop_edge() { # RSS 10 s after the load (steady) before stopping
 	sleep 10
 	echo "  edge RSS after 10 s quiet: $(rss_mb)"
-	kill "$pid"; wait "$pid" || true; pid=
+	bench_edge_stop
 }
 
 samples_of() { # file format → samples per upload as the edge counts them

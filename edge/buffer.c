@@ -102,18 +102,6 @@ static char *rollup_sum(const char *existing, size_t elen, const char *const *op
 	return out;
 }
 
-static char *rollup_full(void *st, const char *k, size_t kl, const char *ev, size_t evl,
-			 const char *const *ops, const size_t *opl, int n, unsigned char *ok, size_t *ol)
-{
-	return rollup_sum(ev, evl, ops, opl, n, ok, ol);
-}
-
-static char *rollup_partial(void *st, const char *k, size_t kl, const char *const *ops, const size_t *opl,
-			    int n, unsigned char *ok, size_t *ol)
-{
-	return rollup_sum(NULL, 0, ops, opl, n, ok, ol);
-}
-
 /* stacks: LE64 value + payload; values summed, payload of the first kept */
 static char *stack_sum(const char *existing, size_t elen, const char *const *ops, const size_t *oplen,
 		       int nops, unsigned char *success, size_t *outlen)
@@ -148,18 +136,6 @@ static char *stack_sum(const char *existing, size_t elen, const char *const *ops
 	return out;
 }
 
-static char *stack_full(void *st, const char *k, size_t kl, const char *ev, size_t evl,
-			const char *const *ops, const size_t *opl, int n, unsigned char *ok, size_t *ol)
-{
-	return stack_sum(ev, evl, ops, opl, n, ok, ol);
-}
-
-static char *stack_partial(void *st, const char *k, size_t kl, const char *const *ops, const size_t *opl,
-			   int n, unsigned char *ok, size_t *ol)
-{
-	return stack_sum(NULL, 0, ops, opl, n, ok, ol);
-}
-
 /* stackidx: entries of EDGE_STACKIDX_ENTRY bytes, appended (a query sums
  * the ones of one stack; keys.h). A value that is not whole entries is
  * dropped rather than shifting every entry after it. */
@@ -189,18 +165,6 @@ static char *idx_cat(const char *existing, size_t elen, const char *const *ops, 
 	return out;
 }
 
-static char *idx_full(void *st, const char *k, size_t kl, const char *ev, size_t evl,
-		      const char *const *ops, const size_t *opl, int n, unsigned char *ok, size_t *ol)
-{
-	return idx_cat(ev, evl, ops, opl, n, ok, ol);
-}
-
-static char *idx_partial(void *st, const char *k, size_t kl, const char *const *ops, const size_t *opl,
-			 int n, unsigned char *ok, size_t *ol)
-{
-	return idx_cat(NULL, 0, ops, opl, n, ok, ol);
-}
-
 /* stackdict: every value of a key is the same frames; keep the first */
 static char *dict_first(const char *existing, size_t elen, const char *const *ops, const size_t *oplen,
 			int nops, unsigned char *success, size_t *outlen)
@@ -224,16 +188,39 @@ static char *dict_first(const char *existing, size_t elen, const char *const *op
 	return out;
 }
 
-static char *dict_full(void *st, const char *k, size_t kl, const char *ev, size_t evl,
-		       const char *const *ops, const size_t *opl, int n, unsigned char *ok, size_t *ol)
+/* The merge operator of each column family that has one: its name (kept
+ * in the data dir: never change it) and the merge above, which RocksDB's
+ * full merge calls with the existing value and its partial merge without;
+ * the operator's state points here. */
+typedef char *(*merge_fn)(const char *existing, size_t elen, const char *const *ops, const size_t *oplen,
+			  int nops, unsigned char *success, size_t *outlen);
+typedef struct merge_op {
+	const char *name;
+	merge_fn fn;
+} merge_op;
+
+static const merge_op merge_ops[EDGE_CF_COUNT] = {
+	[EDGE_CF_ROLLUP] = {"wt.rollup.sum.v1", rollup_sum},
+	[EDGE_CF_STACKS] = {"wt.stacks.sum.v1", stack_sum},
+	[EDGE_CF_STACKIDX] = {"wt.stackidx.cat.v1", idx_cat},
+	[EDGE_CF_STACKDICT] = {"wt.stackdict.first.v1", dict_first},
+};
+
+static char *merge_full(void *st, const char *k, size_t kl, const char *ev, size_t evl,
+			const char *const *ops, const size_t *opl, int n, unsigned char *ok, size_t *ol)
 {
-	return dict_first(ev, evl, ops, opl, n, ok, ol);
+	return ((const merge_op *)st)->fn(ev, evl, ops, opl, n, ok, ol);
 }
 
-static char *dict_partial(void *st, const char *k, size_t kl, const char *const *ops, const size_t *opl,
-			  int n, unsigned char *ok, size_t *ol)
+static char *merge_partial(void *st, const char *k, size_t kl, const char *const *ops, const size_t *opl,
+			   int n, unsigned char *ok, size_t *ol)
 {
-	return dict_first(NULL, 0, ops, opl, n, ok, ol);
+	return ((const merge_op *)st)->fn(NULL, 0, ops, opl, n, ok, ol);
+}
+
+static const char *merge_name(void *st)
+{
+	return ((const merge_op *)st)->name;
 }
 
 static void merge_delete(void *st, const char *v, size_t vl)
@@ -242,11 +229,6 @@ static void merge_delete(void *st, const char *v, size_t vl)
 }
 
 static void merge_state_destroy(void *st) {}
-
-static const char *rollup_name(void *st) { return "wt.rollup.sum.v1"; }
-static const char *stack_name(void *st) { return "wt.stacks.sum.v1"; }
-static const char *idx_name(void *st) { return "wt.stackidx.cat.v1"; }
-static const char *dict_name(void *st) { return "wt.stackdict.first.v1"; }
 
 /* ---- commit items ------------------------------------------------------- */
 
@@ -1198,18 +1180,10 @@ int edge_buffer_open(const edge_config *cfg, const char *config_text, edge_buffe
 	rocksdb_options_set_max_total_wal_size(s->opts, 256u << 20);
 	for (int i = 0; i < EDGE_CF_COUNT; i++) {
 		s->cf_opts[i] = rocksdb_options_create_copy(s->opts);
-		if (i == EDGE_CF_ROLLUP)
+		if (merge_ops[i].fn)
 			rocksdb_options_set_merge_operator(s->cf_opts[i],
-				rocksdb_mergeoperator_create(NULL, merge_state_destroy, rollup_full, rollup_partial, merge_delete, rollup_name));
-		else if (i == EDGE_CF_STACKS)
-			rocksdb_options_set_merge_operator(s->cf_opts[i],
-				rocksdb_mergeoperator_create(NULL, merge_state_destroy, stack_full, stack_partial, merge_delete, stack_name));
-		else if (i == EDGE_CF_STACKIDX)
-			rocksdb_options_set_merge_operator(s->cf_opts[i],
-				rocksdb_mergeoperator_create(NULL, merge_state_destroy, idx_full, idx_partial, merge_delete, idx_name));
-		else if (i == EDGE_CF_STACKDICT)
-			rocksdb_options_set_merge_operator(s->cf_opts[i],
-				rocksdb_mergeoperator_create(NULL, merge_state_destroy, dict_full, dict_partial, merge_delete, dict_name));
+				rocksdb_mergeoperator_create((void *)&merge_ops[i], merge_state_destroy, merge_full,
+							     merge_partial, merge_delete, merge_name));
 		/* raw bodies are zstd already; rollups/stacks compress well */
 		rocksdb_options_set_compression(s->cf_opts[i],
 						i == EDGE_CF_RAW ? rocksdb_no_compression : rocksdb_lz4_compression);

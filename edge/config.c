@@ -72,56 +72,58 @@ void edge_config_defaults(edge_config *c)
 	c->ebpf.max_keys = 16384;
 }
 
-/* the first rule whose glob matches service decides (on -1: dflt) */
-static int rule_pick(const edge_py_rule *r, size_t n, const char *service, int dflt)
+/* switch k for service: the first rule whose glob matches decides (-1: dflt) */
+static int rule_pick(const edge_ebpf_cfg *c, int k, const char *service, int dflt)
 {
-	for (size_t i = 0; i < n; i++)
-		if (service && r[i].glob && !fnmatch(r[i].glob, service, 0))
-			return r[i].on >= 0 ? r[i].on : dflt;
+	for (size_t i = 0; i < c->nsvc_rules; i++) {
+		const edge_service_rule *r = &c->svc_rules[i];
+		if (service && r->glob && !fnmatch(r->glob, service, 0))
+			return r->on[k] >= 0 ? r->on[k] : dflt;
+	}
 	return dflt;
 }
 
-/* dflt, or a rule that turns the thing on */
-static int rule_any(const edge_py_rule *r, size_t n, int dflt)
+/* dflt, or a rule that turns switch k on */
+static int rule_any(const edge_ebpf_cfg *c, int k, int dflt)
 {
-	for (size_t i = 0; i < n && !dflt; i++)
-		dflt = r[i].on == 1;
+	for (size_t i = 0; i < c->nsvc_rules && !dflt; i++)
+		dflt = c->svc_rules[i].on[k] == 1;
 	return dflt;
 }
 
 int edge_ebpf_cfg_python(const edge_ebpf_cfg *c, const char *service)
 {
-	return rule_pick(c->py_rules, c->npy_rules, service, c->python);
+	return rule_pick(c, EDGE_SVC_PYTHON, service, c->python);
 }
 
 int edge_ebpf_cfg_lock(const edge_ebpf_cfg *c, const char *service)
 {
-	return rule_pick(c->lock_rules, c->nlock_rules, service, c->lock);
+	return rule_pick(c, EDGE_SVC_LOCK, service, c->lock);
 }
 
 int edge_ebpf_cfg_lock_any(const edge_ebpf_cfg *c)
 {
-	return rule_any(c->lock_rules, c->nlock_rules, c->lock);
+	return rule_any(c, EDGE_SVC_LOCK, c->lock);
 }
 
 int edge_ebpf_cfg_lock_address(const edge_ebpf_cfg *c, const char *service)
 {
-	return rule_pick(c->lockaddr_rules, c->nlockaddr_rules, service, c->lock_address);
+	return rule_pick(c, EDGE_SVC_LOCK_ADDRESS, service, c->lock_address);
 }
 
 int edge_ebpf_cfg_lock_address_any(const edge_ebpf_cfg *c)
 {
-	return rule_any(c->lockaddr_rules, c->nlockaddr_rules, c->lock_address);
+	return rule_any(c, EDGE_SVC_LOCK_ADDRESS, c->lock_address);
 }
 
 int edge_ebpf_cfg_alloc(const edge_ebpf_cfg *c, const char *service)
 {
-	return rule_pick(c->alloc_rules, c->nalloc_rules, service, c->alloc);
+	return rule_pick(c, EDGE_SVC_ALLOC, service, c->alloc);
 }
 
 int edge_ebpf_cfg_alloc_any(const edge_ebpf_cfg *c)
 {
-	return rule_any(c->alloc_rules, c->nalloc_rules, c->alloc);
+	return rule_any(c, EDGE_SVC_ALLOC, c->alloc);
 }
 
 int edge_unwind_mode_parse(const char *s)
@@ -200,15 +202,6 @@ int edge_unwind_rules_copy(edge_unwind_rule **dst, const edge_unwind_rule *src, 
 }
 
 /* free *r's globs and the array; *r = NULL, *n = 0 */
-static void glob_rules_free(edge_py_rule **r, size_t *n)
-{
-	for (size_t i = 0; i < *n; i++)
-		free((*r)[i].glob);
-	free(*r);
-	*r = NULL;
-	*n = 0;
-}
-
 void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
 {
 	edge_unwind_rules_free(e->unwind_rules, e->n_unwind_rules);
@@ -223,10 +216,11 @@ void edge_ebpf_cfg_free(edge_ebpf_cfg *e)
 	free(e->rules);
 	e->rules = NULL;
 	e->nrules = 0;
-	glob_rules_free(&e->py_rules, &e->npy_rules);
-	glob_rules_free(&e->lock_rules, &e->nlock_rules);
-	glob_rules_free(&e->lockaddr_rules, &e->nlockaddr_rules);
-	glob_rules_free(&e->alloc_rules, &e->nalloc_rules);
+	for (size_t i = 0; i < e->nsvc_rules; i++)
+		free(e->svc_rules[i].glob);
+	free(e->svc_rules);
+	e->svc_rules = NULL;
+	e->nsvc_rules = 0;
 }
 
 static void free_strv(char **v, size_t n)

@@ -32,14 +32,22 @@ typedef struct edge_ebpf_rule {
 	char *service;
 } edge_ebpf_rule;
 
-/* policy services[] rules for interpreter frames (and lock contention,
- * lock_rules): the first rule whose
- * glob matches a service decides; on = -1 (the rule sets nothing) falls
- * back to the default */
-typedef struct edge_py_rule {
+/* The remote policy's rules.services[] that match by service glob, in
+ * order, with the per-service switches each sets: for each switch the
+ * first rule whose glob matches a service decides; on[k] = -1 (the rule
+ * does not set that switch) falls back to the default (edge_ebpf_cfg's
+ * python, lock, lock_address, alloc). */
+enum {
+	EDGE_SVC_PYTHON = 0,       /* ebpf.python */
+	EDGE_SVC_LOCK = 1,         /* ebpf.lock / sample_types.lock */
+	EDGE_SVC_LOCK_ADDRESS = 2, /* ebpf.lock_address */
+	EDGE_SVC_ALLOC = 3,        /* ebpf.alloc / sample_types.native_alloc */
+	EDGE_SVC_NSWITCHES
+};
+typedef struct edge_service_rule {
 	char *glob;
-	int on;
-} edge_py_rule;
+	int on[EDGE_SVC_NSWITCHES]; /* 1, 0, or -1: not set */
+} edge_service_rule;
 
 enum { EDGE_EBPF_HASH = 0, EDGE_EBPF_RING = 1 };
 /* ebpf.unwind: how user stacks are walked (docs/operations.md "eBPF sampler") */
@@ -70,17 +78,11 @@ typedef struct edge_ebpf_cfg {
 	int unwind;             /* EDGE_UNWIND_*: services without a rule below */
 	int unwind_rows;        /* rows of the BPF unwind-table array */
 	int python;             /* CPython frames (ebpf.python; policy rules.ebpf.python) */
-	edge_py_rule *py_rules; /* policy rules.services[].ebpf.python */
-	size_t npy_rules;
 	int lock;               /* lock contention (ebpf.lock; policy rules.ebpf.lock, sample_types.lock) */
-	edge_py_rule *lock_rules; /* policy rules.services[].ebpf.lock / sample_types.lock */
-	size_t nlock_rules;
 	int lock_address;       /* the lock's address as label lock_address (ebpf.lock_address; policy rules.ebpf.lock_address) */
-	edge_py_rule *lockaddr_rules; /* policy rules.services[].ebpf.lock_address */
-	size_t nlockaddr_rules;
 	int alloc;              /* native allocations (ebpf.alloc; policy rules.ebpf.alloc, sample_types.native_alloc) */
-	edge_py_rule *alloc_rules; /* policy rules.services[].ebpf.alloc / sample_types.native_alloc */
-	size_t nalloc_rules;
+	edge_service_rule *svc_rules; /* policy rules.services[]: the four switches above per service */
+	size_t nsvc_rules;
 	int64_t alloc_sample_bytes; /* mean bytes between sampled allocations (ebpf.alloc_sample_bytes) */
 	int64_t alloc_max_live;     /* sampled allocations tracked until freed (ebpf.alloc_max_live) */
 	int alloc_inuse;            /* the in-use snapshot: return and free probes (ebpf.alloc_inuse) */
@@ -90,22 +92,22 @@ typedef struct edge_ebpf_cfg {
 	size_t n_unwind_rules;
 } edge_ebpf_cfg;
 
-/* CPython frames wanted for service under c: the first py_rules glob that
- * matches decides (on -1: the default), else c->python. Pure. */
+/* CPython frames wanted for service under c: the first svc_rules glob that
+ * matches decides (on[EDGE_SVC_PYTHON] -1: the default), else c->python. Pure. */
 int edge_ebpf_cfg_python(const edge_ebpf_cfg *c, const char *service);
-/* Lock contention wanted for service under c: the same with lock_rules
- * and c->lock. Pure. */
+/* Lock contention wanted for service under c: the same with
+ * on[EDGE_SVC_LOCK] and c->lock. Pure. */
 int edge_ebpf_cfg_lock(const edge_ebpf_cfg *c, const char *service);
 /* 1 when some service may want lock contention (the lock program is then
  * loaded): c->lock, or a rule that turns it on. */
 int edge_ebpf_cfg_lock_any(const edge_ebpf_cfg *c);
 /* The lock's address wanted as a label for service's lock samples: the
- * same with lockaddr_rules and c->lock_address. Pure. */
+ * same with on[EDGE_SVC_LOCK_ADDRESS] and c->lock_address. Pure. */
 int edge_ebpf_cfg_lock_address(const edge_ebpf_cfg *c, const char *service);
 /* 1 when some service may want lock addresses (the lock program then
  * keeps them in its keys) */
 int edge_ebpf_cfg_lock_address_any(const edge_ebpf_cfg *c);
-/* Native allocations wanted for service under c (alloc_rules, c->alloc),
+/* Native allocations wanted for service under c (on[EDGE_SVC_ALLOC], c->alloc),
  * and whether some service may want them (the program is then loaded). */
 int edge_ebpf_cfg_alloc(const edge_ebpf_cfg *c, const char *service);
 int edge_ebpf_cfg_alloc_any(const edge_ebpf_cfg *c);

@@ -248,44 +248,33 @@ static void apply_sampler(edge_config_client *c)
 			next.lock_address = sp.lock_address;
 		if (sp.alloc >= 0)
 			next.alloc = sp.alloc;
-		/* interpreter frames per service: services[] rules that match
-		 * by service glob, in order (first match wins; a rule without
-		 * ebpf.python leaves the default); label rules cannot match a
+		/* interpreter frames, lock contention and its addresses, native
+		 * allocations per service: services[] rules that match by
+		 * service glob, in order (first match wins; a rule without the
+		 * switch leaves the default); label rules cannot match a
 		 * process here and are left out */
 		json_t *svcs = json_object_get(sp.effective, "services"), *r;
 		size_t i, n = 0;
-		edge_py_rule *pr = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*pr)) : NULL;
-		edge_py_rule *lr = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*lr)) : NULL;
-		edge_py_rule *ar = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*ar)) : NULL;
-		edge_py_rule *dr = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*dr)) : NULL;
+		edge_service_rule *sr = json_array_size(svcs) ? calloc(json_array_size(svcs), sizeof(*sr)) : NULL;
 		json_array_foreach(svcs, i, r) {
 			json_t *m = json_object_get(r, "match");
 			const char *g = json_string_value(json_object_get(m, "service"));
-			if (!pr || !lr || !ar || !dr || !g || json_object_get(m, "label"))
+			if (!sr || !g || json_object_get(m, "label"))
 				continue;
-			pr[n].glob = lr[n].glob = ar[n].glob = dr[n].glob = (char *)g; /* borrowed: edge_ebpf_apply copies */
-			lr[n].on = lock_of(r); /* lock contention: the same rules */
-			dr[n].on = bool_of(json_object_get(r, "ebpf"), "lock_address");
-			ar[n].on = alloc_of(r); /* native allocations likewise */
-			pr[n++].on = bool_of(json_object_get(r, "ebpf"), "python");
+			sr[n].glob = (char *)g; /* borrowed: edge_ebpf_apply copies */
+			sr[n].on[EDGE_SVC_PYTHON] = bool_of(json_object_get(r, "ebpf"), "python");
+			sr[n].on[EDGE_SVC_LOCK] = lock_of(r);
+			sr[n].on[EDGE_SVC_LOCK_ADDRESS] = bool_of(json_object_get(r, "ebpf"), "lock_address");
+			sr[n++].on[EDGE_SVC_ALLOC] = alloc_of(r);
 		}
-		next.py_rules = pr;
-		next.npy_rules = n;
-		next.lock_rules = lr;
-		next.nlock_rules = n;
-		next.lockaddr_rules = dr;
-		next.nlockaddr_rules = n;
-		next.alloc_rules = ar;
-		next.nalloc_rules = n;
+		next.svc_rules = sr;
+		next.nsvc_rules = n;
 		v = json_string_value(json_object_get(json_object_get(sp.effective, "ebpf"), "unwind"));
 		if (edge_unwind_mode_parse(v) >= 0)
 			next.unwind = edge_unwind_mode_parse(v);
 		next.n_unwind_rules = unwind_rules_of(sp.effective, &next.unwind_rules);
 		rc = edge_ebpf_apply(c->ebpf, &next);
-		free(pr);
-		free(lr);
-		free(ar);
-		free(dr);
+		free(sr);
 		edge_unwind_rules_free(next.unwind_rules, next.n_unwind_rules);
 		if (rc)
 			wt_warn("remote config: the sampler refused the policy settings project=%s revision=%llu",

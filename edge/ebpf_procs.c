@@ -273,10 +273,9 @@ static int maps_query(edge_procs *t, edge_proc *p, int fd)
 	return 0;
 }
 
-static void maps_text(edge_procs *t, edge_proc *p, int fd)
+void edge_maps_read(int fd, int (*fn)(void *arg, const edge_maps_line *m), void *arg)
 {
 	char line[4096 + 256], iobuf[65536];
-	size_t cap = 0;
 	FILE *f = fdopen(fd, "r");
 	if (!f) {
 		close(fd);
@@ -284,7 +283,7 @@ static void maps_text(edge_procs *t, edge_proc *p, int fd)
 	}
 	/* /proc/PID/maps is generated per read(2): fewer, larger reads */
 	setvbuf(f, iobuf, _IOFBF, sizeof(iobuf));
-	while (fgets(line, sizeof(line), f) && p->nmaps < MAX_MAPS) {
+	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, off, ino;
 		unsigned dmaj, dmin;
 		char perms[8];
@@ -294,10 +293,32 @@ static void maps_text(edge_procs *t, edge_proc *p, int fd)
 			continue;
 		char *name = line + pos;
 		name[strcspn(name, "\n")] = '\0';
-		if (add_map(t, p, &cap, start, end, off, ((uint64_t)dmaj << 32) | dmin, ino, name))
+		if (*name != '/' && strcmp(name, "[vdso]") != 0)
+			continue; /* anonymous code such as JIT output */
+		edge_maps_line m = {start, end, off, ((uint64_t)dmaj << 32) | dmin, ino, name};
+		if (fn(arg, &m))
 			break;
 	}
 	fclose(f);
+}
+
+typedef struct maps_text_ctx {
+	edge_procs *t;
+	edge_proc *p;
+	size_t cap;
+} maps_text_ctx;
+
+static int maps_text_add(void *arg, const edge_maps_line *m)
+{
+	maps_text_ctx *c = arg;
+	return add_map(c->t, c->p, &c->cap, m->start, m->end, m->pgoff, m->dev, m->ino, m->name) ||
+	       c->p->nmaps >= MAX_MAPS;
+}
+
+static void maps_text(edge_procs *t, edge_proc *p, int fd)
+{
+	maps_text_ctx c = {t, p, 0}; /* p has no mappings yet (read_maps) */
+	edge_maps_read(fd, maps_text_add, &c);
 }
 
 static void read_maps(edge_procs *t, edge_proc *p)

@@ -117,6 +117,18 @@ int edge_proc_maps_early(const edge_proc *p);
  * edge_proc_maps_early). Pure. */
 enum { EDGE_LIBC_NONE = 0, EDGE_LIBC_GLIBC = 1, EDGE_LIBC_MUSL = 2 };
 int edge_proc_libc(const edge_proc *p, const edge_proc_map **libc);
+/* One executable mapping of a file or the vDSO, as a line of
+ * /proc/PID/maps text gives it. */
+typedef struct edge_maps_line {
+	uint64_t start, end, pgoff, dev, ino; /* dev: major << 32 | minor */
+	const char *name; /* "/path" (maybe ending " (deleted)") or "[vdso]"; in the line */
+} edge_maps_line;
+/* The one reader of /proc/PID/maps text (the process table when the kernel
+ * has no PROCMAP_QUERY, the unwind loader's re-checks, the edge's own
+ * [vdso]): reads fd, which it closes, calling fn with each executable
+ * mapping of a file or [vdso] until fn returns nonzero or the text ends.
+ * m->name is valid during the call only. */
+void edge_maps_read(int fd, int (*fn)(void *arg, const edge_maps_line *m), void *arg);
 /* Mapping containing addr, or NULL. O(log n). */
 const edge_proc_map *edge_proc_find_map(const edge_proc *p, uint64_t addr);
 /* Name of the JIT-compiled function at addr from the process's perf map

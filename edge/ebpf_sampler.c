@@ -33,8 +33,8 @@ static char *dup0(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-/* deep copy of n glob rules into *dst (*dn counts those copied) */
-static int glob_rules_copy(edge_py_rule **dst, size_t *dn, const edge_py_rule *src, size_t n)
+/* deep copy of n service rules into *dst (*dn counts those copied) */
+static int service_rules_copy(edge_service_rule **dst, size_t *dn, const edge_service_rule *src, size_t n)
 {
 	*dst = NULL;
 	*dn = 0;
@@ -43,7 +43,7 @@ static int glob_rules_copy(edge_py_rule **dst, size_t *dn, const edge_py_rule *s
 	if (!(*dst = calloc(n, sizeof(**dst))))
 		return WT_ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		(*dst)[i].on = src[i].on;
+		memcpy((*dst)[i].on, src[i].on, sizeof(src[i].on));
 		(*dst)[i].glob = dup0(src[i].glob);
 		*dn = i + 1;
 		if (!(*dst)[i].glob)
@@ -57,20 +57,13 @@ static int cfg_copy(edge_ebpf_cfg *dst, const edge_ebpf_cfg *src)
 	*dst = *src;
 	dst->rules = NULL;
 	dst->nrules = 0;
-	dst->lock_rules = NULL;
-	dst->nlock_rules = 0;
-	dst->lockaddr_rules = NULL;
-	dst->nlockaddr_rules = 0;
-	dst->alloc_rules = NULL;
-	dst->nalloc_rules = 0;
+	dst->svc_rules = NULL;
+	dst->nsvc_rules = 0;
 	/* nothing of src's left in dst before a copy can fail (the caller
 	 * frees dst then) */
 	dst->unwind_rules = NULL;
 	dst->n_unwind_rules = 0;
-	if (glob_rules_copy(&dst->py_rules, &dst->npy_rules, src->py_rules, src->npy_rules) ||
-	    glob_rules_copy(&dst->lock_rules, &dst->nlock_rules, src->lock_rules, src->nlock_rules) ||
-	    glob_rules_copy(&dst->lockaddr_rules, &dst->nlockaddr_rules, src->lockaddr_rules, src->nlockaddr_rules) ||
-	    glob_rules_copy(&dst->alloc_rules, &dst->nalloc_rules, src->alloc_rules, src->nalloc_rules))
+	if (service_rules_copy(&dst->svc_rules, &dst->nsvc_rules, src->svc_rules, src->nsvc_rules))
 		return WT_ENOMEM;
 	if (edge_unwind_rules_copy(&dst->unwind_rules, src->unwind_rules, src->n_unwind_rules))
 		return WT_ENOMEM;

@@ -917,6 +917,17 @@ static void job_free(job *j)
 
 static void *loader_run(void *arg);
 
+/* edge_maps_read callback: the [vdso] mapping's range into arg (two uint64_t) */
+static int vdso_found(void *arg, const edge_maps_line *m)
+{
+	uint64_t *range = arg;
+	if (strcmp(m->name, "[vdso]"))
+		return 0;
+	range[0] = m->start;
+	range[1] = m->end;
+	return 1;
+}
+
 /* The vDSO's code (clock_gettime, gettimeofday: often a sampled leaf) has
  * CFI like any library, but no file: the edge's own image — the kernel's,
  * the same in every process — is written to dir/vdso.so and given to
@@ -924,16 +935,14 @@ static void *loader_run(void *arg);
  * frees) or NULL. */
 static char *vdso_copy(const char *dir)
 {
-	unsigned long start = 0, end = 0;
-	char line[512], *path = NULL;
+	uint64_t range[2] = {0, 0};
+	char *path = NULL;
 	wt_err err = {0};
-	FILE *f = fopen("/proc/self/maps", "r");
-	if (!f)
+	int mfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (mfd < 0)
 		return NULL;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &start, &end) == 2)
-			break;
-	fclose(f);
+	edge_maps_read(mfd, vdso_found, range);
+	unsigned long start = range[0], end = range[1];
 	if (!start || end <= start || end - start > (1u << 20) || !dir || wt_mkdir_p(dir, 0700, &err) != 0 ||
 	    asprintf(&path, "%s/vdso.so", dir) < 0)
 		return NULL;
@@ -1324,40 +1333,35 @@ static int load_job(edge_unwind_loader *l, const job *j, int may_load)
 	return 0;
 }
 
+static int job_add_map(void *arg, const edge_maps_line *m)
+{
+	job *j = arg;
+	job_map *x = &j->m[j->n];
+	if (!(x->path = strdup(m->name)))
+		return 1;
+	x->start = m->start;
+	x->end = m->end;
+	x->pgoff = m->pgoff;
+	return ++j->n >= WT_UNWIND_MAPS;
+}
+
 /* The executable file mappings of tgid now, as a job (NULL: gone, or out
  * of memory). */
 static job *job_from_proc(uint32_t tgid, uint32_t mode)
 {
-	char path[64], line[4600];
+	char path[64];
 	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return NULL;
 	job *j = calloc(1, sizeof(*j));
-	if (j) {
-		j->tgid = tgid;
-		j->mode = mode;
+	if (!j) {
+		close(fd);
+		return NULL;
 	}
-	while (j && fgets(line, sizeof(line), f) && j->n < WT_UNWIND_MAPS) {
-		unsigned long long a, b, off;
-		char perms[8];
-		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &a, &b, perms, &off, &pos) < 4 || !pos ||
-		    perms[2] != 'x')
-			continue;
-		char *name = line + pos;
-		name[strcspn(name, "\n")] = '\0';
-		if (name[0] != '/' && strcmp(name, "[vdso]"))
-			continue;
-		job_map *x = &j->m[j->n];
-		if (!(x->path = strdup(name)))
-			break;
-		x->start = a;
-		x->end = b;
-		x->pgoff = off;
-		j->n++;
-	}
-	fclose(f);
+	j->tgid = tgid;
+	j->mode = mode;
+	edge_maps_read(fd, job_add_map, j);
 	return j;
 }
 

@@ -171,26 +171,48 @@ static int64_t minute_floor(int64_t ns)
 	return m < 0 ? 0 : m;
 }
 
+/* lo, hi: the keys of series (svc, type) at a and b (minutes, or days in
+ * the stack dictionary), the bounds of a scan of [a, b). 0 or WT_ENOMEM;
+ * the caller frees both either way. */
+static int series_bounds(const query *q, const char *svc, const char *type, uint64_t a, uint64_t b, wt_buf *lo,
+			 wt_buf *hi)
+{
+	uint8_t m[8];
+
+	edge_key_series(lo, q->project, svc, type);
+	edge_key_series(hi, q->project, svc, type);
+	edge_be64_put(m, a);
+	wt_buf_append(lo, m, 8);
+	edge_be64_put(m, b);
+	wt_buf_append(hi, m, 8);
+	return lo->oom || hi->oom ? WT_ENOMEM : 0;
+}
+
+/* WT_EIO (logged) if the iteration over what failed, else rc */
+static int iter_status(rocksdb_iterator_t *it, const char *what, int rc)
+{
+	char *e = NULL;
+
+	rocksdb_iter_get_error(it, &e);
+	if (e) {
+		wt_error("query: iterating %s failed: %s", what, e);
+		free(e);
+		rc = WT_EIO;
+	}
+	return rc;
+}
+
 /* Add every stacks row of series (svc, type) in minutes [mlo, mhi) to f. */
 static int scan_series(edge_task *t, query *q, const char *svc, const char *type, uint64_t mlo, uint64_t mhi,
 		       wt_flame *f, const char **frames, size_t maxframes, uint64_t *rows)
 {
 	edge_buffer *st = t->srv->store;
 	wt_buf lo = WT_BUF_INIT, hi = WT_BUF_INIT;
-	uint8_t m[8];
 	int rc = 0;
 	const char *labels[2 * MAX_LABELS_PER_STACK];
 
-	edge_key_series(&lo, q->project, svc, type);
-	edge_key_series(&hi, q->project, svc, type);
-	edge_be64_put(m, mlo);
-	wt_buf_append(&lo, m, 8);
-	edge_be64_put(m, mhi);
-	wt_buf_append(&hi, m, 8);
-	if (lo.oom || hi.oom) {
-		rc = WT_ENOMEM;
+	if ((rc = series_bounds(q, svc, type, mlo, mhi, &lo, &hi)))
 		goto out;
-	}
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)hi.data, hi.len);
 	rocksdb_iterator_t *it = rocksdb_create_iterator_cf(edge_buffer_db(st), ro, edge_buffer_cf(st, EDGE_CF_STACKS));
@@ -210,13 +232,7 @@ static int scan_series(edge_task *t, query *q, const char *svc, const char *type
 			rc = WT_ENOMEM;
 		(*rows)++;
 	}
-	char *e = NULL;
-	rocksdb_iter_get_error(it, &e);
-	if (e) {
-		wt_error("query: iterating stacks failed: %s", e);
-		free(e);
-		rc = WT_EIO;
-	}
+	rc = iter_status(it, "stacks", rc);
 	rocksdb_iter_destroy(it);
 	rocksdb_readoptions_destroy(ro);
 out:
@@ -415,19 +431,12 @@ static int dict_scan(edge_task *t, query *q, const char *svc, const char *type, 
 		wt_buf lo = WT_BUF_INIT, hi = WT_BUF_INIT;
 		rocksdb_readoptions_t *ro;
 		rocksdb_iterator_t *it;
-		uint8_t b8[8];
 
 		if (m->e[i].used != 1)
 			continue;
 		/* a day not scanned yet: scan it */
 		day = (m->e[i].minute - 1) / EDGE_MINUTES_PER_DAY;
-		edge_key_series(&lo, q->project, svc, type);
-		edge_key_series(&hi, q->project, svc, type);
-		edge_be64_put(b8, day);
-		wt_buf_append(&lo, b8, 8);
-		edge_be64_put(b8, day + 1);
-		wt_buf_append(&hi, b8, 8);
-		if (lo.oom || hi.oom) {
+		if (series_bounds(q, svc, type, day, day + 1, &lo, &hi)) {
 			wt_buf_free(&lo);
 			wt_buf_free(&hi);
 			return WT_ENOMEM;
@@ -477,7 +486,6 @@ static int index_series(edge_task *t, query *q, const char *svc, const char *typ
 {
 	edge_buffer *st = t->srv->store;
 	wt_buf lo = WT_BUF_INIT, hi = WT_BUF_INIT;
-	uint8_t m[8];
 	int rc = 0;
 	const char *labels[2 * MAX_LABELS_PER_STACK];
 	sum_map pairs = {0};
@@ -485,16 +493,8 @@ static int index_series(edge_task *t, query *q, const char *svc, const char *typ
 	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
 	rocksdb_iterator_t *it = NULL;
 
-	edge_key_series(&lo, q->project, svc, type);
-	edge_key_series(&hi, q->project, svc, type);
-	edge_be64_put(m, mlo);
-	wt_buf_append(&lo, m, 8);
-	edge_be64_put(m, mhi);
-	wt_buf_append(&hi, m, 8);
-	if (lo.oom || hi.oom) {
-		rc = WT_ENOMEM;
+	if ((rc = series_bounds(q, svc, type, mlo, mhi, &lo, &hi)))
 		goto out;
-	}
 	/* 1. sum the entries per (labels, stack) */
 	rocksdb_readoptions_set_iterate_upper_bound(ro, (const char *)hi.data, hi.len);
 	it = rocksdb_create_iterator_cf(edge_buffer_db(st), ro, edge_buffer_cf(st, EDGE_CF_STACKIDX));
@@ -513,15 +513,7 @@ static int index_series(edge_task *t, query *q, const char *svc, const char *typ
 		for (size_t off = 0; off < vl && rc == 0; off += EDGE_STACKIDX_ENTRY)
 			rc = sum_add(&pairs, le64(v + off), le64(v + off + 8), (int64_t)le64(v + off + 16), minute);
 	}
-	{
-		char *e = NULL;
-		rocksdb_iter_get_error(it, &e);
-		if (e) {
-			wt_error("query: iterating stackidx failed: %s", e);
-			free(e);
-			rc = WT_EIO;
-		}
-	}
+	rc = iter_status(it, "stackidx", rc);
 	rocksdb_readoptions_set_iterate_upper_bound(ro, NULL, 0);
 	/* 2. which labels hashes match the filters: one stacks row each
 	 * (lmatch: lh → value 1 match / 0 not; sh unused) */

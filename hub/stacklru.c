@@ -1,8 +1,8 @@
 /*
  * stacklru.c — the frame dictionary and bytes-bounded LRU of stacks as
  * frame ids (see stacklru.h): stack entries in a slot array indexed by a
- * common/u64map.h map (key → slot), which also sit on a doubly linked
- * recency list (put() evicts from the tail until the new entry fits), and
+ * common/u64map.h map (key → slot), which also sit on a recency list
+ * (common/lru.h; put() evicts from the tail until the new entry fits), and
  * per generation a name pool with an xxh3(name) → id map (collisions
  * chained through next[]).
  */
@@ -14,10 +14,11 @@
 #include <xxhash.h>
 
 #include "err.h"
+#include "lru.h"
 #include "u64map.h"
 
 typedef struct entry {
-	struct entry *prev, *next; /* recency: head = newest */
+	wt_lru_node lru;           /* on hub_stacklru.lru */
 	uint32_t slot;             /* in hub_stacklru.ents */
 	uint64_t key;
 	size_t nframes;
@@ -47,10 +48,12 @@ struct hub_stacklru {
 	} *ents;
 	size_t ents_n, ents_cap;
 	uint32_t free1;    /* first free slot + 1 (0: none) */
-	entry *head, *tail;
+	wt_lru lru;        /* head = newest */
 	size_t bytes, max_bytes, n;
 	hub_framedict *cur;
 };
+
+#define LRU_ENTRY(n) wt_lru_entry(n, entry, lru)
 
 hub_stacklru *hub_stacklru_new(size_t max_bytes)
 {
@@ -82,16 +85,16 @@ static void dict_unref(hub_framedict *d)
 
 static void drop_all(hub_stacklru *c)
 {
-	entry *e, *nx;
+	wt_lru_node *n, *nx;
 
-	for (e = c->head; e; e = nx) {
-		nx = e->next;
-		free(e);
+	for (n = c->lru.head; n; n = nx) {
+		nx = n->next;
+		free(LRU_ENTRY(n));
 	}
 	wt_u64map_clear(&c->idx);
 	c->ents_n = 0;
 	c->free1 = 0;
-	c->head = c->tail = NULL;
+	c->lru.head = c->lru.tail = NULL;
 	c->bytes = 0;
 	c->n = 0;
 }
@@ -143,30 +146,6 @@ static entry *find(const hub_stacklru *c, uint64_t key)
 	return wt_u64map_get(&c->idx, key, &i) ? c->ents[i].e : NULL;
 }
 
-static void list_unlink(hub_stacklru *c, entry *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		c->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		c->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void list_push(hub_stacklru *c, entry *e)
-{
-	e->prev = NULL;
-	e->next = c->head;
-	if (c->head)
-		c->head->prev = e;
-	c->head = e;
-	if (!c->tail)
-		c->tail = e;
-}
-
 static size_t entry_bytes(const entry *e)
 {
 	return e->nframes * sizeof(uint32_t) + ENTRY_OVERHEAD;
@@ -178,7 +157,7 @@ static void drop(hub_stacklru *c, entry *e)
 	c->ents[e->slot].e = NULL;
 	c->ents[e->slot].next_free = c->free1;
 	c->free1 = e->slot + 1;
-	list_unlink(c, e);
+	wt_lru_unlink(&c->lru, &e->lru);
 	c->bytes -= entry_bytes(e);
 	c->n--;
 	free(e);
@@ -191,8 +170,7 @@ int hub_stacklru_get(hub_stacklru *c, hub_framedict *d, uint64_t key, wt_buf *id
 
 	pthread_mutex_lock(&c->mu);
 	if (d == c->cur && (e = find(c, key))) {
-		list_unlink(c, e);
-		list_push(c, e);
+		wt_lru_touch(&c->lru, &e->lru);
 		found = wt_buf_append(ids, e->ids, e->nframes * sizeof(uint32_t)) == 0;
 		*nframes = e->nframes;
 	}
@@ -212,8 +190,7 @@ int hub_stacklru_get_many(hub_stacklru *c, hub_framedict *d, const uint64_t *key
 		nframes[i] = SIZE_MAX;
 		if (d != c->cur || !(e = find(c, keys[i])))
 			continue;
-		list_unlink(c, e);
-		list_push(c, e);
+		wt_lru_touch(&c->lru, &e->lru);
 		off[i] = ids->len / sizeof(uint32_t);
 		if (wt_buf_append(ids, e->ids, e->nframes * sizeof(uint32_t))) {
 			rc = WT_ENOMEM;
@@ -352,13 +329,13 @@ int hub_stacklru_put(hub_stacklru *c, hub_framedict *d, uint64_t key, const char
 	memcpy(e->ids, ids->data + start, nframes * sizeof(uint32_t));
 	if ((old = find(c, key)))
 		drop(c, old);
-	while (c->tail && c->bytes + need > c->max_bytes - c->max_bytes / 2)
-		drop(c, c->tail);
+	while (c->lru.tail && c->bytes + need > c->max_bytes - c->max_bytes / 2)
+		drop(c, LRU_ENTRY(c->lru.tail));
 	if (index_entry(c, e)) {
 		free(e); /* caching is optional: the ids are in *ids already */
 		goto out;
 	}
-	list_push(c, e);
+	wt_lru_push(&c->lru, &e->lru);
 	c->bytes += need;
 	c->n++;
 out:

@@ -1,16 +1,17 @@
 /*
  * viewcache.c — cache of rendered query views (viewcache.h). Entries are
  * few (each is a whole rendered view, kilobytes to megabytes), so they sit
- * in a doubly linked list in recency order, searched linearly by key.
+ * in a recency list (common/lru.h), searched linearly by key.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lru.h"
 #include "viewcache.h"
 
 typedef struct entry {
-	struct entry *prev, *next; /* recency list: head = most recent */
+	wt_lru_node lru; /* on hub_viewcache.lru */
 	uint64_t fp;
 	size_t klen, tlen;
 	char *key, *text;
@@ -19,8 +20,10 @@ typedef struct entry {
 struct hub_viewcache {
 	pthread_mutex_t mu;
 	size_t max_bytes, bytes, n;
-	entry *head, *tail;
+	wt_lru lru; /* head = most recent */
 };
+
+#define LRU_ENTRY(n) wt_lru_entry(n, entry, lru)
 
 #define ENTRY_OVERHEAD (sizeof(entry) + 32)
 
@@ -40,33 +43,9 @@ hub_viewcache *hub_viewcache_new(size_t max_bytes)
 	return c;
 }
 
-static void unlink_entry(hub_viewcache *c, entry *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		c->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		c->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void push_front(hub_viewcache *c, entry *e)
-{
-	e->prev = NULL;
-	e->next = c->head;
-	if (c->head)
-		c->head->prev = e;
-	c->head = e;
-	if (!c->tail)
-		c->tail = e;
-}
-
 static void drop(hub_viewcache *c, entry *e)
 {
-	unlink_entry(c, e);
+	wt_lru_unlink(&c->lru, &e->lru);
 	c->bytes -= entry_bytes(e);
 	c->n--;
 	free(e->key);
@@ -78,19 +57,22 @@ void hub_viewcache_free(hub_viewcache *c)
 {
 	if (!c)
 		return;
-	while (c->head)
-		drop(c, c->head);
+	while (c->lru.head)
+		drop(c, LRU_ENTRY(c->lru.head));
 	pthread_mutex_destroy(&c->mu);
 	free(c);
 }
 
 static entry *find(hub_viewcache *c, const char *key, size_t klen)
 {
-	entry *e;
+	wt_lru_node *n;
 
-	for (e = c->head; e; e = e->next)
+	for (n = c->lru.head; n; n = n->next) {
+		entry *e = LRU_ENTRY(n);
+
 		if (e->klen == klen && !memcmp(e->key, key, klen))
 			return e;
+	}
 	return NULL;
 }
 
@@ -109,8 +91,7 @@ int hub_viewcache_get(hub_viewcache *c, const char *key, uint64_t fp, char **tex
 		memcpy(*text, e->text, e->tlen);
 		(*text)[e->tlen] = '\0';
 		*len = e->tlen;
-		unlink_entry(c, e);
-		push_front(c, e);
+		wt_lru_touch(&c->lru, &e->lru);
 		hit = 1;
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -141,9 +122,9 @@ void hub_viewcache_put(hub_viewcache *c, const char *key, uint64_t fp, const cha
 	pthread_mutex_lock(&c->mu);
 	if ((old = find(c, key, klen)))
 		drop(c, old);
-	while (c->tail && c->bytes + entry_bytes(e) > c->max_bytes)
-		drop(c, c->tail);
-	push_front(c, e);
+	while (c->lru.tail && c->bytes + entry_bytes(e) > c->max_bytes)
+		drop(c, LRU_ENTRY(c->lru.tail));
+	wt_lru_push(&c->lru, &e->lru);
 	c->bytes += entry_bytes(e);
 	c->n++;
 	pthread_mutex_unlock(&c->mu);

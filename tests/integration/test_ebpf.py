@@ -153,10 +153,7 @@ class EbpfSampler(unittest.TestCase):
 
     def wait_flushes(self):
         """Two flushes from now: what ran before is in the table."""
-        flushes = self.metric("wt_edge_ebpf_flushes_total")
-        deadline = time.time() + 30
-        while time.time() < deadline and self.metric("wt_edge_ebpf_flushes_total") < flushes + 2:
-            time.sleep(0.1)
+        self.edge.wait_flushes(2)
 
     def table(self, pid, typ, service="ebpfwork", wait=True):
         """Rows of the edge's table for this workload process, after the

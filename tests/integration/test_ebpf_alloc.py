@@ -40,7 +40,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness.clickhouse import ClickHouse  # noqa: E402
-from harness.edge import Edge, ROOT  # noqa: E402
+from harness.edge import Edge, ROOT, replicating_edge  # noqa: E402
 from harness.hub import Hub, BIN  # noqa: E402
 from test_ebpf import requirements  # noqa: E402
 
@@ -85,19 +85,9 @@ class EbpfAlloc(unittest.TestCase):
         self.assertIn(self.hub.create_project("demo")[0], (200, 201))
 
     def edge(self, edge_id):
-        subprocess.run([WTCTL, "pki", "issue-edge", "--ca", self.pki, "--edge-id", edge_id], check=True,
-                       capture_output=True)
-        self.hub.allow_edge(edge_id)
-        e = Edge(self, edge_id=edge_id,
-                 hub={"url": self.hub.repl_url, "ca": os.path.join(self.pki, "ca.crt"),
-                      "cert": os.path.join(self.pki, edge_id + ".crt"),
-                      "key": os.path.join(self.pki, edge_id + ".key")},
-                 replication="backoff_initial_ms = 50; backoff_max_ms = 500; interval_ms = 100;")
-        with open(e.cfg, "a") as f:
-            f.write("\nebpf = { enabled = true; frequency_hz = 99; offcpu = false; lock = false; "
-                    "flush_interval_s = 1; alloc_sample_bytes = 16384; };\n")
-        e.start()
-        return e
+        return replicating_edge(self, self.hub, self.pki, edge_id,
+                                "\nebpf = { enabled = true; frequency_hz = 99; offcpu = false; lock = false; "
+                                "flush_interval_s = 1; alloc_sample_bytes = 16384; };\n")
 
     def wait(self, pred, timeout, what, e):
         deadline = time.time() + timeout
@@ -152,8 +142,7 @@ class EbpfAlloc(unittest.TestCase):
             self.assertEqual(p.returncode, 0, err)
         truth = json.loads(outs[0][0].strip().splitlines()[-1])
         other = json.loads(outs[1][0].strip().splitlines()[-1])
-        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-        self.wait(lambda: e.metrics()["wt_edge_ebpf_flushes_total"] >= flushes + 2, 30, "no flush", e)
+        self.assertTrue(e.wait_flushes(2), "no flush\n" + e.read_log()[-3000:])
 
         st, js = e.query("table", service="allocwork", type="native_alloc", **{"label.pid": str(truth["pid"])})
         self.assertEqual(st, 200, js)
@@ -233,8 +222,7 @@ class EbpfAlloc(unittest.TestCase):
             self.assertEqual(p.returncode, 0, err)
         truth = json.loads(outs[0][0].strip().splitlines()[-1])
         cxx = json.loads(outs[1][0].strip().splitlines()[-1])
-        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-        self.wait(lambda: e.metrics()["wt_edge_ebpf_flushes_total"] >= flushes + 2, 30, "no flush", e)
+        self.assertTrue(e.wait_flushes(2), "no flush\n" + e.read_log()[-3000:])
         st, js = e.query("table", service="allocwork", type="native_alloc", **{"label.pid": str(truth["pid"])})
         self.assertEqual(st, 200, js)
         rows = {r["function"]: r.get("total", 0) for r in js.get("rows", [])}

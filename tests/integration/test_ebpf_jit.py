@@ -136,10 +136,7 @@ class EbpfJit(unittest.TestCase):
 
     def wait_flushes(self, n=2):
         e = self.edge
-        flushes = e.metrics().get("wt_edge_ebpf_flushes_total", 0)
-        deadline = time.time() + 30
-        while time.time() < deadline and e.metrics().get("wt_edge_ebpf_flushes_total", 0) < flushes + n:
-            time.sleep(0.1)
+        e.wait_flushes(n)
 
     def table(self, pid, services):
         """The process's cpu table under whichever of services holds most

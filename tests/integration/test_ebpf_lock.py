@@ -71,10 +71,7 @@ class EbpfLock(unittest.TestCase):
                              timeout=seconds + 60)
         self.assertEqual(out.returncode, 0, out.stderr)
         truth = json.loads(out.stdout.strip().splitlines()[-1])
-        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-        deadline = time.time() + 30
-        while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
-            time.sleep(0.1)
+        e.wait_flushes(3)
         return truth
 
     def table(self, e, truth, typ, address=None):
@@ -176,10 +173,7 @@ class EbpfLock(unittest.TestCase):
         out = subprocess.run([work, "contend", "2"], capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
         truth = json.loads(out.stdout.strip().splitlines()[-1])
-        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-        deadline = time.time() + 30
-        while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
-            time.sleep(0.1)
+        e.wait_flushes(3)
         rows = self.table(e, truth, "lock")
         skipped = e.metrics().get('wt_edge_ebpf_lock_skipped_total{reason="musl"}', 0)
         e.stop()

@@ -97,10 +97,7 @@ class EbpfPython(unittest.TestCase):
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     def wait_flushes(self, e):
-        flushes = e.metrics().get("wt_edge_ebpf_flushes_total", 0)
-        deadline = time.time() + 30
-        while time.time() < deadline and e.metrics().get("wt_edge_ebpf_flushes_total", 0) < flushes + 2:
-            time.sleep(0.1)
+        e.wait_flushes(2)
 
     def table(self, e, pid, view="table", typ="cpu"):
         """The process's profile under the service that has most of it: the

@@ -69,10 +69,7 @@ class EbpfStackStorage(unittest.TestCase):
         out = subprocess.run([self.work, "churn", str(SECONDS), str(LEVELS)], capture_output=True, text=True,
                              timeout=SECONDS + 60)
         self.assertEqual(out.returncode, 0, out.stderr)
-        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-        deadline = time.time() + 30
-        while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 2:
-            time.sleep(0.1)
+        e.wait_flushes(2)
         m = e.metrics()
         coll = {k: v for k, v in m.items() if k.startswith("wt_edge_ebpf_stack_collisions_total")}
         samples = {k: v for k, v in m.items() if k.startswith("wt_edge_ebpf_samples_total")}

@@ -128,10 +128,7 @@ class EbpfUnwind(unittest.TestCase):
         out = subprocess.run([self.work, str(seconds)], capture_output=True, text=True, timeout=seconds + 60)
         self.assertEqual(out.returncode, 0, out.stderr)
         truth = json.loads(out.stdout.strip().splitlines()[-1])
-        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-        deadline = time.time() + 30
-        while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
-            time.sleep(0.1)
+        e.wait_flushes(3)
         st, js = e.query("table", service="unwindwork", type="cpu", **{"label.pid": str(truth["pid"])})
         self.assertEqual(st, 200, js)
         st, flame = e.query("flamegraph", service="unwindwork", type="cpu", **{"label.pid": str(truth["pid"])})
@@ -246,10 +243,7 @@ class EbpfUnwind(unittest.TestCase):
                 key = native_stack(list(reversed(user)))
                 perf_stacks[key] = perf_stacks.get(key, 0) + 1
             perf_share = ok / n
-            flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-            deadline = time.time() + 30
-            while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
-                time.sleep(0.1)
+            e.wait_flushes(3)
             svc = os.path.basename(os.path.realpath(shutil.which(cmd[0])))
             st, fg = e.query("flamegraph", service=svc, type="cpu", **{"label.pid": pid})
             self.assertEqual(st, 200, fg)
@@ -358,10 +352,7 @@ class EbpfUnwind(unittest.TestCase):
                              timeout=seconds + 60)
         self.assertEqual(out.returncode, 0, out.stderr)
         pid = json.loads(out.stdout.strip().splitlines()[-1])["pid"]
-        flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-        deadline = time.time() + 30
-        while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
-            time.sleep(0.1)
+        e.wait_flushes(3)
         st, js = e.query("table", service="unwindwork", type="offcpu", **{"label.pid": str(pid)})
         self.assertEqual(st, 200, js)
         st, flame = e.query("flamegraph", service="unwindwork", type="offcpu", **{"label.pid": str(pid)})

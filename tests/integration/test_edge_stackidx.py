@@ -37,6 +37,16 @@ def canon(view, doc):
 
 
 class EdgeStackIndexTest(unittest.TestCase):
+    def restart_on_rows(self, e):
+        """Stop e and start it again on the same data with
+        edge.query_aggregates = false (queries read the per-minute rows)."""
+        self.assertEqual(e.stop(), 0)
+        with open(e.cfg) as f:
+            cfg = f.read()
+        with open(e.cfg, "w") as f:
+            f.write(cfg.replace('rollup_mode = "merge";', 'rollup_mode = "merge"; query_aggregates = false;'))
+        e.start()
+
     def test_index_matches_rows(self):
         rng = random.Random(5)
         e = Edge(self, project="p", sync=False)
@@ -101,12 +111,7 @@ class EdgeStackIndexTest(unittest.TestCase):
         self.assertGreater(nonzero, len(queries) // 2)
         self.assertTrue(any(r["total"] == 0 for r in idx), "a filter that matches nothing")
         self.assertTrue(any(len(r.get("rows", [])) > 10 for r in idx), "tables with rows")
-        self.assertEqual(e.stop(), 0)
-        with open(e.cfg) as f:
-            cfg = f.read()
-        with open(e.cfg, "w") as f:
-            f.write(cfg.replace('rollup_mode = "merge";', 'rollup_mode = "merge"; query_aggregates = false;'))
-        e.start()
+        self.restart_on_rows(e)
         rows = run_all()
         for (view, q), a, b in zip(queries, idx, rows):
             self.assertEqual(a, b, f"{view} {q}: the stack index and the rows differ")
@@ -135,12 +140,7 @@ class EdgeStackIndexTest(unittest.TestCase):
         self.assertNotIn("without its stacks row", e.read_log())
         st, doc = e.query("flamegraph", service="s")
         self.assertEqual(doc["total"], 12)
-        self.assertEqual(e.stop(), 0)
-        with open(e.cfg) as f:
-            cfg = f.read()
-        with open(e.cfg, "w") as f:
-            f.write(cfg.replace('rollup_mode = "merge";', 'rollup_mode = "merge"; query_aggregates = false;'))
-        e.start()
+        self.restart_on_rows(e)
         st, doc = e.query("flamegraph", service="s")
         self.assertEqual(doc["total"], 12)
         st, doc = e.query("flamegraph", **old)

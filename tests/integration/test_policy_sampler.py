@@ -38,7 +38,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness.clickhouse import ClickHouse  # noqa: E402
-from harness.edge import Edge, ROOT  # noqa: E402
+from harness.edge import ROOT, replicating_edge  # noqa: E402
 from harness.hub import Hub, BIN, CORPUS  # noqa: E402
 
 WTCTL = os.path.join(BIN, "wtctl")
@@ -78,19 +78,7 @@ class PolicySamplerTest(unittest.TestCase):
         self.assertIn(self.hub.create_project("demo")[0], (200, 201))
 
     def edge(self, edge_id, extra_cfg=""):
-        subprocess.run([WTCTL, "pki", "issue-edge", "--ca", self.pki, "--edge-id", edge_id], check=True,
-                       capture_output=True)
-        self.hub.allow_edge(edge_id)
-        e = Edge(self, edge_id=edge_id,
-                 hub={"url": self.hub.repl_url, "ca": os.path.join(self.pki, "ca.crt"),
-                      "cert": os.path.join(self.pki, edge_id + ".crt"),
-                      "key": os.path.join(self.pki, edge_id + ".key")},
-                 replication="backoff_initial_ms = 50; backoff_max_ms = 500; interval_ms = 100;")
-        if extra_cfg:
-            with open(e.cfg, "a") as f:
-                f.write(extra_cfg)
-        e.start()
-        return e
+        return replicating_edge(self, self.hub, self.pki, edge_id, extra_cfg)
 
     def stop_clean(self, e):
         """Stop the edge: exit 0 and no sanitizer report (ASan builds)."""
@@ -197,10 +185,7 @@ class PolicySamplerTest(unittest.TestCase):
             out = subprocess.run([work, str(seconds)], capture_output=True, text=True, timeout=seconds + 60)
             self.assertEqual(out.returncode, 0, out.stderr)
             pid = json.loads(out.stdout.strip().splitlines()[-1])["pid"]
-            flushes = e.metrics()["wt_edge_ebpf_flushes_total"]
-            deadline = time.time() + 30
-            while time.time() < deadline and e.metrics()["wt_edge_ebpf_flushes_total"] < flushes + 3:
-                time.sleep(0.1)
+            e.wait_flushes(3)
             st, js = e.query("table", service="unwindwork", type="cpu", **{"label.pid": str(pid)})
             self.assertEqual(st, 200, js)
             self.assertGreater(js["total"], 0)

@@ -6,6 +6,7 @@
     status, body = e.upload(data, format="folded", service="svc")
     status, js = e.query("table", service="svc")
     e.kill9(); e.start()      # restart on the same data dir and port
+    e = replicating_edge(self, hub, pki, "edge1", extra_cfg)  # started, replicating to hub
 
 The config is generated from the documented keys (appliance/edge.cfg) in a
 temp dir; the data dir lives there too and is removed at cleanup.
@@ -174,3 +175,33 @@ replication = {{ {replication} }};
                 k, v = line.rsplit(" ", 1)
                 out[k] = float(v)
         return out
+
+    def wait_flushes(self, n, timeout=30):
+        """Wait until the eBPF sampler has flushed n times more than now
+        (what ran before is then in the buffer), for up to timeout seconds;
+        returns whether it did."""
+        key = "wt_edge_ebpf_flushes_total"
+        want = self.metrics().get(key, 0) + n
+        deadline = time.time() + timeout
+        while time.time() < deadline and self.metrics().get(key, 0) < want:
+            time.sleep(0.1)
+        return self.metrics().get(key, 0) >= want
+
+
+def replicating_edge(testcase, hub, pki, edge_id, extra_cfg=""):
+    """A started Edge that replicates to hub (harness.hub.Hub, started with
+    pki: a `wtctl pki init` directory) with quick retries: its certificate
+    issued into pki, the edge allowed on the hub's project "demo", and
+    extra_cfg (config text, e.g. an ebpf group) appended to its config."""
+    subprocess.run([os.path.join(BIN, "wtctl"), "pki", "issue-edge", "--ca", pki, "--edge-id", edge_id],
+                   check=True, capture_output=True)
+    hub.allow_edge(edge_id)
+    e = Edge(testcase, edge_id=edge_id,
+             hub={"url": hub.repl_url, "ca": os.path.join(pki, "ca.crt"),
+                  "cert": os.path.join(pki, edge_id + ".crt"), "key": os.path.join(pki, edge_id + ".key")},
+             replication="backoff_initial_ms = 50; backoff_max_ms = 500; interval_ms = 100;")
+    if extra_cfg:
+        with open(e.cfg, "a") as f:
+            f.write(extra_cfg)
+    e.start()
+    return e

@@ -98,6 +98,34 @@ static void hook(void *arg, const edge_sampler_policy *p)
 	g_alloc = p->alloc;
 }
 
+/* A detached client of edge1 over cfg (after edge_config_defaults), with
+ * proj as its one project and default, and the policy hook above set. */
+static edge_config_client *policy_client(edge_config *cfg, edge_project_cfg *proj)
+{
+	edge_config_client *c;
+
+	free(cfg->id);
+	cfg->id = strdup("edge1");
+	free(cfg->default_project);
+	cfg->default_project = strdup("demo");
+	cfg->projects = proj;
+	cfg->nprojects = 1;
+	c = edge_config_client_new_detached(cfg);
+	assert_non_null(c);
+	edge_config_set_policy_hook(hook, NULL);
+	return c;
+}
+
+/* Undo policy_client and free cfg (proj is the caller's). */
+static void policy_client_free(edge_config_client *c, edge_config *cfg)
+{
+	edge_config_set_policy_hook(NULL, NULL);
+	edge_config_client_free_detached(c);
+	cfg->projects = NULL;
+	cfg->nprojects = 0;
+	edge_config_free(cfg);
+}
+
 static void test_python_policy(void **state)
 {
 	edge_config cfg;
@@ -112,28 +140,16 @@ static void test_python_policy(void **state)
 
 	edge_config_defaults(&cfg);
 	assert_int_equal(cfg.ebpf.python, 1); /* on by default */
-	free(cfg.id);
-	cfg.id = strdup("edge1");
-	free(cfg.default_project);
-	cfg.default_project = strdup("demo");
-	cfg.projects = &proj;
-	cfg.nprojects = 1;
-	c = edge_config_client_new_detached(&cfg);
-	assert_non_null(c);
-	edge_config_set_policy_hook(hook, NULL);
+	c = policy_client(&cfg, &proj);
 	assert_int_equal(edge_config_client_apply(c, conf, strlen(conf), 0, &err), 0);
 	assert_int_equal(g_python, 0);
-	edge_config_set_policy_hook(NULL, NULL);
-	edge_config_client_free_detached(c);
-	cfg.projects = NULL;
-	cfg.nprojects = 0;
-	edge_config_free(&cfg);
+	policy_client_free(c, &cfg);
 
 	/* first match wins; a rule without ebpf.python (-1) keeps the default */
-	edge_py_rule rules[] = {{"api-*", 1}, {"db*", -1}, {"*", 0}};
+	edge_service_rule rules[] = {{"api-*", {1, -1, -1, -1}}, {"db*", {-1, -1, -1, -1}}, {"*", {0, -1, -1, -1}}};
 	edge_ebpf_cfg e = {0};
-	e.py_rules = rules;
-	e.npy_rules = 3;
+	e.svc_rules = rules;
+	e.nsvc_rules = 3;
 	e.python = 1;
 	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 1);
 	assert_int_equal(edge_ebpf_cfg_python(&e, "db-main"), 1);
@@ -141,7 +157,7 @@ static void test_python_policy(void **state)
 	e.python = 0;
 	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 1);
 	assert_int_equal(edge_ebpf_cfg_python(&e, "db-main"), 0);
-	e.npy_rules = 0;
+	e.nsvc_rules = 0;
 	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 0);
 }
 
@@ -162,31 +178,19 @@ static void test_lock_policy(void **state)
 
 	edge_config_defaults(&cfg);
 	assert_int_equal(cfg.ebpf.lock, 1); /* on by default */
-	free(cfg.id);
-	cfg.id = strdup("edge1");
-	free(cfg.default_project);
-	cfg.default_project = strdup("demo");
-	cfg.projects = &proj;
-	cfg.nprojects = 1;
-	c = edge_config_client_new_detached(&cfg);
-	assert_non_null(c);
-	edge_config_set_policy_hook(hook, NULL);
+	c = policy_client(&cfg, &proj);
 	assert_int_equal(edge_config_client_apply(c, off, strlen(off), 0, &err), 0);
 	assert_int_equal(g_lock, 0);
 	assert_int_equal(g_lock_address, -1); /* not set: the edge's own ebpf.lock_address */
 	assert_int_equal(edge_config_client_apply(c, on, strlen(on), 0, &err), 0);
 	assert_int_equal(g_lock, 1);
 	assert_int_equal(g_lock_address, 1);
-	edge_config_set_policy_hook(NULL, NULL);
-	edge_config_client_free_detached(c);
-	cfg.projects = NULL;
-	cfg.nprojects = 0;
-	edge_config_free(&cfg);
+	policy_client_free(c, &cfg);
 
-	edge_py_rule rules[] = {{"db*", 0}, {"api-*", -1}};
+	edge_service_rule rules[] = {{"db*", {-1, 0, -1, -1}}, {"api-*", {-1, -1, -1, -1}}};
 	edge_ebpf_cfg e = {0};
-	e.lock_rules = rules;
-	e.nlock_rules = 2;
+	e.svc_rules = rules;
+	e.nsvc_rules = 2;
 	e.lock = 1;
 	assert_int_equal(edge_ebpf_cfg_lock(&e, "db-main"), 0);
 	assert_int_equal(edge_ebpf_cfg_lock(&e, "api-1"), 1);
@@ -195,16 +199,17 @@ static void test_lock_policy(void **state)
 	e.lock = 0;
 	assert_int_equal(edge_ebpf_cfg_lock(&e, "api-1"), 0);
 	assert_int_equal(edge_ebpf_cfg_lock_any(&e), 0); /* nothing turns it on: not loaded */
-	rules[1].on = 1;
+	rules[1].on[EDGE_SVC_LOCK] = 1;
 	assert_int_equal(edge_ebpf_cfg_lock(&e, "api-1"), 1);
 	assert_int_equal(edge_ebpf_cfg_lock_any(&e), 1);
+	/* the other switches of the same rules stay at their defaults */
+	assert_int_equal(edge_ebpf_cfg_python(&e, "api-1"), 0);
+	assert_int_equal(edge_ebpf_cfg_alloc_any(&e), 0);
 
 	/* lock addresses: off by default, on for the services a rule names */
-	edge_py_rule addr[] = {{"db*", 1}};
 	assert_int_equal(edge_ebpf_cfg_lock_address(&e, "db-main"), 0);
 	assert_int_equal(edge_ebpf_cfg_lock_address_any(&e), 0);
-	e.lockaddr_rules = addr;
-	e.nlockaddr_rules = 1;
+	rules[0].on[EDGE_SVC_LOCK_ADDRESS] = 1;
 	assert_int_equal(edge_ebpf_cfg_lock_address(&e, "db-main"), 1);
 	assert_int_equal(edge_ebpf_cfg_lock_address(&e, "api-1"), 0);
 	assert_int_equal(edge_ebpf_cfg_lock_address_any(&e), 1);
@@ -231,36 +236,24 @@ static void test_alloc_policy(void **state)
 	edge_config_defaults(&cfg);
 	assert_int_equal(cfg.ebpf.alloc, 0); /* off by default */
 	assert_int_equal(cfg.ebpf.alloc_sample_bytes, 512 * 1024);
-	free(cfg.id);
-	cfg.id = strdup("edge1");
-	free(cfg.default_project);
-	cfg.default_project = strdup("demo");
-	cfg.projects = &proj;
-	cfg.nprojects = 1;
-	c = edge_config_client_new_detached(&cfg);
-	assert_non_null(c);
-	edge_config_set_policy_hook(hook, NULL);
+	c = policy_client(&cfg, &proj);
 	assert_int_equal(edge_config_client_apply(c, off, strlen(off), 0, &err), 0);
 	assert_int_equal(g_alloc, 0);
 	assert_int_equal(edge_config_client_apply(c, on, strlen(on), 0, &err), 0);
 	assert_int_equal(g_alloc, 1);
 	assert_int_equal(edge_config_client_apply(c, unset, strlen(unset), 0, &err), 0);
 	assert_int_equal(g_alloc, -1);
-	edge_config_set_policy_hook(NULL, NULL);
-	edge_config_client_free_detached(c);
-	cfg.projects = NULL;
-	cfg.nprojects = 0;
-	edge_config_free(&cfg);
+	policy_client_free(c, &cfg);
 
-	edge_py_rule rules[] = {{"db*", 1}, {"api-*", -1}};
+	edge_service_rule rules[] = {{"db*", {-1, -1, -1, 1}}, {"api-*", {-1, -1, -1, -1}}};
 	edge_ebpf_cfg e = {0};
-	e.alloc_rules = rules;
-	e.nalloc_rules = 2;
+	e.svc_rules = rules;
+	e.nsvc_rules = 2;
 	assert_int_equal(edge_ebpf_cfg_alloc(&e, "db-main"), 1);
 	assert_int_equal(edge_ebpf_cfg_alloc(&e, "api-1"), 0);
 	assert_int_equal(edge_ebpf_cfg_alloc(&e, "web"), 0);
 	assert_int_equal(edge_ebpf_cfg_alloc_any(&e), 1); /* a rule turns it on: loaded */
-	rules[0].on = -1;
+	rules[0].on[EDGE_SVC_ALLOC] = -1;
 	assert_int_equal(edge_ebpf_cfg_alloc_any(&e), 0);
 	e.alloc = 1;
 	assert_int_equal(edge_ebpf_cfg_alloc(&e, "api-1"), 1);

@@ -20,7 +20,11 @@
  *     the dynamic loader besides it, or the loader without libc yet) is
  *     read again five times, a complete one never (a fake /proc root);
  *   - a new file is parsed at its first lookup, not when opened; a file
- *     that is not ELF has no symbols.
+ *     that is not ELF has no symbols;
+ *   - edge_maps_read, the one reader of /proc/PID/maps text: executable
+ *     mappings of files (a deleted one, a path with spaces, a last line
+ *     without newline) and [vdso] reach the callback with their fields;
+ *     data, anonymous code and [vsyscall] do not; nonzero stops it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -338,6 +342,66 @@ static void elf_parse_deferred(void **state)
 	edge_elf_cache_free(c);
 }
 
+/* ---- edge_maps_read, on a text written here -------------------------------- */
+
+typedef struct got_maps {
+	size_t n, stop_at;
+	edge_maps_line m[8];
+	char names[8][128];
+} got_maps;
+
+static int got_map(void *arg, const edge_maps_line *m)
+{
+	got_maps *g = arg;
+	assert_true(g->n < 8);
+	g->m[g->n] = *m;
+	snprintf(g->names[g->n], sizeof(g->names[0]), "%s", m->name);
+	return ++g->n == g->stop_at;
+}
+
+static int maps_text_fd(const char *text)
+{
+	char path[] = "/tmp/wt_maps_XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	return fd;
+}
+
+static void maps_text_lines(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"555500000000-555500001000 r--p 00000000 08:01 1234 /usr/bin/true\n"
+		"555500001000-555500002000 r-xp 00001000 08:01 1234 /usr/bin/true\n"
+		"555500003000-555500004000 rw-p 00003000 08:01 1234 /usr/bin/true\n"
+		"7f0000000000-7f0000100000 rwxp 00000000 00:00 0 \n"
+		"7f1000028000-7f100017d000 r-xp 00028000 103:02 77 /opt/my app/lib x.so (deleted)\n"
+		"7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]\n"
+		"7ffc000f0000-7ffc000f2000 r-xp 00000000 00:00 0                          [vdso]\n"
+		"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n"
+		"7f2000010000-7f2000090000 r-xp 00010000 fd:00 99 /lib/libm.so.6";
+	got_maps g = {0};
+	edge_maps_read(maps_text_fd(text), got_map, &g);
+	assert_int_equal(g.n, 4);
+	assert_string_equal(g.names[0], "/usr/bin/true");
+	assert_true(g.m[0].start == 0x555500001000ull && g.m[0].end == 0x555500002000ull);
+	assert_true(g.m[0].pgoff == 0x1000 && g.m[0].dev == ((8ull << 32) | 1) && g.m[0].ino == 1234);
+	assert_string_equal(g.names[1], "/opt/my app/lib x.so (deleted)");
+	assert_true(g.m[1].dev == ((0x103ull << 32) | 2) && g.m[1].ino == 77 && g.m[1].pgoff == 0x28000);
+	assert_string_equal(g.names[2], "[vdso]");
+	assert_true(g.m[2].start == 0x7ffc000f0000ull && g.m[2].end == 0x7ffc000f2000ull);
+	assert_string_equal(g.names[3], "/lib/libm.so.6");
+	assert_true(g.m[3].dev == ((0xfdull << 32) | 0) && g.m[3].ino == 99);
+
+	/* the callback's nonzero ends the read */
+	got_maps h = {.stop_at = 2};
+	edge_maps_read(maps_text_fd(text), got_map, &h);
+	assert_int_equal(h.n, 2);
+}
+
 /* ---- early captures, against a fake /proc ---------------------------------- */
 
 static char fake_root[64];
@@ -502,6 +566,7 @@ int main(void)
 		cmocka_unit_test(elf_cache_by_maps_identity),
 		cmocka_unit_test(maps_match_the_text),
 		cmocka_unit_test(maps_match_the_text_text_path),
+		cmocka_unit_test(maps_text_lines),
 		cmocka_unit_test(early_capture_read_again),
 		cmocka_unit_test(superseded_image_keeps_jit_names),
 		cmocka_unit_test(images_by_sample_time),
