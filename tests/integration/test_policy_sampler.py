@@ -225,6 +225,7 @@ class PolicySamplerTest(unittest.TestCase):
         # binary's table (as any program that ran before), and the
         # measured run lasts 8 s
         run_share(1)
+        settle()  # its table built (the loader may still be on it after its flushes)
         auto = run_share(8)
         print(f"\n  unwindwork reaching main: policy fp {100 * fp:.2f} %, then auto {100 * auto:.2f} % "
               f"(same edge, no restart)", file=sys.stderr)
