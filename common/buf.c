@@ -99,8 +99,7 @@ uint8_t *wt_buf_steal(wt_buf *b, size_t *len)
 	return d;
 }
 
-/* Length of the valid UTF-8 sequence (RFC 3629) at u (u[0] >= 0x80), or 0. */
-static size_t utf8_seq(const unsigned char *u)
+size_t wt_utf8_seq(const unsigned char *u, size_t avail)
 {
 	size_t n = 0, k;
 	uint32_t cp = 0, min = 0;
@@ -112,8 +111,10 @@ static size_t utf8_seq(const unsigned char *u)
 	} else if (u[0] >= 0xF0 && u[0] <= 0xF4) {
 		n = 4, cp = u[0] & 0x07, min = 0x10000;
 	}
+	if (n > avail)
+		return 0;
 	for (k = 1; k < n; k++) {
-		if ((u[k] & 0xC0) != 0x80) /* also stops at the NUL */
+		if ((u[k] & 0xC0) != 0x80) /* also stops at a NUL */
 			return 0;
 		cp = (cp << 6) | (u[k] & 0x3F);
 	}
@@ -150,7 +151,7 @@ int wt_buf_json_str(wt_buf *b, const char *s)
 			else
 				wt_buf_append(b, e, 6);
 			u++;
-		} else if ((n = utf8_seq(u))) {
+		} else if ((n = wt_utf8_seq(u, SIZE_MAX))) {
 			wt_buf_append(b, u, n);
 			u += n;
 		} else {

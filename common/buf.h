@@ -30,5 +30,9 @@ uint8_t *wt_buf_steal(wt_buf *b, size_t *len);
  * a byte that is not valid UTF-8 (where jansson refuses the string)
  * becomes U+FFFD. 0 or WT_ENOMEM. */
 int wt_buf_json_str(wt_buf *b, const char *s);
+/* Length (2-4) of the valid UTF-8 sequence (RFC 3629: no overlongs, no
+ * surrogates) at u, whose first byte is >= 0x80, within avail bytes
+ * (SIZE_MAX for a NUL-terminated string: the NUL ends it), or 0. */
+size_t wt_utf8_seq(const unsigned char *u, size_t avail);
 
 #endif

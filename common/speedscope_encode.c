@@ -171,21 +171,9 @@ static void put_json_str(wt_buf *b, const char *s)
 		} else if (*u < 0x20) {
 			wt_buf_printf(b, "\\u%04x", *u++);
 		} else {
-			/* a multi-byte sequence: validate (RFC 3629) */
-			size_t n = 0;
-			uint32_t cp = 0, min = 0;
+			size_t n = wt_utf8_seq(u, SIZE_MAX);
 
-			if (*u >= 0xC2 && *u <= 0xDF) { n = 2; cp = *u & 0x1F; min = 0x80; }
-			else if (*u >= 0xE0 && *u <= 0xEF) { n = 3; cp = *u & 0x0F; min = 0x800; }
-			else if (*u >= 0xF0 && *u <= 0xF4) { n = 4; cp = *u & 0x07; min = 0x10000; }
-			for (size_t k = 1; k < n; k++) {
-				if ((u[k] & 0xC0) != 0x80) {
-					n = 0;
-					break;
-				}
-				cp = (cp << 6) | (u[k] & 0x3F);
-			}
-			if (n && cp >= min && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF)) {
+			if (n) {
 				wt_buf_append(b, u, n);
 				u += n;
 			} else {

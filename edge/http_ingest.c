@@ -445,30 +445,15 @@ typedef struct delta_w {
  * it), as json_pack did. */
 static int utf8_valid(const unsigned char *s, size_t n)
 {
-	size_t i = 0;
+	size_t i = 0, l;
 	while (i < n) {
-		unsigned c = s[i], need, min;
-		uint32_t cp;
-		if (c < 0x80) {
+		if (s[i] < 0x80) {
 			i++;
 			continue;
 		}
-		if (c >= 0xc2 && c <= 0xdf)
-			need = 1, cp = c & 0x1f, min = 0x80;
-		else if (c >= 0xe0 && c <= 0xef)
-			need = 2, cp = c & 0x0f, min = 0x800;
-		else if (c >= 0xf0 && c <= 0xf4)
-			need = 3, cp = c & 0x07, min = 0x10000;
-		else
+		if (!(l = wt_utf8_seq(s + i, n - i)))
 			return 0;
-		for (unsigned k = 1; k <= need; k++) {
-			if (i + k >= n || (s[i + k] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i + k] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += need + 1;
+		i += l;
 	}
 	return 1;
 }

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "buf.h"
 #include "speedscope.h"
 
 typedef struct fixture {
@@ -187,6 +188,23 @@ static void test_escapes_and_utf8(void **state)
 	wt_profile_free(f.p);
 }
 
+/* The one UTF-8 check (common/buf.h) the encoders and the edge's ingest share. */
+static void test_utf8_seq(void **state)
+{
+	(void)state;
+	assert_int_equal(wt_utf8_seq((const unsigned char *)"\xc3\xa9", SIZE_MAX), 2);
+	assert_int_equal(wt_utf8_seq((const unsigned char *)"\xe2\x82\xac", SIZE_MAX), 3);
+	assert_int_equal(wt_utf8_seq((const unsigned char *)"\xf0\x9f\x98\x80", SIZE_MAX), 4);
+	assert_int_equal(wt_utf8_seq((const unsigned char *)"\xf0\x9f\x98\x80", 3), 0);  /* cut short */
+	assert_int_equal(wt_utf8_seq((const unsigned char *)"\xc3", SIZE_MAX), 0);          /* the NUL ends it */
+	assert_int_equal(wt_utf8_seq((const unsigned char *)"\xc0\xaf", SIZE_MAX), 0);      /* overlong */
+	assert_int_equal(wt_utf8_seq((const unsigned char *)"\xe0\x80\xaf", SIZE_MAX), 0);  /* overlong */
+	assert_int_equal(wt_utf8_seq((const unsigned char *)"\xed\xa0\x80", SIZE_MAX), 0);  /* surrogate */
+	assert_int_equal(wt_utf8_seq((const unsigned char *)"\xf4\x90\x80\x80", SIZE_MAX), 0); /* > U+10FFFF */
+	assert_int_equal(wt_utf8_seq((const unsigned char *)"\xff", SIZE_MAX), 0);
+	assert_int_equal(wt_utf8_seq((const unsigned char *)"\x80\x80", SIZE_MAX), 0);     /* continuation first */
+}
+
 static void test_errors_and_empty(void **state)
 {
 	fixture f = {0};
@@ -226,6 +244,7 @@ int main(void)
 		cmocka_unit_test(test_all_types_units),
 		cmocka_unit_test(test_escapes_and_utf8),
 		cmocka_unit_test(test_errors_and_empty),
+		cmocka_unit_test(test_utf8_seq),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
