@@ -144,9 +144,13 @@ class ReplicationTest(unittest.TestCase):
         n = 12
         for i in range(n):
             self.upload(e1 if i % 2 else e2, FOLDED_B, "outage")
-        time.sleep(1.0)
-        backlog = e1.metrics().get("wt_edge_repl_backlog_uploads", 0) + \
-            e2.metrics().get("wt_edge_repl_backlog_uploads", 0)
+        deadline, backlog = time.time() + 10, 0
+        while True:
+            backlog = e1.metrics().get("wt_edge_repl_backlog_uploads", 0) + \
+                e2.metrics().get("wt_edge_repl_backlog_uploads", 0)
+            if backlog > 0 or time.time() > deadline:
+                break
+            time.sleep(0.1)
         self.assertGreater(backlog, 0, "edges should hold a backlog while the hub is down")
         self.hub.start()
         self.wait_total("outage", (n + 1) * awk_total(FOLDED_B))
@@ -276,7 +280,10 @@ class ReplicationTest(unittest.TestCase):
         # a real edge whose id does not match its certificate: 403, nothing applied
         e = self.edge("edge-claimed", cert_id="edge-actual")
         self.upload(e, FOLDED_B, "mismatch")
-        time.sleep(2.0)
+        # the edge has tried and been refused (the refusal is permanent)
+        deadline = time.time() + 30
+        while time.time() < deadline and "does not match the client certificate" not in self.hub.read_log():
+            time.sleep(0.1)
         self.assertEqual(self.hub_total("mismatch")["total"], 0)
         out = self.ch.query(f"SELECT count() FROM repl{ReplicationTest.n}.repl_ledger_v2").strip()
         self.assertEqual(out, "0")

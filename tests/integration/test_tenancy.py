@@ -215,9 +215,14 @@ class TenancyTest(unittest.TestCase):
         r = self.wtctl(hub, "admin", "edge", "disallow", "--edge", "edge1", "--project", "demo")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("edge=edge1", self.audit("demo", "edge.disallow"))
+        refusals = hub.read_log().count("is not registered to project")
         st, js = e.upload(data, service="reg", format="folded")
         self.assertEqual(st, 200, js)
-        time.sleep(2.0)
+        # the edge has sent it and been refused (a new refusal in the log)
+        deadline = time.time() + 30
+        while time.time() < deadline and hub.read_log().count("is not registered to project") <= refusals:
+            time.sleep(0.1)
+        self.assertGreater(hub.read_log().count("is not registered to project"), refusals)
         self.assertEqual(self.total(hub, "demo", "reg", read), 2 * awk_total(FOLDED_B))
         r = self.wtctl(hub, "--json", "admin", "edge", "list", "--project", "demo")
         self.assertEqual(json.loads(r.stdout)["edges"], [])
