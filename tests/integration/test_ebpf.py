@@ -109,15 +109,12 @@ class EbpfSampler(unittest.TestCase):
         subprocess.run(["cc", "-O1", "-fno-omit-frame-pointer", "-fno-inline", "-o", cls.work, WORK_SRC],
                        check=True, timeout=60)
         cls.before = (bpftool_ids("prog"), bpftool_ids("map")) if shutil.which("bpftool") else (set(), set())
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
         cls.edge = Edge(None)
+        cls.addClassCleanup(cls.edge.cleanup)  # also when start fails
         with open(cls.edge.cfg, "a") as f:
             f.write(cls.ebpf_section(True, FREQ))
         cls.edge.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.edge.cleanup()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     @staticmethod
     def ebpf_section(enabled, freq):
