@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -25,9 +26,25 @@ import (
 var sink byte
 
 //go:noinline
+// cpuSpent reports whether the process has used d of CPU since start
+// (cpuTime's value) or 20 d of wall time passed since wall: the loops below
+// run for CPU time, so a loaded machine still gives the profiler its
+// samples (a wall-clock loop at load 25 got 10 % of a CPU).
+func cpuSpent(start time.Duration, wall time.Time, d time.Duration) bool {
+	return cpuTime()-start >= d || time.Since(wall) >= 20*d
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func burn(d time.Duration) {
 	buf := make([]byte, 1024)
-	for end := time.Now().Add(d); time.Now().Before(end); {
+	for c0, w0 := cpuTime(), time.Now(); !cpuSpent(c0, w0, d); {
 		for i := 0; i < 32; i++ {
 			s := sha256.Sum256(buf)
 			buf[0] ^= s[0]
@@ -39,7 +56,7 @@ func burn(d time.Duration) {
 //go:noinline
 func spanHotLoop(d time.Duration) uint64 {
 	x := uint64(1)
-	for end := time.Now().Add(d); time.Now().Before(end); {
+	for c0, w0 := cpuTime(), time.Now(); !cpuSpent(c0, w0, d); {
 		for i := 0; i < 100000; i++ {
 			x = x*6364136223846793005 + 1442695040888963407
 		}
