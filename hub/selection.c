@@ -370,16 +370,17 @@ static int rows_by_sid(agg_row *rows, size_t n)
 }
 
 /* Frames of the rows still missing, from profile_stacks_v1 (interned into
- * the cache's dictionary d, ids into the arena). union_q: the selection's
- * pieces (for many misses). */
+ * the cache's dictionary d, ids into the arena). Many misses: the stack ids
+ * of the selection's pieces again, grouped (the flat pieces under a
+ * subquery that reads only stack_id lose their WHERE columns through a
+ * Distributed table in ClickHouse 18.16: "Not found column"). */
 static int fetch_missing(hub_ch *ch, const hub_sel *s, hub_stacklru *c, hub_framedict *d, agg_row *rows,
-			 size_t nrows, wt_u64map *idx, size_t nmiss, const char *union_q, wt_buf *arena,
-			 wt_err *err)
+			 size_t nrows, wt_u64map *idx, size_t nmiss, wt_buf *arena, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT, names = WT_BUF_INIT;
 	hub_rb_reader rd;
 	size_t i, k = 0;
-	int rc;
+	int rc = 0;
 
 	wt_buf_puts(&sql, "SELECT stack_id, frames FROM profile_stacks_v1 WHERE project = ");
 	hub_sql_quote(&sql, s->project);
@@ -390,7 +391,13 @@ static int fetch_missing(hub_ch *ch, const hub_sel *s, hub_stacklru *c, hub_fram
 				wt_buf_printf(&sql, "%s%llu", k++ ? "," : "", (unsigned long long)rows[i].sid);
 		wt_buf_puts(&sql, ")");
 	} else {
-		wt_buf_printf(&sql, " AND stack_id GLOBAL IN (SELECT stack_id FROM (%s))", union_q);
+		wt_buf_puts(&sql, " AND stack_id GLOBAL IN (SELECT stack_id FROM (");
+		if (!union_sql(ch, &sql, s, s->type, "stack_id", agg_cover_ns(s, ch), 0, err, &rc)) {
+			if (!rc)
+				rc = wt_err_set(err, WT_EINVAL, "no pieces for the missing stacks");
+			goto out;
+		}
+		wt_buf_puts(&sql, "))");
 	}
 	wt_buf_puts(&sql, " FORMAT RowBinary");
 	if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
@@ -711,7 +718,7 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 			idx.n++;
 		}
 	}
-	if (nmiss && (rc = fetch_missing(ch, s, c, d, rows, nrows, &idx, nmiss, (const char *)uq.data, &arena, err)))
+	if (nmiss && (rc = fetch_missing(ch, s, c, d, rows, nrows, &idx, nmiss, &arena, err)))
 		goto out;
 	if (arena.oom) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
@@ -888,11 +895,71 @@ static void day_partition(int64_t sec, char out[16])
 	strftime(out, 16, "%Y%m%d", &tm);
 }
 
+/* one "host:port" of the cluster's servers into the address list of
+ * remote(): a name of letters, digits, '.', '-', '_' (an IPv6 address in
+ * brackets); anything else and the list is refused (no cache) */
+static int server_cb(void *ctx, char **f, size_t n)
+{
+	wt_buf *addrs = ctx;
+	const char *h;
+	int v6;
+
+	if (n < 2 || !f[0][0] || strspn(f[1], "0123456789") != strlen(f[1]) || !f[1][0])
+		return -1;
+	h = f[0];
+	if (strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:") != strlen(h))
+		return -1;
+	v6 = strchr(h, ':') != NULL;
+	wt_buf_printf(addrs, "%s%s%s%s:%s", addrs->len ? "," : "", v6 ? "[" : "", h, v6 ? "]" : "", f[1]);
+	return 0;
+}
+
+/* The FROM of the parts the fingerprint reads: this server's system.parts;
+ * in cluster mode every server's (each listed as its own shard of
+ * remote(), so every replica answers: a replica that lags behind changes
+ * the fingerprint again when it catches up, and a view read from it is not
+ * kept past that). remote() connects as the cluster's Distributed tables
+ * do (the default user, docs/operations.md "View cache"). */
+static int parts_from(hub_ch *ch, wt_buf *from, wt_err *err)
+{
+	const char *c = hub_ch_cluster(ch);
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT, addrs = WT_BUF_INIT;
+	int rc = 0;
+
+	if (!c)
+		return wt_buf_puts(from, "system.parts WHERE database = currentDatabase()") ? WT_ENOMEM : 0;
+	wt_buf_puts(&sql, "SELECT host_name, toString(port) FROM system.clusters WHERE cluster = ");
+	hub_sql_quote(&sql, c);
+	wt_buf_puts(&sql, " ORDER BY shard_num, replica_num FORMAT TabSeparated");
+	if ((rc = hub_ch_query_buf(ch, &sql, &res, err)))
+		goto out;
+	if (hub_tsv_each((char *)res.data, res.len, 2, server_cb, &addrs) || !addrs.len) {
+		rc = wt_err_set(err, WT_EINVAL, "cluster %s: no servers, or a server name remote() cannot take", c);
+		goto out;
+	}
+	if (wt_buf_putc(&addrs, '\0')) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	wt_buf_puts(from, "remote(");
+	hub_sql_quote(from, (const char *)addrs.data);
+	wt_buf_puts(from, ", system, parts) WHERE database = ");
+	hub_sql_quote(from, hub_ch_database(ch));
+	if (from->oom)
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+out:
+	wt_buf_free(&sql);
+	wt_buf_free(&res);
+	wt_buf_free(&addrs);
+	return rc;
+}
+
 int hub_sel_cache_key(hub_ch *ch, hub_sel *s, const char *view, const struct evkeyvalq *q, int64_t now_ns,
 		      wt_buf *key, uint64_t *fp, wt_err *err, int *rc)
 {
-	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT;
+	wt_buf sql = WT_BUF_INIT, res = WT_BUF_INIT, from = WT_BUF_INIT;
 	const struct evkeyval *kv;
+	const char *loc = hub_ch_cluster(ch) ? "_local" : "";
 	char d0[16], d1[16];
 	unsigned long long sum = 0, n = 0;
 	uint64_t symhash = 0;
@@ -900,7 +967,7 @@ int hub_sel_cache_key(hub_ch *ch, hub_sel *s, const char *view, const struct evk
 
 	*rc = 0;
 	*fp = 0;
-	if (!s->ctx || !s->ctx->views || hub_ch_cluster(ch) || !s->type[0] || !hub_sel_agg_ok(s) ||
+	if (!s->ctx || !s->ctx->views || !s->type[0] || !hub_sel_agg_ok(s) ||
 	    s->until > now_ns - STABLE_LAG_NS)
 		return 0;
 	if ((*rc = hub_symbols_index_hash(s->syms, ch, s->project, &symhash, err)))
@@ -922,10 +989,17 @@ int hub_sel_cache_key(hub_ch *ch, hub_sel *s, const char *view, const struct evk
 	/* a day either side of the range: margins cost nothing */
 	day_partition(s->from / 1000000000LL - 86400, d0);
 	day_partition(s->until / 1000000000LL + 86400, d1);
-	wt_buf_printf(&sql, "SELECT sum(cityHash64(table, name)), count() FROM system.parts WHERE database ="
-		      " currentDatabase() AND active AND (table IN ('stack_agg_v1', 'profile_samples_v1') AND"
-		      " partition >= '%s' AND partition <= '%s'%s) FORMAT TabSeparated", d0, d1,
-		      s->hp.nlabels ? " OR table = 'label_sets_v1'" : "");
+	if ((*rc = parts_from(ch, &from, err)))
+		goto out;
+	if (wt_buf_putc(&from, '\0')) {
+		*rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
+	wt_buf_printf(&sql, "SELECT sum(cityHash64(table, name)), count() FROM %s AND active AND (table IN"
+		      " ('stack_agg_v1%s', 'profile_samples_v1%s') AND partition >= '%s' AND partition <= '%s'%s%s%s)"
+		      " FORMAT TabSeparated", (const char *)from.data, loc, loc, d0, d1,
+		      s->hp.nlabels ? " OR table = 'label_sets_v1" : "", s->hp.nlabels ? loc : "",
+		      s->hp.nlabels ? "'" : "");
 	if ((*rc = hub_ch_query_buf(ch, &sql, &res, err)))
 		goto out;
 	if (wt_buf_putc(&res, '\0')) {
@@ -941,6 +1015,7 @@ int hub_sel_cache_key(hub_ch *ch, hub_sel *s, const char *view, const struct evk
 out:
 	wt_buf_free(&sql);
 	wt_buf_free(&res);
+	wt_buf_free(&from);
 	return ok;
 }
 

@@ -230,6 +230,7 @@ void hub_handle_metrics(hub_req *r)
 			   atomic_load(&r->ctx->store.transitions), &b);
 	hub_repl_metrics_render(&b);
 	hub_rules_metrics_render(&b);
+	hub_viewcache_metrics_render(r->ctx->views, &b);
 	routes_metrics_render(&b);
 	count_status(r, 200);
 	wt_http_send_bytes(r->req, 200, "text/plain; version=0.0.4", b.data, b.len);

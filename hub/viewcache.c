@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lru.h"
+#include "prom.h"
 #include "viewcache.h"
 
 typedef struct entry {
@@ -20,6 +21,7 @@ typedef struct entry {
 struct hub_viewcache {
 	pthread_mutex_t mu;
 	size_t max_bytes, bytes, n;
+	uint64_t hits, misses; /* lookups since start (metrics) */
 	wt_lru lru; /* head = most recent */
 };
 
@@ -94,6 +96,10 @@ int hub_viewcache_get(hub_viewcache *c, const char *key, uint64_t fp, char **tex
 		wt_lru_touch(&c->lru, &e->lru);
 		hit = 1;
 	}
+	if (hit)
+		c->hits++;
+	else
+		c->misses++;
 	pthread_mutex_unlock(&c->mu);
 	return hit;
 }
@@ -139,4 +145,25 @@ void hub_viewcache_usage(hub_viewcache *c, size_t *bytes, size_t *entries)
 	*bytes = c->bytes;
 	*entries = c->n;
 	pthread_mutex_unlock(&c->mu);
+}
+
+int hub_viewcache_metrics_render(hub_viewcache *c, wt_buf *out)
+{
+	uint64_t hits = 0, misses = 0;
+	size_t bytes = 0, n = 0;
+
+	if (c) {
+		pthread_mutex_lock(&c->mu);
+		hits = c->hits;
+		misses = c->misses;
+		bytes = c->bytes;
+		n = c->n;
+		pthread_mutex_unlock(&c->mu);
+	}
+	wt_prom_counter(out, "wt_hub_view_cache_hits_total", "Views answered from the view cache.", hits);
+	wt_prom_counter(out, "wt_hub_view_cache_misses_total",
+			"Cacheable views not found in the view cache (built from ClickHouse rows).", misses);
+	wt_prom_gauge(out, "wt_hub_view_cache_bytes", "Bytes held by the view cache.", (int64_t)bytes);
+	wt_prom_gauge(out, "wt_hub_view_cache_entries", "Views held by the view cache.", (int64_t)n);
+	return out->oom ? -2 : 0;
 }

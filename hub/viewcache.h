@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
+
 typedef struct hub_viewcache hub_viewcache;
 
 /* max_bytes 0: NULL (no cache; the other calls accept NULL). NULL also on
@@ -38,5 +40,9 @@ void hub_viewcache_put(hub_viewcache *c, const char *key, uint64_t fp, const cha
 
 /* Bytes and entries held (metrics, tests). */
 void hub_viewcache_usage(hub_viewcache *c, size_t *bytes, size_t *entries);
+
+/* Append wt_hub_view_cache_* (hits, misses, bytes, entries; zeros for a
+ * NULL cache) to out. 0, or -2 when out ran out of memory. */
+int hub_viewcache_metrics_render(hub_viewcache *c, wt_buf *out);
 
 #endif

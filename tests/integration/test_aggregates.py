@@ -231,6 +231,7 @@ class AggregatesTest(unittest.TestCase):
         def hits():
             return hub.read_log().count("view from the view cache")
 
+        m0 = hub.metric("wt_hub_view_cache_hits_total")
         for view in ("flamegraph", "table", "callgraph"):
             st, first = hub.query("vc", view, rd, **params)
             self.assertEqual((st, first["path"]), (200, "aggregates"), first)
@@ -242,6 +243,9 @@ class AggregatesTest(unittest.TestCase):
             st, nocache = hub.query("vc", view, rd, cache="0", **params)
             self.assertEqual((st, hits()), (200, n + 1), view)
             self.assertEqual(nocache, first, view)
+        # /metrics counts the three hits
+        self.assertEqual(hub.metric("wt_hub_view_cache_hits_total") - m0, 3)
+        self.assertGreater(hub.metric("wt_hub_view_cache_entries"), 0)
         st, before = hub.query("vc", "table", rd, **params)
         # a late upload into the range: the next answer has it
         up = hub.create_token("vc", "upload")

@@ -8,6 +8,8 @@ over the uploaded file, and the stored rows against clickhouse-client style
 queries on each server's shard-local table (not through the hub):
   1. uploads to both hubs land once; each hub answers the same totals;
      a (project, service) sits on one shard, both of its replicas equal;
+     a past range asked again at hub A comes from its view cache, and an
+     upload into that range through hub B is in hub A's next answer;
   2. SIGKILL one hub while edges replicate: they fail over to the other,
      every acknowledged upload is stored exactly once; and a batch that hub
      A half applied (crash injected between its inserts) is completed once
@@ -124,6 +126,7 @@ class ClusterSoak(unittest.TestCase):
 
     def test_cluster(self):
         self.phase_ingest()
+        self.phase_view_cache()
         self.phase_hub_failover()
         self.phase_failpoint()
         self.phase_replica_down()
@@ -133,7 +136,8 @@ class ClusterSoak(unittest.TestCase):
         """direct uploads to both hubs; one shard holds the service, replicas equal"""
         n = 6
         for i in range(n):
-            st, js = self.hubs[i % 2].upload(self.data, token=self.upload_tok, service="direct", format="folded")
+            st, js = self.hubs[i % 2].upload(self.data, token=self.upload_tok, service="direct", format="folded",
+                                             idempotency_key=f"direct-{i}")
             self.assertEqual(st, 200, js)
         self.wait_total("direct", n * self.per)
         self.sync_replicas()
@@ -144,6 +148,48 @@ class ClusterSoak(unittest.TestCase):
         self.assertEqual(sorted([shard1[0], shard2[0]]), [0, n * self.per],
                          f"service 'direct' must sit on exactly one shard: {sums}")
         print(f"phase 1: {n} uploads via 2 hubs, total {n * self.per}, per-server sums {sums}", flush=True)
+
+    def phase_view_cache(self):
+        """a past range asked again at hub A comes from its view cache; an
+        upload into the range through hub B is in hub A's next answer"""
+        a, b = self.hubs
+        day = 86400
+        t0 = (int(time.time()) // day - 2) * day + 100
+        for k in range(2):
+            st, js = a.upload(self.data, token=self.upload_tok, service="vcache", format="folded",
+                              idempotency_key=f"vcache-{k}", **{"from": str(t0)})
+            self.assertEqual(st, 200, js)
+        params = {"service": "vcache", "from": str(t0 - 60), "until": str(t0 + 3600)}
+
+        def table(h):
+            st, js = h.query("demo", "table", self.read, **params)
+            self.assertEqual(st, 200, js)
+            return js
+
+        end = time.time() + 120
+        while time.time() < end and table(a)["total"] != 2 * self.per:
+            time.sleep(0.5)
+        self.sync_replicas()
+        for s in self.cl.servers:
+            s.query("SYSTEM SYNC REPLICA stack_agg_v1_local", database="watchtower", timeout=120)
+        first = table(a)
+        self.assertEqual((first["total"], first["path"]), (2 * self.per, "aggregates"), first)
+        hits = a.metric("wt_hub_view_cache_hits_total")
+        again = table(a)
+        self.assertEqual(again, first)
+        self.assertEqual(a.metric("wt_hub_view_cache_hits_total"), hits + 1, "the same view asked again at hub A")
+        st, js = b.upload(self.data, token=self.upload_tok, service="vcache", format="folded",
+                          **{"from": str(t0 + 60)})
+        self.assertEqual(st, 200, js)
+        end = time.time() + 120
+        got = None
+        while time.time() < end:
+            got = table(a)["total"]
+            if got == 3 * self.per:
+                break
+            time.sleep(0.5)
+        self.assertEqual(got, 3 * self.per, "hub A answered from its cache after hub B stored into the range")
+        print(f"phase 1b: view cache hit at hub A, invalidated by hub B's upload (total {got})", flush=True)
 
     def phase_hub_failover(self):
         """two edges replicate to both hubs; hub A is SIGKILLed mid-replication"""
@@ -179,7 +225,8 @@ class ClusterSoak(unittest.TestCase):
             for t in threads:
                 t.join()
         expected = acked[0] * self.per
-        self.wait_total("failover", expected, hubs=[self.hubs[1]], timeout=180)
+        # (a batch hub A claimed when it died waits out its lease, as below)
+        self.wait_total("failover", expected, hubs=[self.hubs[1]], timeout=300)
         # the remote-config client of edge1 (hub.urls = [A, B]) moved to B too
         self.assertIn(f"remote config: pulling from {self.hubs[1].repl_url}", edges[0].read_log())
         fo = [e.metrics().get("wt_edge_repl_failovers_total", 0) for e in edges]
@@ -207,7 +254,10 @@ class ClusterSoak(unittest.TestCase):
             st, _ = e.upload(self.data, service="failpoint", format="folded")
             self.assertEqual(st, 200)
         expected = n * self.per
-        self.wait_total("failpoint", expected, hubs=[b], timeout=120)
+        # hub A's claim on the batch blocks it for one lease: derived, 192 s
+        # in cluster mode with the harness's 30 s ClickHouse timeout
+        # (replication.claim_ttl_s, docs/operations.md)
+        self.wait_total("failpoint", expected, hubs=[b], timeout=300)
         self.assertIsNotNone(a.proc.wait(timeout=30), "hub A should have died at the failpoint")
         self.assertIn("failpoint reached", a.read_log())
         a.proc = None
@@ -242,7 +292,7 @@ class ClusterSoak(unittest.TestCase):
         n = 4
         for i in range(n):
             st, js = hubs[i % len(hubs)].upload(self.data, token=self.upload_tok, service="replica",
-                                                 format="folded")
+                                                 format="folded", idempotency_key=f"replica-{i}")
             self.assertEqual(st, 200, f"upload with a replica down: {st} {js}")
         self.wait_total("replica", (n + 1) * self.per, hubs=hubs)
         down.start()

@@ -146,6 +146,16 @@ object_store = {{ {object_store} }};
         except OSError:
             return ""
 
+    def metric(self, name):
+        """the value of an unlabelled sample of /metrics (float), or None"""
+        st, text = self.request("GET", "/metrics")
+        if st != 200:
+            return None
+        for line in (text.decode() if isinstance(text, bytes) else str(text)).splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return None
+
     def request(self, method, path, body=None, token=None, headers=None, timeout=60):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         h = dict(headers or {})
@@ -183,15 +193,19 @@ object_store = {{ {object_store} }};
             raise RuntimeError(f"edge allow: {st} {js}")
         return js
 
-    def upload(self, data, token, service, **params):
+    def upload(self, data, token, service, idempotency_key=None, **params):
         """POST /v1/profiles; retried (as a client does on its Retry-After)
         when the hub deferred it because writing its replication claim took
         longer than replication.claim_settle_ms: a loaded machine's
-        ClickHouse (docs/operations.md). Any other answer is returned."""
+        ClickHouse (docs/operations.md). Any other answer is returned.
+        Without idempotency_key the same bytes and parameters are stored
+        once (docs/api.md)."""
         q = {"service": service}
         q.update(params)
+        h = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         for _ in range(5):
-            st, js = self.request("POST", "/v1/profiles?" + urllib.parse.urlencode(q), data, token=token)
+            st, js = self.request("POST", "/v1/profiles?" + urllib.parse.urlencode(q), data, token=token,
+                                  headers=h)
             if not (st == 503 and "claim" in str(js)):
                 break
             time.sleep(1)

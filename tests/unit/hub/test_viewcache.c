@@ -2,7 +2,7 @@
  * test_viewcache.c — the rendered-view cache of hub/viewcache.c: a hit
  * needs the key and the fingerprint, a put replaces the key's entry, the
  * byte bound evicts the least recently used entry, oversized texts are not
- * kept, and a zero bound means no cache.
+ * kept, a zero bound means no cache, and /metrics counts hits and misses.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -92,12 +92,37 @@ static void test_zero_bound_is_off(void **state)
 	hub_viewcache_free(NULL);
 }
 
+static void test_metrics_count_lookups(void **state)
+{
+	hub_viewcache *c = hub_viewcache_new(1 << 20);
+	wt_buf out = WT_BUF_INIT;
+
+	(void)state;
+	hub_viewcache_put(c, "k", 1, "{}", 2);
+	assert_true(has(c, "k", 1, "{}"));
+	assert_true(has(c, "k", 1, "{}"));
+	assert_false(has(c, "k", 2, ""));
+	assert_int_equal(hub_viewcache_metrics_render(c, &out), 0);
+	assert_int_equal(wt_buf_putc(&out, '\0'), 0);
+	assert_non_null(strstr((const char *)out.data, "\nwt_hub_view_cache_hits_total 2\n"));
+	assert_non_null(strstr((const char *)out.data, "\nwt_hub_view_cache_misses_total 1\n"));
+	assert_non_null(strstr((const char *)out.data, "\nwt_hub_view_cache_entries 1\n"));
+	/* no cache: zeros, still rendered */
+	wt_buf_reset(&out);
+	assert_int_equal(hub_viewcache_metrics_render(NULL, &out), 0);
+	assert_int_equal(wt_buf_putc(&out, '\0'), 0);
+	assert_non_null(strstr((const char *)out.data, "\nwt_hub_view_cache_hits_total 0\n"));
+	wt_buf_free(&out);
+	hub_viewcache_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hit_needs_fingerprint),
 		cmocka_unit_test(test_bound_evicts_least_recent),
 		cmocka_unit_test(test_zero_bound_is_off),
+		cmocka_unit_test(test_metrics_count_lookups),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
