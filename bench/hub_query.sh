@@ -14,7 +14,10 @@
 # cache=0 (built from ClickHouse rows each time); the "cached" column is
 # the same query answered by the hub's view cache (hub/viewcache.h). The
 # ingest part also inserts the baseline's bytes into profile_samples_v1
-# itself: the aggregate views' share of an INSERT.
+# itself: the aggregate views' share of an INSERT. It also prints the CPU
+# seconds per upload of the hub and of clickhouse-server (/proc/PID/stat)
+# beside ClickHouse's for the two bare inserts: on a loaded VM the wall
+# clock mostly measures waiting for a core.
 # BENCH_SAMPLES / BENCH_STACKS / BENCH_SPAN_S / BENCH_RUNS override sizes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -184,14 +187,23 @@ try:
         lines.append(";".join(frames) + f" {1 + s % 7}")
     folded = ("\n".join(lines) + "\n").encode()
     uploads = 4
+    tck = os.sysconf("SC_CLK_TCK")
+    def cpu_s(pid):  # user + system CPU seconds of a process (/proc/PID/stat)
+        with open(f"/proc/{pid}/stat") as fh:
+            f = fh.read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / tck
     t = time.perf_counter()
     rows = 0
     per = []
+    hub_cpu = ch_cpu = 0.0
     for i in range(uploads):
         t1 = time.perf_counter()
+        h0, c0 = cpu_s(hub.proc.pid), cpu_s(ch.pid)
         st, js = hub.upload(folded, up, f"ingest{i}", format="folded", **{"from": str(BASE_S + i)})
         assert st == 200, (st, js)
         per.append(time.perf_counter() - t1)
+        hub_cpu += cpu_s(hub.proc.pid) - h0
+        ch_cpu += cpu_s(ch.pid) - c0
         rows += js["rows"]
     hub_s = time.perf_counter() - t
     hub_rate = rows / hub_s
@@ -209,16 +221,20 @@ try:
                " value, host, thread, container, span_id, trace_id, labels.key, labels.value, upload_id,"
                " retention_days) FORMAT RowBinary")
         t = time.perf_counter()
+        c0 = cpu_s(ch.pid)
         subprocess.run(["curl", "-sS", "-f", "-o", "/dev/null", "--data-binary", "@" + f.name,
                         f"{ch.url}/?database={DB}&query=" + urllib.parse.quote(ins)], check=True)
         raw_s = time.perf_counter() - t
+        raw_cpu = cpu_s(ch.pid) - c0
         # the same bytes into profile_samples_v1 itself: the views' share
         # of an INSERT (its stack_agg_v1 and label_sets_v1 rows)
         t = time.perf_counter()
+        c0 = cpu_s(ch.pid)
         subprocess.run(["curl", "-sS", "-f", "-o", "/dev/null", "--data-binary", "@" + f.name,
                         f"{ch.url}/?database={DB}&query="
                         + urllib.parse.quote(ins.replace("bench_samples_noviews", "profile_samples_v1"))], check=True)
         views_s = time.perf_counter() - t
+        views_cpu = cpu_s(ch.pid) - c0
     raw_rate = rows / raw_s
     print(f"clickhouse RowBinary insert of the same rows into profile_samples_v1 (with the aggregate views):"
           f" {rows / views_s:,.0f} rows/s  ratio vs without {raw_s / views_s:.2f}x")
@@ -226,6 +242,13 @@ try:
     print(f"hub ingest (folded upload -> parse -> object store -> ClickHouse): {hub_rate:,.0f} rows/s"
           f"  ratio vs baseline {hub_rate/raw_rate:.2f}x  ({uploads} uploads of {len(folded)} bytes:"
           f" {', '.join(f'{x:.2f}' for x in per)} s)")
+    # CPU seconds (/proc) are what a shared VM's load does not distort: the
+    # hub's own work per upload, ClickHouse's for the same upload, and
+    # ClickHouse's for the bare inserts of the same number of rows
+    print(f"ingest CPU per {rows // uploads:,}-row upload: hub {hub_cpu / uploads:.2f} s, clickhouse"
+          f" {ch_cpu / uploads:.2f} s; clickhouse for the same rows as one RowBinary insert: without the views"
+          f" {raw_cpu / uploads:.2f} s, with them {views_cpu / uploads:.2f} s;  CPU ratio vs baseline"
+          f" {raw_cpu / (hub_cpu + ch_cpu):.3f}x, vs the insert with the views {views_cpu / (hub_cpu + ch_cpu):.2f}x")
 finally:
     if hub:
         hub.cleanup()

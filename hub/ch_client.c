@@ -212,7 +212,13 @@ int hub_ch_query_nodb(hub_ch *ch, const char *sql, wt_buf *out, wt_err *err)
 
 int hub_ch_insert(hub_ch *ch, const char *insert_sql, const void *data, size_t len, wt_err *err)
 {
-	return do_request(ch, REQ_INSERT, insert_sql, data, len, NULL, err);
+	int64_t t0 = wt_now_ns(CLOCK_MONOTONIC);
+	int rc = do_request(ch, REQ_INSERT, insert_sql, data, len, NULL, err);
+
+	/* where an upload's ClickHouse time goes, per table (debug level) */
+	wt_debug("msg=\"clickhouse insert\" bytes=%zu ms=%.1f rc=%d sql=\"%.60s\"", len,
+		 (double)(wt_now_ns(CLOCK_MONOTONIC) - t0) / 1e6, rc, insert_sql);
+	return rc;
 }
 
 const char *hub_ch_cluster(const hub_ch *ch)
