@@ -543,6 +543,111 @@ static void test_skip_parts(void **state)
 	wt_flame_free(nofns);
 }
 
+/* Render every view of f into one string (tree cut at each of cuts, the
+ * table, the call graph); the caller frees. */
+static char *all_views(const wt_flame *f)
+{
+	static const size_t cuts[] = {0, 1, 7, 60, 400};
+	wt_buf b = WT_BUF_INIT;
+	json_t *j;
+	char *s;
+	size_t i;
+
+	for (i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		assert_int_equal(wt_flame_tree_text(f, "u", cuts[i], NULL, &b), 0);
+		wt_buf_putc(&b, '\n');
+	}
+	for (i = 0; i < 2; i++) {
+		j = i ? wt_flame_callgraph_json(f, "u", 0) : wt_flame_table_json(f, "u", 0);
+		assert_non_null(j);
+		s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+		assert_non_null(s);
+		wt_buf_puts(&b, s);
+		wt_buf_putc(&b, '\n');
+		free(s);
+		json_decref(j);
+	}
+	assert_int_equal(wt_buf_putc(&b, '\0'), 0);
+	return (char *)b.data;
+}
+
+/* wt_flame_add_stacks gives every view wt_flame_add_ids gives for the
+ * same stacks in the same order — on a fresh builder, on one that has
+ * nodes already (and gets more stacks one by one afterwards: its child
+ * index is rebuilt), for each part a builder may skip — with recursion,
+ * empty stacks, zero, negative and tied values; the cut of the tree does
+ * not depend on the order stacks are added in; an unknown id is refused. */
+static void test_add_stacks(void **state)
+{
+	enum { NS = 3000, DEPTH = 10, NNAMES = 12 };
+	uint32_t ids[NS * DEPTH], off[NS], len[NS], nid[NNAMES], pos = 0, bad[1], bad_off[1] = {0}, bad_len[1] = {1};
+	int64_t vals[NS];
+	char name[16];
+	size_t i, k, mode;
+	(void)state;
+
+	srand(11);
+	for (i = 0; i < NS; i++) {
+		len[i] = (uint32_t)(i % 97 == 0 ? 0 : 1 + (size_t)rand() % DEPTH);
+		off[i] = pos;
+		for (k = 0; k < len[i]; k++) /* few names near the root: shared prefixes, recursion deeper */
+			ids[pos++] = (uint32_t)(rand() % (k < 2 ? 3 : NNAMES));
+		vals[i] = i % 13 == 0 ? -(int64_t)(rand() % 5) : (int64_t)(rand() % 4); /* ties and zeros */
+	}
+	for (mode = 0; mode < 4; mode++) {
+		wt_flame *fs[4];
+		char *want, *got;
+		size_t b;
+
+		for (b = 0; b < 4; b++) {
+			fs[b] = wt_flame_new();
+			assert_non_null(fs[b]);
+			if (mode == 1)
+				wt_flame_skip_edges(fs[b]);
+			if (mode == 2) { /* the flame graph's builder */
+				wt_flame_skip_edges(fs[b]);
+				wt_flame_skip_functions(fs[b]);
+			}
+			if (mode == 3)
+				wt_flame_skip_tree(fs[b]);
+			for (k = 0; k < NNAMES; k++) {
+				snprintf(name, sizeof(name), "n%zu", k);
+				assert_int_equal(wt_flame_intern(fs[b], name, &nid[k]), 0);
+				assert_int_equal(nid[k], k + 1); /* the root's name is id 0 */
+			}
+		}
+		for (i = 0; i < NS * DEPTH; i++)
+			ids[i] = ids[i] % NNAMES + 1;
+		/* 0: one by one; 1: all at once; 2: one by one, at once, one by
+		 * one; 3: one by one in reverse order */
+		for (i = 0; i < NS; i++) {
+			assert_int_equal(wt_flame_add_ids(fs[0], ids + off[i], len[i], vals[i]), 0);
+			assert_int_equal(wt_flame_add_ids(fs[3], ids + off[NS - 1 - i], len[NS - 1 - i],
+							  vals[NS - 1 - i]), 0);
+		}
+		assert_int_equal(wt_flame_add_stacks(fs[1], ids, off, len, vals, NS), 0);
+		for (i = 0; i < 100; i++)
+			assert_int_equal(wt_flame_add_ids(fs[2], ids + off[i], len[i], vals[i]), 0);
+		assert_int_equal(wt_flame_add_stacks(fs[2], ids, off + 100, len + 100, vals + 100, NS - 200), 0);
+		for (i = NS - 100; i < NS; i++)
+			assert_int_equal(wt_flame_add_ids(fs[2], ids + off[i], len[i], vals[i]), 0);
+		want = all_views(fs[0]);
+		for (b = 1; b < 4; b++) {
+			got = all_views(fs[b]);
+			assert_string_equal(got, want);
+			free(got);
+		}
+		assert_int_equal(wt_flame_total(fs[1]), wt_flame_total(fs[0]));
+		free(want);
+		bad[0] = (uint32_t)wt_flame_nnames(fs[1]);
+		assert_int_equal(wt_flame_add_stacks(fs[1], bad, bad_off, bad_len, vals, 1), WT_EINVAL);
+		for (b = 0; b < 4; b++)
+			wt_flame_free(fs[b]);
+		for (i = 0; i < NS * DEPTH; i++)
+			ids[i] -= 1;
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +658,7 @@ int main(void)
 		cmocka_unit_test(test_table_limit_and_ids),
 		cmocka_unit_test(test_tree_text),
 		cmocka_unit_test(test_skip_parts),
+		cmocka_unit_test(test_add_stacks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
