@@ -143,6 +143,10 @@ struct wt_flame {
 	wt_u64map name_idx; /* xxh3(name) → first id; collisions chain via name_next */
 	uint32_t *name_next;
 	size_t name_next_cap;
+	/* names [0, nindexed) are in name_idx; later ones (wt_flame_intern_new)
+	 * are indexed by the next name_intern; names_hint: names expected
+	 * (wt_flame_reserve), the index's size when it is next filled */
+	size_t nindexed, names_hint;
 
 	/* tree */
 	fnode *nodes;
@@ -199,22 +203,37 @@ static int names_grow(wt_flame *f, size_t ncap)
 	return 0;
 }
 
-/* Views show a stored unsymbolized frame without its " [bid:…]" suffix
- * (symref.h): frames differing only in it merge. */
-static int name_intern(wt_flame *f, const char *s, uint32_t *id)
+/* Put names [nindexed, nnames) into name_idx (added by
+ * wt_flame_intern_new without it). 0 or WT_ENOMEM. */
+static int index_pending(wt_flame *f)
 {
-	size_t len = wt_symref_display_len(s, strlen(s)), slot;
-	uint64_t h = XXH3_64bits(s, len);
-	uint32_t i, head;
+	size_t slot, i;
 
-	if (wt_u64map_slot(&f->name_idx, h, &slot))
+	if (f->nindexed == f->nnames)
+		return 0;
+	if (wt_u64map_reserve(&f->name_idx, f->nnames > f->names_hint ? f->nnames : f->names_hint))
 		return WT_ENOMEM;
-	head = f->name_idx.vals[slot];
-	for (i = head; i != UINT32_MAX; i = f->name_next[i])
-		if (!strncmp(fname(f, i), s, len) && fname(f, i)[len] == '\0') {
-			*id = i;
-			return 0;
-		}
+	for (i = f->nindexed; i < f->nnames; i++) {
+		const char *nm = fname(f, (uint32_t)i);
+		uint64_t h = XXH3_64bits(nm, strlen(nm));
+
+		if (wt_u64map_slot(&f->name_idx, h, &slot))
+			return WT_ENOMEM;
+		f->name_next[i] = f->name_idx.vals[slot];
+		if (f->name_next[i] == UINT32_MAX)
+			f->name_idx.n++;
+		f->name_idx.keys[slot] = h;
+		f->name_idx.vals[slot] = (uint32_t)i;
+	}
+	f->nindexed = f->nnames;
+	return 0;
+}
+
+/* Append name s[0..len) as a new id (not indexed). 0 or WT_ENOMEM. */
+static int name_append(wt_flame *f, const char *s, size_t len, uint32_t *id)
+{
+	uint32_t i;
+
 	if (f->nnames >= UINT32_MAX - 1 || f->pool_len + len + 1 > UINT32_MAX)
 		return WT_ENOMEM;
 	if (f->nnames == f->names_cap && names_grow(f, f->names_cap ? f->names_cap * 2 : 256))
@@ -228,12 +247,68 @@ static int name_intern(wt_flame *f, const char *s, uint32_t *id)
 	f->pool_len += len + 1;
 	f->fself[i] = f->ftotal[i] = 0;
 	f->fmark[i] = 0;
+	f->name_next[i] = UINT32_MAX;
+	*id = i;
+	return 0;
+}
+
+/* Views show a stored unsymbolized frame without its " [bid:…]" suffix
+ * (symref.h): frames differing only in it merge. */
+static int name_intern(wt_flame *f, const char *s, uint32_t *id)
+{
+	size_t len = wt_symref_display_len(s, strlen(s)), slot;
+	uint64_t h = XXH3_64bits(s, len);
+	uint32_t i, head;
+
+	if (index_pending(f) || wt_u64map_slot(&f->name_idx, h, &slot))
+		return WT_ENOMEM;
+	head = f->name_idx.vals[slot];
+	for (i = head; i != UINT32_MAX; i = f->name_next[i])
+		if (!strncmp(fname(f, i), s, len) && fname(f, i)[len] == '\0') {
+			*id = i;
+			return 0;
+		}
+	if (name_append(f, s, len, &i))
+		return WT_ENOMEM;
 	f->name_next[i] = head;
 	if (head == UINT32_MAX)
 		f->name_idx.n++;
 	f->name_idx.keys[slot] = h;
 	f->name_idx.vals[slot] = i;
+	f->nindexed = f->nnames;
 	*id = i;
+	return 0;
+}
+
+/* names the builder may hold for wt_flame_intern_new to compare one by
+ * one instead of through the index */
+#define INTERN_NEW_FEW 16
+
+int wt_flame_intern_new(wt_flame *f, const char *const *names, size_t n, uint32_t *ids)
+{
+	size_t i, j, few = f->nnames;
+
+	if (few > INTERN_NEW_FEW)
+		goto each;
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(names[i]);
+		if (wt_symref_display_len(names[i], l) != l)
+			goto each; /* shown shorter: may equal another */
+	}
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < few; j++)
+			if (!strcmp(fname(f, (uint32_t)j), names[i]))
+				break;
+		if (j < few)
+			ids[i] = (uint32_t)j;
+		else if (name_append(f, names[i], strlen(names[i]), &ids[i]))
+			return WT_ENOMEM;
+	}
+	return 0;
+each:
+	for (i = 0; i < n; i++)
+		if (name_intern(f, names[i], &ids[i]))
+			return WT_ENOMEM;
 	return 0;
 }
 
@@ -256,8 +331,12 @@ int wt_flame_reserve(wt_flame *f, size_t names, size_t nodes)
 {
 	if (names > UINT32_MAX / 2 || nodes > UINT32_MAX / 2)
 		return WT_ENOMEM;
-	if (names > f->names_cap && (names_grow(f, names) || wt_u64map_reserve(&f->name_idx, names)))
+	/* the name index is sized when next filled (index_pending): names
+	 * from wt_flame_intern_new may never need it */
+	if (names > f->names_cap && names_grow(f, names))
 		return WT_ENOMEM;
+	if (names > f->names_hint)
+		f->names_hint = names;
 	if (!f->skip_tree && nodes > f->nodes_cap &&
 	    grow((void **)&f->nodes, &f->nodes_cap, nodes, sizeof(*f->nodes)))
 		return WT_ENOMEM;

@@ -57,6 +57,14 @@ int wt_flame_add(wt_flame *f, const char *const *frames, size_t n, int64_t value
 int wt_flame_intern(wt_flame *f, const char *frame, uint32_t *id);
 int wt_flame_add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value);
 
+/* wt_flame_intern for names[0..n), which the caller knows to be distinct
+ * from each other (e.g. the entries of a dictionary): ids[i] = the id
+ * wt_flame_intern would give. On a builder holding few names (a new one)
+ * they are added without hashing (indexed only if wt_flame_intern is
+ * called later); else, or when a name is shown shorter than stored
+ * (symref.h), one by one as wt_flame_intern does. 0 or WT_ENOMEM. */
+int wt_flame_intern_new(wt_flame *f, const char *const *names, size_t n, uint32_t *ids);
+
 /* Many stacks at once: stack s (s < n) is ids[off[s] .. off[s] + len[s])
  * ROOT FIRST (name ids as for wt_flame_add_ids) with value values[s]. The
  * views are those of wt_flame_add_ids called for each stack in order,

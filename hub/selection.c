@@ -496,15 +496,18 @@ static int frame_map_index(const agg_row *rows, size_t nrows, const uint32_t *id
 static int frame_map_build(hub_ch *ch, const hub_sel *s, hub_stacklru *c, hub_framedict *d, size_t nrows,
 			   wt_flame *f, frame_map *m, wt_err *err)
 {
-	wt_buf names = WT_BUF_INIT, sym = WT_BUF_INIT;
-	uint32_t *distinct = NULL;
-	size_t *offs = NULL, nd = m->nd, i, j;
+	wt_buf names = WT_BUF_INIT, sym = WT_BUF_INIT, symoff = WT_BUF_INIT;
+	uint32_t *distinct = NULL, *plain_ids = NULL;
+	const char **plain = NULL;
+	size_t *offs = NULL, nd = m->nd, nplain = 0, i, j, q;
 	int rc = 0;
 
 	distinct = malloc((nd ? nd : 1) * sizeof(*distinct));
 	offs = malloc((nd ? nd : 1) * sizeof(*offs));
+	plain = malloc((nd ? nd : 1) * sizeof(*plain));
+	plain_ids = malloc((nd ? nd : 1) * sizeof(*plain_ids));
 	m->span = malloc((nd ? nd : 1) * sizeof(*m->span));
-	if (!distinct || !offs || !m->span) {
+	if (!distinct || !offs || !plain || !plain_ids || !m->span) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
 		goto out;
 	}
@@ -521,46 +524,73 @@ static int frame_map_build(hub_ch *ch, const hub_sel *s, hub_stacklru *c, hub_fr
 		rc = wt_err_set(err, rc, "frame dictionary: %s", rc == WT_ENOMEM ? "out of memory" : "unknown id");
 		goto out;
 	}
+	/* 1: symbolize; span[i] = where frame i's names go in bids: one
+	 * name for a frame shown as stored (plain[]), its inline chain
+	 * (names in sym, their offsets in symoff) for a symbolized one */
 	for (i = 0; i < nd; i++) {
 		const char *fr = (const char *)names.data + offs[i];
-		size_t k = 0, p = 0;
+		size_t k = 0, before = sym.len;
 
-		wt_buf_reset(&sym);
 		if (s->syms && (rc = hub_symbols_expand(s->syms, ch, s->project, fr, strlen(fr), &sym, &k, err)))
 			goto out;
 		if (sym.oom) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");
 			goto out;
 		}
-		if (m->nbids + (k ? k : 1) > m->cap_bids) {
-			size_t nc = m->cap_bids ? m->cap_bids * 2 : 4096;
-			uint32_t *nb;
-			while (nc < m->nbids + (k ? k : 1))
-				nc *= 2;
-			if (!(nb = realloc(m->bids, nc * sizeof(*nb)))) {
-				rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
-				goto out;
-			}
-			m->bids = nb;
-			m->cap_bids = nc;
+		if (m->nbids + (k ? k : 1) >= UINT32_MAX) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory: too many frames");
+			goto out;
 		}
 		m->span[i][0] = (uint32_t)m->nbids;
 		m->span[i][1] = (uint32_t)(k ? k : 1);
-		for (j = 0; j < (k ? k : 1); j++) {
-			const char *nm = k ? (const char *)sym.data + p : fr;
-			if (wt_flame_intern(f, nm, &m->bids[m->nbids++])) {
+		m->nbids += k ? k : 1;
+		if (!k) {
+			plain[nplain++] = fr;
+			continue;
+		}
+		for (j = 0, q = before; j < k; j++) {
+			if (wt_buf_append(&symoff, &q, sizeof(q))) {
+				rc = wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");
+				goto out;
+			}
+			q += strlen((const char *)sym.data + q) + 1;
+		}
+	}
+	if (!(m->bids = malloc((m->nbids ? m->nbids : 1) * sizeof(*m->bids)))) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
+		goto out;
+	}
+	m->cap_bids = m->nbids;
+	/* 2: the frames shown as stored are distinct dictionary entries:
+	 * interned without a lookup each on a new builder; 3: the inline
+	 * chains' names, which may equal them or each other, one by one */
+	if (wt_flame_intern_new(f, plain, nplain, plain_ids)) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
+		goto out;
+	}
+	for (i = j = q = 0; i < nd; i++) {
+		uint32_t at = m->span[i][0], k;
+
+		if (m->span[i][1] == 1 && (j < nplain && plain[j] == (const char *)names.data + offs[i])) {
+			m->bids[at] = plain_ids[j++];
+			continue;
+		}
+		for (k = 0; k < m->span[i][1]; k++, q++) {
+			const char *nm = (const char *)sym.data + ((const size_t *)symoff.data)[q];
+			if (wt_flame_intern(f, nm, &m->bids[at + k])) {
 				rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
 				goto out;
 			}
-			if (k)
-				p += strlen(nm) + 1;
 		}
 	}
 out:
 	free(distinct);
 	free(offs);
+	free(plain);
+	free(plain_ids);
 	wt_buf_free(&names);
 	wt_buf_free(&sym);
+	wt_buf_free(&symoff);
 	return rc;
 }
 
@@ -612,6 +642,12 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		goto out;
 	ph0 = wt_now_ns(CLOCK_REALTIME) - ph0; /* ClickHouse, wall clock */
 	ph1 = cpu_ns();
+	/* a row is at least 17 bytes (stack id, value, unit length): room
+	 * for that many stacks at once instead of growing and rehashing */
+	if (wt_u64map_reserve(&idx, res.len / 17 + 1)) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
 	hub_rb_reader_init(&rd, res.data, res.len);
 	while (!hub_rb_eof(&rd)) {
 		uint64_t sid;
@@ -747,7 +783,7 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		uint32_t *bids;
 
 		if (!off_ok(sbids.len + MAX_FRAMES * sizeof(uint32_t)) ||
-		    wt_buf_reserve(&sbids, sbids.len + MAX_FRAMES * sizeof(uint32_t))) {
+		    wt_buf_reserve(&sbids, MAX_FRAMES * sizeof(uint32_t))) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory: too many frames");
 			goto out;
 		}

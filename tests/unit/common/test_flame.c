@@ -648,6 +648,64 @@ static void test_add_stacks(void **state)
 	}
 }
 
+/* wt_flame_intern_new gives the ids wt_flame_intern gives: on a new
+ * builder (names added without the index, found by a later
+ * wt_flame_intern), on one holding many names (one by one), a name equal
+ * to one the builder holds ("total", the root's), names shown without
+ * their " [bid:…]" suffix (one by one: they may merge). */
+static void test_intern_new(void **state)
+{
+	enum { N = 500 };
+	char buf[N][32];
+	const char *names[N];
+	uint32_t ids[N], id;
+	size_t i, round;
+	(void)state;
+
+	for (i = 0; i < N; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "fn_%zu", i * 7919 % 1000);
+		names[i] = buf[i];
+	}
+	names[17] = "total";
+	for (round = 0; round < 3; round++) {
+		wt_flame *f = wt_flame_new(), *g = wt_flame_new();
+		const char *stack[2];
+
+		assert_non_null(f);
+		assert_non_null(g);
+		if (round == 1) /* many names already: one by one */
+			for (i = 0; i < 40; i++)
+				assert_int_equal(wt_flame_intern(f, names[N - 1 - i], &id), 0);
+		if (round == 2) /* a suffixed name: one by one, merging with its plain form */
+			names[3] = "fn_0 [bid:00112233445566778899aabbccddeeff00112233]";
+		for (i = 0; round == 1 && i < 40; i++)
+			assert_int_equal(wt_flame_intern(g, names[N - 1 - i], &id), 0);
+		assert_int_equal(wt_flame_reserve(f, N, 10), 0);
+		assert_int_equal(wt_flame_intern_new(f, names, N, ids), 0);
+		for (i = 0; i < N; i++) {
+			assert_int_equal(wt_flame_intern(g, names[i], &id), 0);
+			assert_int_equal(ids[i], id);
+		}
+		assert_int_equal(ids[17], 0);
+		if (round == 2)
+			assert_int_equal(ids[3], ids[0]); /* "fn_0" shown for both */
+		assert_int_equal(wt_flame_nnames(f), wt_flame_nnames(g));
+		/* found again by a plain intern afterwards (the index filled then) */
+		for (i = 0; i < N; i++) {
+			assert_int_equal(wt_flame_intern(f, names[i], &id), 0);
+			assert_int_equal(id, ids[i]);
+		}
+		assert_int_equal(wt_flame_intern(f, "brand new", &id), 0);
+		assert_int_equal(id, wt_flame_nnames(f) - 1);
+		stack[0] = names[5];
+		stack[1] = "brand new";
+		assert_int_equal(wt_flame_add(f, stack, 2, 3), 0);
+		assert_int_equal(wt_flame_nnames(f), wt_flame_nnames(g) + 1);
+		wt_flame_free(f);
+		wt_flame_free(g);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -659,6 +717,7 @@ int main(void)
 		cmocka_unit_test(test_tree_text),
 		cmocka_unit_test(test_skip_parts),
 		cmocka_unit_test(test_add_stacks),
+		cmocka_unit_test(test_intern_new),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
