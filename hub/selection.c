@@ -118,8 +118,11 @@ int hub_sel_agg_ok(const hub_sel *s)
 
 /* " WHERE …" over stack_agg_v1 rows of resolution g->res in [g->from_ns,
  * g->until_ns) (aligned to it); ls: the label filters' label-set ids as a
- * SQL list ("" = none match), NULL = resolve them in a subquery */
-static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_agg_seg *g, const char *ls)
+ * SQL list ("" = none match), NULL = resolve them in a subquery. sets:
+ * without label filters, the rows of every label set (labelset_id != 0)
+ * instead of their sum (labelset_id 0). */
+static void where_agg_sets(wt_buf *w, const hub_sel *s, const char *type, const hub_agg_seg *g, const char *ls,
+			   int sets)
 {
 	const hub_params *hp = &s->hp;
 
@@ -130,7 +133,7 @@ static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_a
 	wt_buf_printf(w, " AND bucket >= %lld AND bucket < %lld", (long long)(g->from_ns / 1000000000LL),
 		      (long long)(g->until_ns / 1000000000LL));
 	if (!hp->nlabels) {
-		wt_buf_puts(w, " AND labelset_id = 0");
+		wt_buf_puts(w, sets ? " AND labelset_id != 0" : " AND labelset_id = 0");
 		return;
 	}
 	if (ls) {
@@ -145,6 +148,11 @@ static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_a
 	hub_sql_quote(w, s->project);
 	label_conds(w, &s->hp);
 	wt_buf_puts(w, ")");
+}
+
+static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_agg_seg *g, const char *ls)
+{
+	where_agg_sets(w, s, type, g, ls, 0);
 }
 
 /* label-set ids inlined up to this many; more by a subquery */
@@ -236,6 +244,70 @@ static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *typ
 		if (keys)
 			wt_buf_printf(w, " GROUP BY %s", keys);
 	}
+out:
+	wt_buf_free(&ls);
+	return n;
+}
+
+static int64_t agg_cover_ns(const hub_sel *s, hub_ch *ch);
+
+size_t hub_sel_timeline_sql(hub_ch *ch, hub_sel *s, const char *col, int64_t width_ns, wt_buf *w, wt_err *err,
+			    int *rc)
+{
+	hub_agg_seg segs[HUB_AGG_MAX_SEGS];
+	wt_buf ls = WT_BUF_INIT;
+	size_t n, i, nagg = 0;
+	int sub = 0, sets = strcmp(col, "service") != 0;
+
+	*rc = 0;
+	s->agg_used = 0;
+	if (!s->type[0] || !hub_sel_agg_ok(s) || width_ns <= 0 || width_ns % (hub_agg_res_s[0] * 1000000000LL) ||
+	    (strcmp(col, "service") && strcmp(col, "host") && strcmp(col, "thread") && strcmp(col, "container")))
+		return 0;
+	n = hub_agg_segments(s->from, s->until, agg_cover_ns(s, ch), width_ns, segs);
+	for (i = 0; i < n; i++)
+		nagg += segs[i].res != 0;
+	if (!nagg)
+		return 0; /* raw rows only: the caller's plain query */
+	if (s->hp.nlabels) {
+		sub = labelset_list(ch, s, &ls, err, rc);
+		if (*rc) {
+			n = 0;
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		const char *ls_list = sub || !ls.data ? NULL : (const char *)ls.data;
+		const hub_agg_seg *g = &segs[i];
+
+		if (i)
+			wt_buf_puts(w, " UNION ALL ");
+		if (!g->res) {
+			wt_buf_printf(w, "SELECT toString(%s) AS lv, toInt64(intDiv(time_ns, %lld)) AS b,"
+				      " toInt64(sum(value)) AS v, any(toString(unit)) AS u FROM profile_samples_v1",
+				      col, (long long)width_ns);
+			where_range(w, s, s->type, g->from_ns, g->until_ns);
+			wt_buf_puts(w, " GROUP BY lv, b");
+		} else if (!sets) {
+			wt_buf_printf(w, "SELECT toString(service) AS lv, toInt64(intDiv(toUInt64(bucket) * 1000000000,"
+				      " %lld)) AS b, toInt64(sum(value)) AS v, any(toString(unit)) AS u FROM stack_agg_v1",
+				      (long long)width_ns);
+			where_agg_sets(w, s, s->type, g, ls_list, 0);
+			wt_buf_puts(w, " GROUP BY lv, b");
+		} else {
+			/* per label set, then its label value (label_sets_v1),
+			 * the join on the initiator as the subquery's */
+			wt_buf_printf(w, "SELECT lv, b, v, u FROM (SELECT labelset_id, toInt64(intDiv(toUInt64(bucket) *"
+				      " 1000000000, %lld)) AS b, toInt64(sum(value)) AS v, any(toString(unit)) AS u FROM"
+				      " stack_agg_v1", (long long)width_ns);
+			where_agg_sets(w, s, s->type, g, ls_list, 1);
+			wt_buf_printf(w, " GROUP BY labelset_id, b) ANY LEFT JOIN (SELECT labelset_id, toString(%s) AS lv"
+				      " FROM label_sets_v1 WHERE project = ", col);
+			hub_sql_quote(w, s->project);
+			wt_buf_puts(w, ") USING labelset_id");
+		}
+	}
+	s->agg_used = 1;
 out:
 	wt_buf_free(&ls);
 	return n;
