@@ -143,11 +143,20 @@ struct wt_flame {
 	wt_u64map name_idx; /* xxh3(name) → first id; collisions chain via name_next */
 	uint32_t *name_next;
 	size_t name_next_cap;
+	/* names [0, nindexed) are in name_idx; later ones (wt_flame_intern_new)
+	 * are indexed by the next name_intern; names_hint: names expected
+	 * (wt_flame_reserve), the index's size when it is next filled */
+	size_t nindexed, names_hint;
 
 	/* tree */
 	fnode *nodes;
 	size_t nnodes, nodes_cap;
 	childmap child_idx; /* (parent, name) → node */
+	/* child_idx lacks the nodes wt_flame_add_stacks made (rebuilt by the
+	 * next child_of); child_hint: nodes expected (wt_flame_reserve), the
+	 * map's first size */
+	int child_stale;
+	size_t child_hint;
 
 	/* call graph */
 	fedge *edges;
@@ -194,22 +203,37 @@ static int names_grow(wt_flame *f, size_t ncap)
 	return 0;
 }
 
-/* Views show a stored unsymbolized frame without its " [bid:…]" suffix
- * (symref.h): frames differing only in it merge. */
-static int name_intern(wt_flame *f, const char *s, uint32_t *id)
+/* Put names [nindexed, nnames) into name_idx (added by
+ * wt_flame_intern_new without it). 0 or WT_ENOMEM. */
+static int index_pending(wt_flame *f)
 {
-	size_t len = wt_symref_display_len(s, strlen(s)), slot;
-	uint64_t h = XXH3_64bits(s, len);
-	uint32_t i, head;
+	size_t slot, i;
 
-	if (wt_u64map_slot(&f->name_idx, h, &slot))
+	if (f->nindexed == f->nnames)
+		return 0;
+	if (wt_u64map_reserve(&f->name_idx, f->nnames > f->names_hint ? f->nnames : f->names_hint))
 		return WT_ENOMEM;
-	head = f->name_idx.vals[slot];
-	for (i = head; i != UINT32_MAX; i = f->name_next[i])
-		if (!strncmp(fname(f, i), s, len) && fname(f, i)[len] == '\0') {
-			*id = i;
-			return 0;
-		}
+	for (i = f->nindexed; i < f->nnames; i++) {
+		const char *nm = fname(f, (uint32_t)i);
+		uint64_t h = XXH3_64bits(nm, strlen(nm));
+
+		if (wt_u64map_slot(&f->name_idx, h, &slot))
+			return WT_ENOMEM;
+		f->name_next[i] = f->name_idx.vals[slot];
+		if (f->name_next[i] == UINT32_MAX)
+			f->name_idx.n++;
+		f->name_idx.keys[slot] = h;
+		f->name_idx.vals[slot] = (uint32_t)i;
+	}
+	f->nindexed = f->nnames;
+	return 0;
+}
+
+/* Append name s[0..len) as a new id (not indexed). 0 or WT_ENOMEM. */
+static int name_append(wt_flame *f, const char *s, size_t len, uint32_t *id)
+{
+	uint32_t i;
+
 	if (f->nnames >= UINT32_MAX - 1 || f->pool_len + len + 1 > UINT32_MAX)
 		return WT_ENOMEM;
 	if (f->nnames == f->names_cap && names_grow(f, f->names_cap ? f->names_cap * 2 : 256))
@@ -223,12 +247,68 @@ static int name_intern(wt_flame *f, const char *s, uint32_t *id)
 	f->pool_len += len + 1;
 	f->fself[i] = f->ftotal[i] = 0;
 	f->fmark[i] = 0;
+	f->name_next[i] = UINT32_MAX;
+	*id = i;
+	return 0;
+}
+
+/* Views show a stored unsymbolized frame without its " [bid:…]" suffix
+ * (symref.h): frames differing only in it merge. */
+static int name_intern(wt_flame *f, const char *s, uint32_t *id)
+{
+	size_t len = wt_symref_display_len(s, strlen(s)), slot;
+	uint64_t h = XXH3_64bits(s, len);
+	uint32_t i, head;
+
+	if (index_pending(f) || wt_u64map_slot(&f->name_idx, h, &slot))
+		return WT_ENOMEM;
+	head = f->name_idx.vals[slot];
+	for (i = head; i != UINT32_MAX; i = f->name_next[i])
+		if (!strncmp(fname(f, i), s, len) && fname(f, i)[len] == '\0') {
+			*id = i;
+			return 0;
+		}
+	if (name_append(f, s, len, &i))
+		return WT_ENOMEM;
 	f->name_next[i] = head;
 	if (head == UINT32_MAX)
 		f->name_idx.n++;
 	f->name_idx.keys[slot] = h;
 	f->name_idx.vals[slot] = i;
+	f->nindexed = f->nnames;
 	*id = i;
+	return 0;
+}
+
+/* names the builder may hold for wt_flame_intern_new to compare one by
+ * one instead of through the index */
+#define INTERN_NEW_FEW 16
+
+int wt_flame_intern_new(wt_flame *f, const char *const *names, size_t n, uint32_t *ids)
+{
+	size_t i, j, few = f->nnames;
+
+	if (few > INTERN_NEW_FEW)
+		goto each;
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(names[i]);
+		if (wt_symref_display_len(names[i], l) != l)
+			goto each; /* shown shorter: may equal another */
+	}
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < few; j++)
+			if (!strcmp(fname(f, (uint32_t)j), names[i]))
+				break;
+		if (j < few)
+			ids[i] = (uint32_t)j;
+		else if (name_append(f, names[i], strlen(names[i]), &ids[i]))
+			return WT_ENOMEM;
+	}
+	return 0;
+each:
+	for (i = 0; i < n; i++)
+		if (name_intern(f, names[i], &ids[i]))
+			return WT_ENOMEM;
 	return 0;
 }
 
@@ -251,12 +331,19 @@ int wt_flame_reserve(wt_flame *f, size_t names, size_t nodes)
 {
 	if (names > UINT32_MAX / 2 || nodes > UINT32_MAX / 2)
 		return WT_ENOMEM;
-	if (names > f->names_cap && (names_grow(f, names) || wt_u64map_reserve(&f->name_idx, names)))
+	/* the name index is sized when next filled (index_pending): names
+	 * from wt_flame_intern_new may never need it */
+	if (names > f->names_cap && names_grow(f, names))
 		return WT_ENOMEM;
+	if (names > f->names_hint)
+		f->names_hint = names;
 	if (!f->skip_tree && nodes > f->nodes_cap &&
-	    (grow((void **)&f->nodes, &f->nodes_cap, nodes, sizeof(*f->nodes)) ||
-	     cm_reserve(&f->child_idx, nodes)))
+	    grow((void **)&f->nodes, &f->nodes_cap, nodes, sizeof(*f->nodes)))
 		return WT_ENOMEM;
+	/* the child index is sized when first used: wt_flame_add_stacks
+	 * builds a fresh tree without it */
+	if (nodes > f->child_hint)
+		f->child_hint = nodes;
 	return 0;
 }
 
@@ -301,11 +388,38 @@ void wt_flame_free(wt_flame *f)
 	free(f);
 }
 
+/* Index every node but the root in child_idx (after wt_flame_add_stacks
+ * made nodes without it). 0 or WT_ENOMEM. */
+static int child_index_rebuild(wt_flame *f)
+{
+	size_t i;
+	cslot *sl;
+
+	if (cm_reserve(&f->child_idx, f->nnodes))
+		return WT_ENOMEM;
+	for (i = 1; i < f->nnodes; i++) {
+		if (cm_slot(&f->child_idx, f->nodes[i].parent, f->nodes[i].name, &sl))
+			return WT_ENOMEM;
+		if (sl->node == UINT32_MAX) {
+			sl->parent = f->nodes[i].parent;
+			sl->name = f->nodes[i].name;
+			sl->node = (uint32_t)i;
+			f->child_idx.n++;
+		}
+	}
+	f->child_stale = 0;
+	return 0;
+}
+
 static int child_of(wt_flame *f, uint32_t parent, uint32_t name, uint32_t *out)
 {
 	cslot *sl;
 	fnode *n;
 
+	if (!f->child_idx.cap && f->child_hint && cm_reserve(&f->child_idx, f->child_hint))
+		return WT_ENOMEM;
+	if (f->child_stale && child_index_rebuild(f))
+		return WT_ENOMEM;
 	if (cm_slot(&f->child_idx, parent, name, &sl))
 		return WT_ENOMEM;
 	if (sl->node != UINT32_MAX) {
@@ -460,6 +574,188 @@ int wt_flame_add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value)
 	return add_ids(f, ids, n, value);
 }
 
+/* ---- bulk tree build (wt_flame_add_stacks) ---------------------------------------- */
+
+/* Sort v[0..n) by the upper 32 bits, stably (the lower bits, stack
+ * indices, arrive ascending within a group): insertion sort for small
+ * groups, else LSD radix over the bits name ids use (tmp: room for n).
+ * O(n) per pass whatever the input. */
+#define BULK_SMALL 64
+#define BULK_RADIX_BITS 11
+static void sort_by_name(uint64_t *v, size_t n, uint64_t *tmp, unsigned name_bits)
+{
+	size_t i, j, cnt[1 << BULK_RADIX_BITS];
+	unsigned shift;
+
+	if (n <= BULK_SMALL) {
+		for (i = 1; i < n; i++) {
+			uint64_t x = v[i];
+			for (j = i; j > 0 && v[j - 1] >> 32 > x >> 32; j--)
+				v[j] = v[j - 1];
+			v[j] = x;
+		}
+		return;
+	}
+	for (shift = 0; shift < name_bits; shift += BULK_RADIX_BITS) {
+		uint64_t *t;
+		size_t sum = 0;
+
+		memset(cnt, 0, sizeof(cnt));
+		for (i = 0; i < n; i++)
+			cnt[(v[i] >> (32 + shift)) & ((1u << BULK_RADIX_BITS) - 1)]++;
+		for (i = 0; i < (1u << BULK_RADIX_BITS); i++) {
+			size_t c = cnt[i];
+			cnt[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			tmp[cnt[(v[i] >> (32 + shift)) & ((1u << BULK_RADIX_BITS) - 1)]++] = v[i];
+		/* copy back (v is a slice of the caller's array) */
+		t = tmp;
+		memcpy(v, t, n * sizeof(*v));
+	}
+}
+
+/* A new child (parent, name) of a tree whose child index is stale (no
+ * lookup: the caller knows the child is new). 0 or WT_ENOMEM. */
+static int new_child(wt_flame *f, uint32_t parent, uint32_t name, uint32_t *out)
+{
+	fnode *n;
+
+	if (f->nnodes >= UINT32_MAX - 1 ||
+	    grow((void **)&f->nodes, &f->nodes_cap, f->nnodes + 1, sizeof(*f->nodes)))
+		return WT_ENOMEM;
+	n = &f->nodes[f->nnodes];
+	n->name = name;
+	n->parent = parent;
+	n->first_child = UINT32_MAX;
+	n->next_sibling = f->nodes[parent].first_child;
+	n->self = n->total = 0;
+	f->nodes[parent].first_child = (uint32_t)f->nnodes;
+	*out = (uint32_t)f->nnodes++;
+	return 0;
+}
+
+/* The tree part of wt_flame_add_stacks, one depth at a time: the stacks
+ * still deeper than d, grouped by their node at depth d - 1 (groups are
+ * runs of ord[] with equal gnode[]), are sorted by their frame at depth
+ * d within each group; each run of equal frames is one child, made (a
+ * fresh tree: no lookup, the child index is rebuilt when next needed) or
+ * looked up (child_of) once. No per-frame hash lookup; memory is read
+ * in stack order (key[]) or sequentially. */
+static int tree_bulk(wt_flame *f, const uint32_t *ids, const uint32_t *off, const uint32_t *len,
+		     const int64_t *values, size_t n)
+{
+	uint32_t *alive = NULL, *key = NULL, *ord = NULL, *ord2 = NULL, *gnode = NULL, *gnode2 = NULL, *t32;
+	uint64_t *v = NULL, *tmp = NULL;
+	size_t nalive = 0, nord = 0, i, k, d, g0, g1, j, j2;
+	unsigned name_bits = 1;
+	int fresh = f->nnodes == 1, rc = WT_ENOMEM;
+
+	while (name_bits < 32 && ((size_t)1 << name_bits) < f->nnames)
+		name_bits++;
+	if (!(alive = malloc(n * sizeof(*alive))) || !(key = malloc(n * sizeof(*key))) ||
+	    !(ord = malloc(n * sizeof(*ord))) || !(ord2 = malloc(n * sizeof(*ord2))) ||
+	    !(gnode = malloc(n * sizeof(*gnode))) || !(gnode2 = malloc(n * sizeof(*gnode2))) ||
+	    !(v = malloc(n * sizeof(*v))) || !(tmp = malloc(n * sizeof(*tmp))))
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (!len[i]) {
+			f->nodes[0].self = sat_add(f->nodes[0].self, values[i]);
+			continue;
+		}
+		alive[nalive++] = (uint32_t)i;
+		ord[nord] = (uint32_t)i;
+		gnode[nord++] = 0;
+	}
+	for (d = 0; nord; d++) {
+		/* this depth's frame of every stack still this deep, read in
+		 * stack order */
+		for (i = 0; i < nalive; i++)
+			key[alive[i]] = ids[off[alive[i]] + d];
+		k = 0;
+		for (g0 = 0; g0 < nord; g0 = g1) {
+			uint32_t parent = gnode[g0];
+
+			for (g1 = g0; g1 < nord && gnode[g1] == parent; g1++)
+				v[g1 - g0] = (uint64_t)key[ord[g1]] << 32 | ord[g1];
+			sort_by_name(v, g1 - g0, tmp, name_bits);
+			for (j = 0; j < g1 - g0; j = j2) {
+				uint32_t name = (uint32_t)(v[j] >> 32), node;
+				fnode *nd;
+
+				if (fresh ? new_child(f, parent, name, &node) : child_of(f, parent, name, &node))
+					goto out;
+				nd = &f->nodes[node];
+				for (j2 = j; j2 < g1 - g0 && (uint32_t)(v[j2] >> 32) == name; j2++) {
+					uint32_t st = (uint32_t)v[j2];
+
+					nd->total = sat_add(nd->total, values[st]);
+					if (len[st] == d + 1) {
+						nd->self = sat_add(nd->self, values[st]);
+					} else {
+						ord2[k] = st;
+						gnode2[k++] = node;
+					}
+				}
+			}
+		}
+		t32 = ord, ord = ord2, ord2 = t32;
+		t32 = gnode, gnode = gnode2, gnode2 = t32;
+		nord = k;
+		for (i = k = 0; i < nalive; i++)
+			if (len[alive[i]] > d + 1)
+				alive[k++] = alive[i];
+		nalive = k;
+	}
+	rc = 0;
+out:
+	if (fresh && f->nnodes > 1)
+		f->child_stale = 1;
+	free(alive);
+	free(key);
+	free(ord);
+	free(ord2);
+	free(gnode);
+	free(gnode2);
+	free(v);
+	free(tmp);
+	return rc;
+}
+
+int wt_flame_add_stacks(wt_flame *f, const uint32_t *ids, const uint32_t *off, const uint32_t *len,
+			const int64_t *values, size_t n)
+{
+	size_t i, j;
+	int rc = 0, st;
+
+	if (n >= UINT32_MAX)
+		return WT_ENOMEM;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < len[i]; j++)
+			if (ids[off[i] + j] >= f->nnames)
+				return WT_EINVAL;
+	if (!n)
+		return 0;
+	/* functions and edges (and the root's total) stack by stack, as
+	 * wt_flame_add_ids does them; the tree below in one pass */
+	st = f->skip_tree;
+	f->skip_tree = 1;
+	if (!f->skip_fns || !f->skip_edges) {
+		for (i = 0; i < n && !rc; i++)
+			rc = add_ids(f, ids + off[i], len[i], values[i]);
+	} else {
+		for (i = 0; i < n; i++)
+			f->nodes[0].total = sat_add(f->nodes[0].total, values[i]);
+	}
+	f->skip_tree = st;
+	/* the previous-stack shortcut of add_ids holds root nodes now */
+	f->prev_n = 0;
+	if (!rc && !f->skip_tree)
+		rc = tree_bulk(f, ids, off, len, values, n);
+	return rc;
+}
+
 size_t wt_flame_nnames(const wt_flame *f)
 {
 	return f->nnames;
@@ -538,18 +834,48 @@ static json_t *unit_json(const char *unit)
 	return unit ? json_string(unit) : json_null();
 }
 
-/* Max-heap of node ids by total (ties: lower id first, i.e. older). */
+/* Max-heap of node ids by total; ties by call path (node_path_cmp), so
+ * where a tree is cut does not depend on the order its stacks were added
+ * in (wt_flame_add_stacks numbers nodes otherwise than wt_flame_add). */
 typedef struct heap {
 	uint32_t *v;
 	size_t n;
-	const fnode *nodes;
+	const wt_flame *f;
 } heap;
+
+static size_t node_depth(const fnode *nodes, uint32_t x)
+{
+	size_t d = 0;
+
+	for (; x; x = nodes[x].parent)
+		d++;
+	return d;
+}
+
+/* Order of distinct nodes a and b: the shallower first, else by their
+ * call paths root first (names compared where the paths part; siblings
+ * have distinct names). <0: a first. */
+static int node_path_cmp(const wt_flame *f, uint32_t a, uint32_t b)
+{
+	const fnode *nodes = f->nodes;
+	size_t da = node_depth(nodes, a), db = node_depth(nodes, b);
+
+	if (da != db)
+		return da < db ? -1 : 1;
+	while (nodes[a].parent != nodes[b].parent) {
+		a = nodes[a].parent;
+		b = nodes[b].parent;
+	}
+	return strcmp(f->pool + f->name_off[nodes[a].name], f->pool + f->name_off[nodes[b].name]);
+}
 
 static int heap_less(const heap *h, uint32_t a, uint32_t b) /* a ranks below b */
 {
-	if (h->nodes[a].total != h->nodes[b].total)
-		return h->nodes[a].total < h->nodes[b].total;
-	return a > b;
+	const fnode *nodes = h->f->nodes;
+
+	if (nodes[a].total != nodes[b].total)
+		return nodes[a].total < nodes[b].total;
+	return a != b && node_path_cmp(h->f, a, b) > 0;
 }
 
 static void heap_push(heap *h, uint32_t x)
@@ -600,7 +926,7 @@ static int child_name_cmp(const void *a, const void *b, void *ctx)
  * zeroed by the caller); *truncated when some are dropped. 0 or WT_ENOMEM. */
 static int tree_keep(const wt_flame *f, size_t max_nodes, uint8_t *keep, int *truncated)
 {
-	heap h = {NULL, 0, f->nodes};
+	heap h = {NULL, 0, f};
 	size_t i;
 
 	*truncated = 0;

@@ -57,6 +57,26 @@ int wt_flame_add(wt_flame *f, const char *const *frames, size_t n, int64_t value
 int wt_flame_intern(wt_flame *f, const char *frame, uint32_t *id);
 int wt_flame_add_ids(wt_flame *f, const uint32_t *ids, size_t n, int64_t value);
 
+/* wt_flame_intern for names[0..n), which the caller knows to be distinct
+ * from each other (e.g. the entries of a dictionary): ids[i] = the id
+ * wt_flame_intern would give. On a builder holding few names (a new one)
+ * they are added without hashing (indexed only if wt_flame_intern is
+ * called later); else, or when a name is shown shorter than stored
+ * (symref.h), one by one as wt_flame_intern does. 0 or WT_ENOMEM. */
+int wt_flame_intern_new(wt_flame *f, const char *const *names, size_t n, uint32_t *ids);
+
+/* Many stacks at once: stack s (s < n) is ids[off[s] .. off[s] + len[s])
+ * ROOT FIRST (name ids as for wt_flame_add_ids) with value values[s]. The
+ * views are those of wt_flame_add_ids called for each stack in order,
+ * but the tree is built a depth at a time (each distinct call-path prefix
+ * found once, by sorting the stacks' frames at that depth, instead of a
+ * hash lookup per frame); tree node ids then run depth by depth (what
+ * breaks ties where wt_flame_tree_json cuts at max_nodes: shallower
+ * first). Temporary memory: about 40 bytes per stack. 0, WT_ENOMEM or
+ * WT_EINVAL (an id the builder did not give). */
+int wt_flame_add_stacks(wt_flame *f, const uint32_t *ids, const uint32_t *off, const uint32_t *len,
+			const int64_t *values, size_t n);
+
 /* Per-function figures without rendering a table: name ids run from 0 to
  * wt_flame_nnames(f) - 1; wt_flame_fn gives id's name (owned by f), self
  * and total and returns 1 when the name appeared in some stack (as a row

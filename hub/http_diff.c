@@ -182,6 +182,36 @@ static int cmp_row(const void *a, const void *b)
 	return strcmp(x->function, y->function);
 }
 
+/* Move the `top` first rows of r[0..n) under cmp_row (a total order:
+ * names are distinct) to the front, in any order: quickselect, expected
+ * O(n), so that only the rows shown are sorted. */
+static void rows_select_top(row *r, size_t n, size_t top)
+{
+	size_t lo = 0, hi = n; /* the boundary `top` lies in [lo, hi) */
+
+	while (hi - lo > 1) {
+		size_t i, st = lo, mid = lo + (hi - lo) / 2;
+		row pivot = r[mid], t;
+
+		r[mid] = r[hi - 1];
+		r[hi - 1] = pivot;
+		for (i = lo; i < hi - 1; i++)
+			if (cmp_row(&r[i], &pivot) < 0) {
+				t = r[i];
+				r[i] = r[st];
+				r[st++] = t;
+			}
+		r[hi - 1] = r[st];
+		r[st] = pivot;
+		if (st == top || st + 1 == top)
+			return;
+		if (st > top)
+			hi = st;
+		else
+			lo = st + 1;
+	}
+}
+
 /* Function rows of both builders merged by name into *rows (n; names
  * owned by the builders): straight from the builders' per-name figures,
  * with no table rendered and no JSON in between. */
@@ -196,7 +226,8 @@ static int merge_rows(const wt_flame *bf, const wt_flame *tf, row **rows, size_t
 
 	*rows = NULL;
 	*n = 0;
-	if (!next || !out) {
+	/* sized once for every name (rows of both sides) */
+	if (!next || !out || wt_u64map_reserve(&idx, cap)) {
 		rc = WT_ENOMEM;
 		goto out;
 	}
@@ -365,8 +396,11 @@ int hub_handle_diff(hub_req *r, wt_err *err)
 		w->z = hub_z_two_prop((double)w->bs / base->scale, (double)base->total / base->scale,
 				      (double)w->ts / target->scale, (double)target->total / target->scale);
 	}
+	/* only the rows shown are sorted */
+	if (nrows > (size_t)limit)
+		rows_select_top(rows, nrows, (size_t)limit);
 	if (nrows)
-		qsort(rows, nrows, sizeof(*rows), cmp_row);
+		qsort(rows, nrows < (size_t)limit ? nrows : (size_t)limit, sizeof(*rows), cmp_row);
 
 	out = hub_req_own_json(r, json_object());
 	rows_j = hub_req_own_json(r, json_array());

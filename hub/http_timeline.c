@@ -9,7 +9,15 @@
  * multiples of the width since the epoch. ClickHouse sums the values per
  * (label value, intDiv(time_ns, width)); the top `limit` − 1 label values
  * by total (limit ≤ 50, default 50) keep their own row and the rest are
- * summed into one row named "other" — so at most 50 rows.
+ * summed into one row named "other" — so at most 50 rows. Label values
+ * whose total is 0 are left out.
+ *
+ * Without `buckets`, a range of at least AUTO_MINUTE_MIN buckets of a
+ * minute gets buckets of at least a minute: the stack aggregates
+ * (stackagg.h) then answer (hub_sel_timeline_sql: by service, host,
+ * thread or container, label filters the aggregates hold, the width a
+ * multiple of a minute); finer buckets, span_id / trace_id and label
+ * matchers read the raw rows. path=raw reads the raw rows always.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +31,10 @@
 #define MAX_BUCKETS 2000
 #define DEFAULT_BUCKETS 200
 #define MAX_ROWS 50
+/* automatic width: at least a minute when that still gives this many
+ * buckets (a range of 50 min or more) */
+#define AUTO_MINUTE_MIN 50
+#define MINUTE_NS 60000000000LL
 
 typedef struct tl_row {
 	char *value;
@@ -122,6 +134,7 @@ int hub_handle_timeline(hub_req *r, wt_err *err)
 	hub_ctx *ctx = r->ctx;
 	wt_arena *a = &r->arena;
 	int64_t t0 = wt_now_ns(CLOCK_REALTIME), width;
+	wt_buf *pieces = wt_arena_buf(a);
 	long nbuckets, limit;
 	const char *by_s = evhttp_find_header(&r->q, "by"), *col;
 	hub_sel *sel = wt_arena_calloc(a, 1, sizeof(*sel));
@@ -132,11 +145,11 @@ int hub_handle_timeline(hub_req *r, wt_err *err)
 	long b;
 	int rc;
 
-	if (!sel || !acc || !sql || !res)
+	if (!sel || !acc || !sql || !res || !pieces)
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	acc->arena = a;
 	sel->project = r->project;
-	if ((rc = hub_params_parse(&r->q, &sel->hp, err)) ||
+	if ((rc = hub_params_parse(&r->q, &sel->hp, err)) || (rc = hub_sel_path_param(&r->q, ctx, sel, err)) ||
 	    (rc = hub_param_uint(&r->q, "buckets", DEFAULT_BUCKETS, 1, MAX_BUCKETS, &nbuckets, err)) ||
 	    (rc = hub_param_uint(&r->q, "limit", MAX_ROWS, 1, MAX_ROWS, &limit, err)))
 		return rc;
@@ -150,16 +163,31 @@ int hub_handle_timeline(hub_req *r, wt_err *err)
 	if (sel->until <= sel->from)
 		sel->until = sel->from + 1;
 	width = hub_nice_width(sel->from, sel->until, nbuckets);
+	/* automatic buckets of at least a minute where that keeps enough of
+	 * them (the same for every path, so path=raw compares) */
+	if (!evhttp_find_header(&r->q, "buckets") && width < MINUTE_NS &&
+	    (sel->until - 1) / MINUTE_NS - sel->from / MINUTE_NS + 1 >= AUTO_MINUTE_MIN)
+		width = MINUTE_NS;
 	acc->b0 = sel->from / width;
 	acc->nb = (long)((sel->until - 1) / width - acc->b0 + 1);
 	if (sel->type[0]) {
 		top_ctx tc = {acc, (size_t)limit, 0};
+		/* the aggregate pieces when they apply (pieces: lv, b, v, u) */
+		if (!hub_sel_timeline_sql(r->ch, sel, col, width, pieces, err, &rc) && rc)
+			return rc;
+		if (wt_buf_putc(pieces, '\0'))
+			return wt_err_set(err, WT_ENOMEM, "out of memory");
 		/* Q1: the top label values; one more than fits tells whether
 		 * an "other" row is needed */
-		wt_buf_printf(sql, "SELECT %s, sum(value) AS s FROM profile_samples_v1", col);
-		hub_sel_where(sql, sel, sel->type);
-		wt_buf_printf(sql, " GROUP BY %s ORDER BY s DESC, %s LIMIT %ld FORMAT TabSeparated",
-			      col, col, limit + 1);
+		if (sel->agg_used) {
+			wt_buf_printf(sql, "SELECT lv, sum(v) AS s FROM (%s) GROUP BY lv HAVING s != 0 ORDER BY s DESC,"
+				      " lv LIMIT %ld FORMAT TabSeparated", (const char *)pieces->data, limit + 1);
+		} else {
+			wt_buf_printf(sql, "SELECT %s, sum(value) AS s FROM profile_samples_v1", col);
+			hub_sel_where(sql, sel, sel->type);
+			wt_buf_printf(sql, " GROUP BY %s HAVING s != 0 ORDER BY s DESC, %s LIMIT %ld FORMAT TabSeparated",
+				      col, col, limit + 1);
+		}
 		if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
 			return rc;
 		hub_tsv_each((char *)res->data, res->len, 2, top_row, &tc);
@@ -176,7 +204,7 @@ int hub_handle_timeline(hub_req *r, wt_err *err)
 		/* Q2: series of the top values, the rest summed as own = 0 */
 		wt_buf_reset(sql);
 		wt_buf_reset(res);
-		wt_buf_printf(sql, "SELECT %s IN (", col);
+		wt_buf_printf(sql, "SELECT %s IN (", sel->agg_used ? "lv" : col);
 		for (i = 0; i < acc->n - (size_t)acc->has_other; i++) {
 			if (i)
 				wt_buf_putc(sql, ',');
@@ -184,10 +212,15 @@ int hub_handle_timeline(hub_req *r, wt_err *err)
 		}
 		if (acc->n - (size_t)acc->has_other == 0)
 			wt_buf_puts(sql, "''");
-		wt_buf_printf(sql, ") AS own, if(own, %s, '') AS lv, intDiv(time_ns, %lld) AS b, sum(value),"
-			      " any(unit) FROM profile_samples_v1", col, (long long)width);
-		hub_sel_where(sql, sel, sel->type);
-		wt_buf_puts(sql, " GROUP BY own, lv, b FORMAT TabSeparated");
+		if (sel->agg_used) {
+			wt_buf_printf(sql, ") AS own, if(own, lv, '') AS lv2, b, sum(v), any(u) FROM (%s)"
+				      " GROUP BY own, lv2, b FORMAT TabSeparated", (const char *)pieces->data);
+		} else {
+			wt_buf_printf(sql, ") AS own, if(own, %s, '') AS lv, intDiv(time_ns, %lld) AS b, sum(value),"
+				      " any(unit) FROM profile_samples_v1", col, (long long)width);
+			hub_sel_where(sql, sel, sel->type);
+			wt_buf_puts(sql, " GROUP BY own, lv, b FORMAT TabSeparated");
+		}
 		if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
 			return rc;
 		hub_tsv_each((char *)res->data, res->len, 5, series_row, acc);
@@ -215,6 +248,7 @@ int hub_handle_timeline(hub_req *r, wt_err *err)
 	json_object_set_new(out, "bucket_ns", json_integer(width));
 	json_object_set_new(out, "start_ns", json_integer(acc->b0 * width));
 	json_object_set_new(out, "buckets", json_integer(acc->nb));
+	json_object_set_new(out, "path", json_string(sel->agg_used ? "aggregates" : "raw"));
 	json_object_set(out, "rows", rows_j);
 	/* the reply takes its own reference; the arena drops the one it holds */
 	return hub_req_query_json(r, t0, json_incref(out), err);

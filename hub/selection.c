@@ -118,8 +118,11 @@ int hub_sel_agg_ok(const hub_sel *s)
 
 /* " WHERE …" over stack_agg_v1 rows of resolution g->res in [g->from_ns,
  * g->until_ns) (aligned to it); ls: the label filters' label-set ids as a
- * SQL list ("" = none match), NULL = resolve them in a subquery */
-static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_agg_seg *g, const char *ls)
+ * SQL list ("" = none match), NULL = resolve them in a subquery. sets:
+ * without label filters, the rows of every label set (labelset_id != 0)
+ * instead of their sum (labelset_id 0). */
+static void where_agg_sets(wt_buf *w, const hub_sel *s, const char *type, const hub_agg_seg *g, const char *ls,
+			   int sets)
 {
 	const hub_params *hp = &s->hp;
 
@@ -130,7 +133,7 @@ static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_a
 	wt_buf_printf(w, " AND bucket >= %lld AND bucket < %lld", (long long)(g->from_ns / 1000000000LL),
 		      (long long)(g->until_ns / 1000000000LL));
 	if (!hp->nlabels) {
-		wt_buf_puts(w, " AND labelset_id = 0");
+		wt_buf_puts(w, sets ? " AND labelset_id != 0" : " AND labelset_id = 0");
 		return;
 	}
 	if (ls) {
@@ -145,6 +148,11 @@ static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_a
 	hub_sql_quote(w, s->project);
 	label_conds(w, &s->hp);
 	wt_buf_puts(w, ")");
+}
+
+static void where_agg(wt_buf *w, const hub_sel *s, const char *type, const hub_agg_seg *g, const char *ls)
+{
+	where_agg_sets(w, s, type, g, ls, 0);
 }
 
 /* label-set ids inlined up to this many; more by a subquery */
@@ -236,6 +244,70 @@ static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *typ
 		if (keys)
 			wt_buf_printf(w, " GROUP BY %s", keys);
 	}
+out:
+	wt_buf_free(&ls);
+	return n;
+}
+
+static int64_t agg_cover_ns(const hub_sel *s, hub_ch *ch);
+
+size_t hub_sel_timeline_sql(hub_ch *ch, hub_sel *s, const char *col, int64_t width_ns, wt_buf *w, wt_err *err,
+			    int *rc)
+{
+	hub_agg_seg segs[HUB_AGG_MAX_SEGS];
+	wt_buf ls = WT_BUF_INIT;
+	size_t n, i, nagg = 0;
+	int sub = 0, sets = strcmp(col, "service") != 0;
+
+	*rc = 0;
+	s->agg_used = 0;
+	if (!s->type[0] || !hub_sel_agg_ok(s) || width_ns <= 0 || width_ns % (hub_agg_res_s[0] * 1000000000LL) ||
+	    (strcmp(col, "service") && strcmp(col, "host") && strcmp(col, "thread") && strcmp(col, "container")))
+		return 0;
+	n = hub_agg_segments(s->from, s->until, agg_cover_ns(s, ch), width_ns, segs);
+	for (i = 0; i < n; i++)
+		nagg += segs[i].res != 0;
+	if (!nagg)
+		return 0; /* raw rows only: the caller's plain query */
+	if (s->hp.nlabels) {
+		sub = labelset_list(ch, s, &ls, err, rc);
+		if (*rc) {
+			n = 0;
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		const char *ls_list = sub || !ls.data ? NULL : (const char *)ls.data;
+		const hub_agg_seg *g = &segs[i];
+
+		if (i)
+			wt_buf_puts(w, " UNION ALL ");
+		if (!g->res) {
+			wt_buf_printf(w, "SELECT toString(%s) AS lv, toInt64(intDiv(time_ns, %lld)) AS b,"
+				      " toInt64(sum(value)) AS v, any(toString(unit)) AS u FROM profile_samples_v1",
+				      col, (long long)width_ns);
+			where_range(w, s, s->type, g->from_ns, g->until_ns);
+			wt_buf_puts(w, " GROUP BY lv, b");
+		} else if (!sets) {
+			wt_buf_printf(w, "SELECT toString(service) AS lv, toInt64(intDiv(toUInt64(bucket) * 1000000000,"
+				      " %lld)) AS b, toInt64(sum(value)) AS v, any(toString(unit)) AS u FROM stack_agg_v1",
+				      (long long)width_ns);
+			where_agg_sets(w, s, s->type, g, ls_list, 0);
+			wt_buf_puts(w, " GROUP BY lv, b");
+		} else {
+			/* per label set, then its label value (label_sets_v1),
+			 * the join on the initiator as the subquery's */
+			wt_buf_printf(w, "SELECT lv, b, v, u FROM (SELECT labelset_id, toInt64(intDiv(toUInt64(bucket) *"
+				      " 1000000000, %lld)) AS b, toInt64(sum(value)) AS v, any(toString(unit)) AS u FROM"
+				      " stack_agg_v1", (long long)width_ns);
+			where_agg_sets(w, s, s->type, g, ls_list, 1);
+			wt_buf_printf(w, " GROUP BY labelset_id, b) ANY LEFT JOIN (SELECT labelset_id, toString(%s) AS lv"
+				      " FROM label_sets_v1 WHERE project = ", col);
+			hub_sql_quote(w, s->project);
+			wt_buf_puts(w, ") USING labelset_id");
+		}
+	}
+	s->agg_used = 1;
 out:
 	wt_buf_free(&ls);
 	return n;
@@ -503,15 +575,18 @@ static int frame_map_index(const agg_row *rows, size_t nrows, const uint32_t *id
 static int frame_map_build(hub_ch *ch, const hub_sel *s, hub_stacklru *c, hub_framedict *d, size_t nrows,
 			   wt_flame *f, frame_map *m, wt_err *err)
 {
-	wt_buf names = WT_BUF_INIT, sym = WT_BUF_INIT;
-	uint32_t *distinct = NULL;
-	size_t *offs = NULL, nd = m->nd, i, j;
+	wt_buf names = WT_BUF_INIT, sym = WT_BUF_INIT, symoff = WT_BUF_INIT;
+	uint32_t *distinct = NULL, *plain_ids = NULL;
+	const char **plain = NULL;
+	size_t *offs = NULL, nd = m->nd, nplain = 0, i, j, q;
 	int rc = 0;
 
 	distinct = malloc((nd ? nd : 1) * sizeof(*distinct));
 	offs = malloc((nd ? nd : 1) * sizeof(*offs));
+	plain = malloc((nd ? nd : 1) * sizeof(*plain));
+	plain_ids = malloc((nd ? nd : 1) * sizeof(*plain_ids));
 	m->span = malloc((nd ? nd : 1) * sizeof(*m->span));
-	if (!distinct || !offs || !m->span) {
+	if (!distinct || !offs || !plain || !plain_ids || !m->span) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
 		goto out;
 	}
@@ -528,46 +603,73 @@ static int frame_map_build(hub_ch *ch, const hub_sel *s, hub_stacklru *c, hub_fr
 		rc = wt_err_set(err, rc, "frame dictionary: %s", rc == WT_ENOMEM ? "out of memory" : "unknown id");
 		goto out;
 	}
+	/* 1: symbolize; span[i] = where frame i's names go in bids: one
+	 * name for a frame shown as stored (plain[]), its inline chain
+	 * (names in sym, their offsets in symoff) for a symbolized one */
 	for (i = 0; i < nd; i++) {
 		const char *fr = (const char *)names.data + offs[i];
-		size_t k = 0, p = 0;
+		size_t k = 0, before = sym.len;
 
-		wt_buf_reset(&sym);
 		if (s->syms && (rc = hub_symbols_expand(s->syms, ch, s->project, fr, strlen(fr), &sym, &k, err)))
 			goto out;
 		if (sym.oom) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");
 			goto out;
 		}
-		if (m->nbids + (k ? k : 1) > m->cap_bids) {
-			size_t nc = m->cap_bids ? m->cap_bids * 2 : 4096;
-			uint32_t *nb;
-			while (nc < m->nbids + (k ? k : 1))
-				nc *= 2;
-			if (!(nb = realloc(m->bids, nc * sizeof(*nb)))) {
-				rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
-				goto out;
-			}
-			m->bids = nb;
-			m->cap_bids = nc;
+		if (m->nbids + (k ? k : 1) >= UINT32_MAX) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory: too many frames");
+			goto out;
 		}
 		m->span[i][0] = (uint32_t)m->nbids;
 		m->span[i][1] = (uint32_t)(k ? k : 1);
-		for (j = 0; j < (k ? k : 1); j++) {
-			const char *nm = k ? (const char *)sym.data + p : fr;
-			if (wt_flame_intern(f, nm, &m->bids[m->nbids++])) {
+		m->nbids += k ? k : 1;
+		if (!k) {
+			plain[nplain++] = fr;
+			continue;
+		}
+		for (j = 0, q = before; j < k; j++) {
+			if (wt_buf_append(&symoff, &q, sizeof(q))) {
+				rc = wt_err_set(err, WT_ENOMEM, "out of memory symbolizing");
+				goto out;
+			}
+			q += strlen((const char *)sym.data + q) + 1;
+		}
+	}
+	if (!(m->bids = malloc((m->nbids ? m->nbids : 1) * sizeof(*m->bids)))) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
+		goto out;
+	}
+	m->cap_bids = m->nbids;
+	/* 2: the frames shown as stored are distinct dictionary entries:
+	 * interned without a lookup each on a new builder; 3: the inline
+	 * chains' names, which may equal them or each other, one by one */
+	if (wt_flame_intern_new(f, plain, nplain, plain_ids)) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
+		goto out;
+	}
+	for (i = j = q = 0; i < nd; i++) {
+		uint32_t at = m->span[i][0], k;
+
+		if (m->span[i][1] == 1 && (j < nplain && plain[j] == (const char *)names.data + offs[i])) {
+			m->bids[at] = plain_ids[j++];
+			continue;
+		}
+		for (k = 0; k < m->span[i][1]; k++, q++) {
+			const char *nm = (const char *)sym.data + ((const size_t *)symoff.data)[q];
+			if (wt_flame_intern(f, nm, &m->bids[at + k])) {
 				rc = wt_err_set(err, WT_ENOMEM, "out of memory building the view");
 				goto out;
 			}
-			if (k)
-				p += strlen(nm) + 1;
 		}
 	}
 out:
 	free(distinct);
 	free(offs);
+	free(plain);
+	free(plain_ids);
 	wt_buf_free(&names);
 	wt_buf_free(&sym);
+	wt_buf_free(&symoff);
 	return rc;
 }
 
@@ -586,13 +688,15 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	wt_u64map idx = {0};
 	agg_row *rows = NULL;
 	size_t nrows = 0, cap = 0, nmiss = 0, i, k, slot;
-	uint32_t *bids = NULL, unknown_id = UINT32_MAX;
+	uint32_t *soff = NULL, *slen = NULL, unknown_id = UINT32_MAX;
+	int64_t *svals = NULL;
+	wt_buf sbids = WT_BUF_INIT;
 	hub_stacklru *c = s->ctx->frames, *own = NULL;
 	hub_framedict *d = NULL;
 	frame_map fm;
 	hub_rb_reader rd;
 	int rc = 0;
-	int64_t ph0 = 0, ph1 = 0, ph2 = 0, ph3 = 0, ph4 = 0, ph5 = 0; /* phase clocks (debug log) */
+	int64_t ph0 = 0, ph1 = 0, ph2 = 0, ph3 = 0, ph4 = 0, ph5 = 0, ph6 = 0; /* phase clocks (debug log) */
 
 	memset(&fm, 0, sizeof(fm));
 	s->agg_used = 1;
@@ -617,6 +721,12 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		goto out;
 	ph0 = wt_now_ns(CLOCK_REALTIME) - ph0; /* ClickHouse, wall clock */
 	ph1 = cpu_ns();
+	/* a row is at least 17 bytes (stack id, value, unit length): room
+	 * for that many stacks at once instead of growing and rehashing */
+	if (wt_u64map_reserve(&idx, res.len / 17 + 1)) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
+		goto out;
+	}
 	hub_rb_reader_init(&rd, res.data, res.len);
 	while (!hub_rb_eof(&rd)) {
 		uint64_t sid;
@@ -736,15 +846,27 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	if ((rc = frame_map_build(ch, s, c, d, nrows, f, &fm, err)))
 		goto out;
 	ph5 = cpu_ns();
-	if (!(bids = malloc(MAX_FRAMES * sizeof(*bids)))) {
+	/* every stack as builder name ids, one after another; then the
+	 * builder takes them all at once (wt_flame_add_stacks: the tree by
+	 * distinct call-path prefix, no lookup per frame) */
+	if (!(soff = malloc((nrows ? nrows : 1) * sizeof(*soff))) ||
+	    !(slen = malloc((nrows ? nrows : 1) * sizeof(*slen))) ||
+	    !(svals = malloc((nrows ? nrows : 1) * sizeof(*svals))) || wt_buf_reserve(&sbids, arena.len)) {
 		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
 	for (i = 0; i < nrows; i++) {
 		const agg_row *r = &rows[i];
 		const uint32_t *ids = (const uint32_t *)arena.data + r->off;
-		size_t n = 0, j, q;
+		size_t n = 0, j, q, at = sbids.len / sizeof(uint32_t);
+		uint32_t *bids;
 
+		if (!off_ok(sbids.len + MAX_FRAMES * sizeof(uint32_t)) ||
+		    wt_buf_reserve(&sbids, MAX_FRAMES * sizeof(uint32_t))) {
+			rc = wt_err_set(err, WT_ENOMEM, "out of memory: too many frames");
+			goto out;
+		}
+		bids = (uint32_t *)(sbids.data + sbids.len);
 		for (j = 0; r->have && j < r->nframes && n < MAX_FRAMES; j++) {
 			const uint32_t *sp = fm.span[fm.dense[ids[j]] - 1];
 			for (q = 0; q < sp[1] && n < MAX_FRAMES; q++)
@@ -758,24 +880,33 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 			}
 			bids[n++] = unknown_id;
 		}
-		if ((rc = wt_flame_add_ids(f, bids, n, r->v))) {
-			rc = wt_err_set(err, rc, "building the view failed");
-			goto out;
-		}
+		sbids.len += n * sizeof(uint32_t);
+		soff[i] = (uint32_t)at;
+		slen[i] = (uint32_t)n;
+		svals[i] = r->v;
+	}
+	ph6 = cpu_ns();
+	if ((rc = wt_flame_add_stacks(f, (const uint32_t *)sbids.data, soff, slen, svals, nrows))) {
+		rc = wt_err_set(err, rc, "building the view failed");
+		goto out;
 	}
 	/* WT_LOG_LEVEL=debug: where an aggregate query's time goes (ClickHouse:
 	 * wall clock; the hub's phases: this thread's CPU time, so the figures
 	 * hold on a loaded machine) */
 	wt_debug("msg=\"flame from aggregates\" stacks=%zu misses=%zu clickhouse_ms=%.1f cache_ms=%.1f"
-		 " fetch_ms=%.1f index_ms=%.1f frames_ms=%.1f build_ms=%.1f", nrows, nmiss, ph0 / 1e6,
-		 (ph2 - ph1) / 1e6, (ph3 - ph2) / 1e6, (ph4 - ph3) / 1e6, (ph5 - ph4) / 1e6, (cpu_ns() - ph5) / 1e6);
+		 " fetch_ms=%.1f index_ms=%.1f frames_ms=%.1f stacks_ms=%.1f build_ms=%.1f", nrows, nmiss,
+		 ph0 / 1e6, (ph2 - ph1) / 1e6, (ph3 - ph2) / 1e6, (ph4 - ph3) / 1e6, (ph5 - ph4) / 1e6,
+		 (ph6 - ph5) / 1e6, (cpu_ns() - ph6) / 1e6);
 out:
 	if (d)
 		hub_stacklru_release(c, d);
 	hub_stacklru_free(own);
 	frame_map_free(&fm);
 	free(rows);
-	free(bids);
+	free(soff);
+	free(slen);
+	free(svals);
+	wt_buf_free(&sbids);
 	wt_u64map_free(&idx);
 	wt_buf_free(&sql);
 	wt_buf_free(&uq);

@@ -65,6 +65,20 @@ int hub_sel_load_flame(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_err 
 int hub_sel_cache_key(hub_ch *ch, hub_sel *s, const char *view, const struct evkeyvalq *q, int64_t now_ns,
 		      wt_buf *key, uint64_t *fp, wt_err *err, int *rc);
 
+/* The timeline's rows from the aggregates: when s can be answered from
+ * them (hub_sel_agg_ok), col is service, host, thread or container and
+ * width_ns is a multiple of the finest resolution (60 s), appends to w a
+ * UNION ALL of SELECTs giving lv (col's value as a String), b (bucket
+ * index: time / width_ns), v (sum of values, Int64) and u (a unit) — raw
+ * rows for the pieces the aggregates do not cover (hub_agg_segments),
+ * stack_agg_v1 rows of resolutions dividing width_ns for the rest, per
+ * label set joined to its col value in label_sets_v1 — sets s->agg_used
+ * and returns the number of pieces; 0 when the raw rows must be read
+ * alone (w unchanged; or on a ClickHouse error resolving label sets: *rc
+ * set). */
+size_t hub_sel_timeline_sql(hub_ch *ch, hub_sel *s, const char *col, int64_t width_ns, wt_buf *w, wt_err *err,
+			    int *rc);
+
 /* Sum of values of type `type` over the selection (0 when empty). */
 int hub_sel_total(hub_ch *ch, hub_sel *s, const char *type, int64_t *out, wt_err *err);
 

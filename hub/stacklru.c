@@ -178,25 +178,64 @@ int hub_stacklru_get(hub_stacklru *c, hub_framedict *d, uint64_t key, wt_buf *id
 	return found;
 }
 
+/* keys looked up together by hub_stacklru_get_many: each stage's memory
+ * (index slots, entry slots, entries, their recency-list neighbours) is
+ * prefetched for the whole chunk before the next stage reads it, so the
+ * cache misses of a chunk overlap instead of following one another */
+#define GET_CHUNK 32
+
 int hub_stacklru_get_many(hub_stacklru *c, hub_framedict *d, const uint64_t *keys, size_t n, wt_buf *ids,
 			  size_t *off, size_t *nframes)
 {
-	size_t i;
+	size_t i, j, m;
 	int rc = 0;
-	entry *e;
+	entry *es[GET_CHUNK];
+	uint32_t sl[GET_CHUNK];
 
 	pthread_mutex_lock(&c->mu);
-	for (i = 0; i < n; i++) {
-		nframes[i] = SIZE_MAX;
-		if (d != c->cur || !(e = find(c, keys[i])))
+	for (i = 0; i < n && !rc; i += m) {
+		m = n - i < GET_CHUNK ? n - i : GET_CHUNK;
+		for (j = 0; j < m; j++)
+			nframes[i + j] = SIZE_MAX;
+		if (d != c->cur || !c->idx.cap)
 			continue;
-		wt_lru_touch(&c->lru, &e->lru);
-		off[i] = ids->len / sizeof(uint32_t);
-		if (wt_buf_append(ids, e->ids, e->nframes * sizeof(uint32_t))) {
-			rc = WT_ENOMEM;
-			break;
+		for (j = 0; j < m; j++) {
+			size_t h = wt_u64map_mix(keys[i + j]) & (c->idx.cap - 1);
+			__builtin_prefetch(&c->idx.keys[h]);
+			__builtin_prefetch(&c->idx.vals[h]);
 		}
-		nframes[i] = e->nframes;
+		for (j = 0; j < m; j++)
+			if (wt_u64map_get(&c->idx, keys[i + j], &sl[j]))
+				__builtin_prefetch(&c->ents[sl[j]]);
+			else
+				sl[j] = UINT32_MAX;
+		for (j = 0; j < m; j++) {
+			es[j] = sl[j] == UINT32_MAX ? NULL : c->ents[sl[j]].e;
+			if (es[j]) {
+				__builtin_prefetch(es[j], 1);
+				__builtin_prefetch((const char *)es[j] + 64);
+			}
+		}
+		for (j = 0; j < m; j++)
+			if (es[j]) {
+				if (es[j]->lru.prev)
+					__builtin_prefetch(es[j]->lru.prev, 1);
+				if (es[j]->lru.next)
+					__builtin_prefetch(es[j]->lru.next, 1);
+			}
+		for (j = 0; j < m; j++) {
+			entry *e = es[j];
+
+			if (!e)
+				continue;
+			wt_lru_touch(&c->lru, &e->lru);
+			off[i + j] = ids->len / sizeof(uint32_t);
+			if (wt_buf_append(ids, e->ids, e->nframes * sizeof(uint32_t))) {
+				rc = WT_ENOMEM;
+				break;
+			}
+			nframes[i + j] = e->nframes;
+		}
 	}
 	pthread_mutex_unlock(&c->mu);
 	return rc;

@@ -543,6 +543,169 @@ static void test_skip_parts(void **state)
 	wt_flame_free(nofns);
 }
 
+/* Render every view of f into one string (tree cut at each of cuts, the
+ * table, the call graph); the caller frees. */
+static char *all_views(const wt_flame *f)
+{
+	static const size_t cuts[] = {0, 1, 7, 60, 400};
+	wt_buf b = WT_BUF_INIT;
+	json_t *j;
+	char *s;
+	size_t i;
+
+	for (i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		assert_int_equal(wt_flame_tree_text(f, "u", cuts[i], NULL, &b), 0);
+		wt_buf_putc(&b, '\n');
+	}
+	for (i = 0; i < 2; i++) {
+		j = i ? wt_flame_callgraph_json(f, "u", 0) : wt_flame_table_json(f, "u", 0);
+		assert_non_null(j);
+		s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+		assert_non_null(s);
+		wt_buf_puts(&b, s);
+		wt_buf_putc(&b, '\n');
+		free(s);
+		json_decref(j);
+	}
+	assert_int_equal(wt_buf_putc(&b, '\0'), 0);
+	return (char *)b.data;
+}
+
+/* wt_flame_add_stacks gives every view wt_flame_add_ids gives for the
+ * same stacks in the same order — on a fresh builder, on one that has
+ * nodes already (and gets more stacks one by one afterwards: its child
+ * index is rebuilt), for each part a builder may skip — with recursion,
+ * empty stacks, zero, negative and tied values; the cut of the tree does
+ * not depend on the order stacks are added in; an unknown id is refused. */
+static void test_add_stacks(void **state)
+{
+	enum { NS = 3000, DEPTH = 10, NNAMES = 12 };
+	uint32_t ids[NS * DEPTH], off[NS], len[NS], nid[NNAMES], pos = 0, bad[1], bad_off[1] = {0}, bad_len[1] = {1};
+	int64_t vals[NS];
+	char name[16];
+	size_t i, k, mode;
+	(void)state;
+
+	srand(11);
+	for (i = 0; i < NS; i++) {
+		len[i] = (uint32_t)(i % 97 == 0 ? 0 : 1 + (size_t)rand() % DEPTH);
+		off[i] = pos;
+		for (k = 0; k < len[i]; k++) /* few names near the root: shared prefixes, recursion deeper */
+			ids[pos++] = (uint32_t)(rand() % (k < 2 ? 3 : NNAMES));
+		vals[i] = i % 13 == 0 ? -(int64_t)(rand() % 5) : (int64_t)(rand() % 4); /* ties and zeros */
+	}
+	for (mode = 0; mode < 4; mode++) {
+		wt_flame *fs[4];
+		char *want, *got;
+		size_t b;
+
+		for (b = 0; b < 4; b++) {
+			fs[b] = wt_flame_new();
+			assert_non_null(fs[b]);
+			if (mode == 1)
+				wt_flame_skip_edges(fs[b]);
+			if (mode == 2) { /* the flame graph's builder */
+				wt_flame_skip_edges(fs[b]);
+				wt_flame_skip_functions(fs[b]);
+			}
+			if (mode == 3)
+				wt_flame_skip_tree(fs[b]);
+			for (k = 0; k < NNAMES; k++) {
+				snprintf(name, sizeof(name), "n%zu", k);
+				assert_int_equal(wt_flame_intern(fs[b], name, &nid[k]), 0);
+				assert_int_equal(nid[k], k + 1); /* the root's name is id 0 */
+			}
+		}
+		for (i = 0; i < NS * DEPTH; i++)
+			ids[i] = ids[i] % NNAMES + 1;
+		/* 0: one by one; 1: all at once; 2: one by one, at once, one by
+		 * one; 3: one by one in reverse order */
+		for (i = 0; i < NS; i++) {
+			assert_int_equal(wt_flame_add_ids(fs[0], ids + off[i], len[i], vals[i]), 0);
+			assert_int_equal(wt_flame_add_ids(fs[3], ids + off[NS - 1 - i], len[NS - 1 - i],
+							  vals[NS - 1 - i]), 0);
+		}
+		assert_int_equal(wt_flame_add_stacks(fs[1], ids, off, len, vals, NS), 0);
+		for (i = 0; i < 100; i++)
+			assert_int_equal(wt_flame_add_ids(fs[2], ids + off[i], len[i], vals[i]), 0);
+		assert_int_equal(wt_flame_add_stacks(fs[2], ids, off + 100, len + 100, vals + 100, NS - 200), 0);
+		for (i = NS - 100; i < NS; i++)
+			assert_int_equal(wt_flame_add_ids(fs[2], ids + off[i], len[i], vals[i]), 0);
+		want = all_views(fs[0]);
+		for (b = 1; b < 4; b++) {
+			got = all_views(fs[b]);
+			assert_string_equal(got, want);
+			free(got);
+		}
+		assert_int_equal(wt_flame_total(fs[1]), wt_flame_total(fs[0]));
+		free(want);
+		bad[0] = (uint32_t)wt_flame_nnames(fs[1]);
+		assert_int_equal(wt_flame_add_stacks(fs[1], bad, bad_off, bad_len, vals, 1), WT_EINVAL);
+		for (b = 0; b < 4; b++)
+			wt_flame_free(fs[b]);
+		for (i = 0; i < NS * DEPTH; i++)
+			ids[i] -= 1;
+	}
+}
+
+/* wt_flame_intern_new gives the ids wt_flame_intern gives: on a new
+ * builder (names added without the index, found by a later
+ * wt_flame_intern), on one holding many names (one by one), a name equal
+ * to one the builder holds ("total", the root's), names shown without
+ * their " [bid:…]" suffix (one by one: they may merge). */
+static void test_intern_new(void **state)
+{
+	enum { N = 500 };
+	char buf[N][32];
+	const char *names[N];
+	uint32_t ids[N], id;
+	size_t i, round;
+	(void)state;
+
+	for (i = 0; i < N; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "fn_%zu", i * 7919 % 1000);
+		names[i] = buf[i];
+	}
+	names[17] = "total";
+	for (round = 0; round < 3; round++) {
+		wt_flame *f = wt_flame_new(), *g = wt_flame_new();
+		const char *stack[2];
+
+		assert_non_null(f);
+		assert_non_null(g);
+		if (round == 1) /* many names already: one by one */
+			for (i = 0; i < 40; i++)
+				assert_int_equal(wt_flame_intern(f, names[N - 1 - i], &id), 0);
+		if (round == 2) /* a suffixed name: one by one, merging with its plain form */
+			names[3] = "fn_0 [bid:00112233445566778899aabbccddeeff00112233]";
+		for (i = 0; round == 1 && i < 40; i++)
+			assert_int_equal(wt_flame_intern(g, names[N - 1 - i], &id), 0);
+		assert_int_equal(wt_flame_reserve(f, N, 10), 0);
+		assert_int_equal(wt_flame_intern_new(f, names, N, ids), 0);
+		for (i = 0; i < N; i++) {
+			assert_int_equal(wt_flame_intern(g, names[i], &id), 0);
+			assert_int_equal(ids[i], id);
+		}
+		assert_int_equal(ids[17], 0);
+		if (round == 2)
+			assert_int_equal(ids[3], ids[0]); /* "fn_0" shown for both */
+		assert_int_equal(wt_flame_nnames(f), wt_flame_nnames(g));
+		/* found again by a plain intern afterwards (the index filled then) */
+		for (i = 0; i < N; i++) {
+			assert_int_equal(wt_flame_intern(f, names[i], &id), 0);
+			assert_int_equal(id, ids[i]);
+		}
+		assert_int_equal(wt_flame_intern(f, "brand new", &id), 0);
+		assert_int_equal(id, wt_flame_nnames(f) - 1);
+		stack[0] = names[5];
+		stack[1] = "brand new";
+		assert_int_equal(wt_flame_add(f, stack, 2, 3), 0);
+		assert_int_equal(wt_flame_nnames(f), wt_flame_nnames(g) + 1);
+		wt_flame_free(f);
+		wt_flame_free(g);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +716,8 @@ int main(void)
 		cmocka_unit_test(test_table_limit_and_ids),
 		cmocka_unit_test(test_tree_text),
 		cmocka_unit_test(test_skip_parts),
+		cmocka_unit_test(test_add_stacks),
+		cmocka_unit_test(test_intern_new),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -266,12 +266,98 @@ static void test_lru(void **state)
 	hub_stacklru_free(c);
 }
 
+/* hub_stacklru_get_many (chunked, prefetching) answers what
+ * hub_stacklru_get answers key by key, over more keys than a chunk, found
+ * and missing mixed; the stacks it returns count as recently used (they
+ * outlive the ones not asked for when the cache evicts). */
+static void test_lru_get_many(void **state)
+{
+	enum { NS = 150, NK = 301 };
+	hub_stacklru *c = hub_stacklru_new(1 << 20);
+	hub_framedict *d;
+	wt_buf ids = WT_BUF_INIT, one = WT_BUF_INIT;
+	uint64_t keys[NK];
+	size_t off[NK], nf[NK], i, k, n1, bytes, entries;
+	char nm[256];
+	(void)state;
+
+	assert_non_null(c);
+	d = hub_stacklru_acquire(c);
+	assert_non_null(d);
+	for (i = 0; i < NS; i++) {
+		size_t len = 0, nfr = 1 + i % 9;
+		for (k = 0; k < nfr; k++)
+			len += (size_t)snprintf(nm + len, sizeof(nm) - len, "f%zu_%zu", k, i % (k + 2)) + 1;
+		wt_buf_reset(&ids);
+		assert_int_equal(hub_stacklru_put(c, d, 10 * i, nm, len, nfr, &ids), 0);
+	}
+	for (i = 0; i < NK; i++)
+		keys[i] = 5 * i; /* even multiples of 5 are stacks, odd ones not */
+	wt_buf_reset(&ids);
+	assert_int_equal(hub_stacklru_get_many(c, d, keys, NK, &ids, off, nf), 0);
+	for (i = 0; i < NK; i++) {
+		wt_buf_reset(&one);
+		if (i % 2 || keys[i] >= 10 * NS) {
+			assert_int_equal(nf[i], SIZE_MAX);
+			assert_int_equal(hub_stacklru_get(c, d, keys[i], &one, &n1), 0);
+			continue;
+		}
+		assert_int_equal(hub_stacklru_get(c, d, keys[i], &one, &n1), 1);
+		assert_int_equal(nf[i], n1);
+		assert_int_equal(nf[i], 1 + (keys[i] / 10) % 9);
+		assert_memory_equal(ids.data + off[i] * sizeof(uint32_t), one.data, n1 * sizeof(uint32_t));
+	}
+	hub_stacklru_release(c, d);
+	hub_stacklru_free(c);
+	/* recency: a small cache, stacks 0..39 asked for, then new stacks
+	 * evict the rest first */
+	c = hub_stacklru_new(16384);
+	d = hub_stacklru_acquire(c);
+	for (i = 0; i < 80; i++) {
+		snprintf(nm, sizeof(nm), "g%zu", i % 5);
+		wt_buf_reset(&ids);
+		assert_int_equal(hub_stacklru_put(c, d, i, nm, strlen(nm) + 1, 1, &ids), 0);
+	}
+	hub_stacklru_usage(c, &bytes, &entries);
+	assert_true(entries >= 80);
+	for (i = 0; i < 40; i++)
+		keys[i] = i;
+	wt_buf_reset(&ids);
+	assert_int_equal(hub_stacklru_get_many(c, d, keys, 40, &ids, off, nf), 0);
+	for (i = 0; i < 40; i++)
+		assert_int_equal(nf[i], 1);
+	/* new stacks until 40 were evicted: exactly the 40 not asked for */
+	for (k = 0; k < 10000; k++) {
+		snprintf(nm, sizeof(nm), "g%zu", k % 5);
+		wt_buf_reset(&ids);
+		assert_int_equal(hub_stacklru_put(c, d, 1000 + k, nm, strlen(nm) + 1, 1, &ids), 0);
+		hub_stacklru_usage(c, &bytes, &entries);
+		if (80 + k + 1 - entries >= 40)
+			break;
+	}
+	assert_true(k < 10000);
+	wt_buf_reset(&ids);
+	assert_int_equal(hub_stacklru_get_many(c, d, keys, 40, &ids, off, nf), 0);
+	for (i = 0; i < 40; i++)
+		assert_int_equal(nf[i], 1);
+	for (i = 0; i < 40; i++)
+		keys[i] = 40 + i;
+	assert_int_equal(hub_stacklru_get_many(c, d, keys, 40, &ids, off, nf), 0);
+	for (i = 0; i < 40; i++)
+		assert_int_equal(nf[i], SIZE_MAX);
+	hub_stacklru_release(c, d);
+	hub_stacklru_free(c);
+	wt_buf_free(&ids);
+	wt_buf_free(&one);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_segments_shapes),
 		cmocka_unit_test(test_segments_random),
 		cmocka_unit_test(test_lru),
+		cmocka_unit_test(test_lru_get_many),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
