@@ -38,6 +38,9 @@ REQUIRED_KEYS = ["WT_HUB_URL", "WT_EDGE_URLS", "WT_ADMIN_TOKEN", "WT_PROJECT",
                  "WT_UPLOAD_TOKEN", "WT_READ_TOKEN", "WT_CLICKHOUSE_URL", "WT_BUILD_STAMP",
                  "WT_PID_CLICKHOUSE", "WT_PID_HUB", "WT_PID_EDGE1", "WT_PID_EDGE2"]
 NAMES = ["clickhouse", "hub", "edge1", "edge2"]
+# edge1's eBPF flush interval (appliance/up's WT_EBPF_FLUSH_S; the example
+# config's 10 s would have each sampler test wait that long for the hub)
+FLUSH_S = 2
 
 
 def port_free(p):
@@ -127,7 +130,7 @@ class ApplianceTest(unittest.TestCase):
 
     @classmethod
     def run_script(cls, script, *args, timeout=240):
-        env = dict(os.environ, WT_BIN=cls.bin, WT_NO_BUILD="1", WT_ROOT=ROOT)
+        env = dict(os.environ, WT_BIN=cls.bin, WT_NO_BUILD="1", WT_ROOT=ROOT, WT_EBPF_FLUSH_S=str(FLUSH_S))
         return subprocess.run([os.path.join(ROOT, "appliance", script), "--dir", cls.dir] + list(args),
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               timeout=timeout)
@@ -200,6 +203,9 @@ class ApplianceTest(unittest.TestCase):
                          "127.0.0.1:%d" % (b + 20))
         self.assertEqual(get(os.path.join(self.dir, "edge2", "edge.cfg"), "projects.[0].upload_tokens.[0]"),
                          env["WT_UPLOAD_TOKEN"])
+        # WT_EBPF_FLUSH_S reaches the sampler's config (edge1 only)
+        if get(os.path.join(self.dir, "edge1", "edge.cfg"), "ebpf.enabled") == "true":
+            self.assertEqual(get(os.path.join(self.dir, "edge1", "edge.cfg"), "ebpf.flush_interval_s"), str(FLUSH_S))
 
     def test_2_every_process_healthy(self):
         env = read_env(self.dir)
@@ -283,9 +289,9 @@ class ApplianceTest(unittest.TestCase):
             walk(fg["root"], [])
             tot = sum(t for t, _ in paths)
             ok = sum(t for t, q in paths if any(r in q for r in roots))
-            # the edge flushes every 10 s, then replicates: done when the
+            # the edge flushes every FLUSH_S, then replicates: done when the
             # total holds still after that
-            if tot and tot == last and time.time() > p_end + 12:
+            if tot and tot == last and time.time() > p_end + 2 * FLUSH_S + 2:
                 break
             last = tot
             time.sleep(2)
@@ -315,7 +321,7 @@ class ApplianceTest(unittest.TestCase):
         fn = lambda f: r"^pywork\.%s \(pywork\.py:\d+\)$" % re.escape(f)
         expect = [fn(f) for f in ("hot_alpha", "hot_beta", "hot_gamma", "<module>")]
         # the service is the executable's name (python3.11 for Debian's
-        # python3); the edge flushes every 10 s, then replicates: wait
+        # python3); the edge flushes every FLUSH_S, then replicates: wait
         # until the hub has the process's samples with the names
         fr, until = int(time.time()) - 900, int(time.time()) + 600
         deadline, svc, names = time.time() + 120, None, set()
@@ -331,7 +337,7 @@ class ApplianceTest(unittest.TestCase):
                 if js.get("total", 0) > best[0]:
                     best = (js["total"], s, {r["function"] for r in js["rows"]})
             _, svc, names = best
-            if svc and time.time() > p_end + 12 and all(any(re.match(e, n) for n in names) for e in expect):
+            if svc and time.time() > p_end + 2 * FLUSH_S + 2 and all(any(re.match(e, n) for n in names) for e in expect):
                 break
             time.sleep(2)
         self.assertIsNotNone(svc, "no samples of python3 pid %d at the hub" % pid)
@@ -424,7 +430,7 @@ class ApplianceTest(unittest.TestCase):
             self.assertEqual(lw.returncode, 0, lw.stderr)
             apid = json.loads(aout.strip().splitlines()[-1])["pid"]
             lpid = json.loads(lw.stdout.strip().splitlines()[-1])["pid"]
-            deadline = time.time() + 120  # flushed every 10 s, then replicated
+            deadline = time.time() + 120  # flushed every FLUSH_S, then replicated
             while time.time() < deadline:
                 locks = self.hub_rows(env, "lockwork", "lock", lpid)
                 allocs = self.hub_rows(env, "allocwork", "native_alloc", apid)
