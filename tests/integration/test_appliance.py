@@ -245,6 +245,17 @@ class ApplianceTest(unittest.TestCase):
             time.sleep(0.5)
         self.assertGreater(total, 0, "uploads at the edges did not reach the hub")
 
+    @staticmethod
+    def edge_metrics(url):
+        """An edge's /metrics: {name: value} of the unlabelled series."""
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+            out = {}
+            for ln in resp.read().decode().splitlines():
+                parts = ln.split()
+                if len(parts) == 2 and not ln.startswith("#") and "{" not in parts[0]:
+                    out[parts[0]] = float(parts[1])
+            return out
+
     def test_3b_debian_program_full_stacks(self):
         """The cluster's whole-system sampler (edge1, eBPF on where the
         machine allows it) gives Debian's own programs, built without
@@ -263,9 +274,23 @@ class ApplianceTest(unittest.TestCase):
             f.write(os.urandom(8 << 20).hex().encode())  # ~1 s of CPU
         with open(big, "wb") as f:
             f.write(os.urandom(28 << 20).hex().encode())  # ~4 s: ~75 samples at the cluster's 19 Hz
+        # after the edge's start its loader builds the tables of every
+        # running process's files first (10-30 s on a busy machine): until
+        # then samples are walked by frame pointers, so wait it out (the
+        # rows steady for 3 s, nothing pending)
+        last, stable_since, deadline = -1, time.time(), time.time() + 90
+        while time.time() < deadline and time.time() - stable_since < 3:
+            m = self.edge_metrics(edge1)
+            rows = m.get("wt_edge_ebpf_unwind_rows")
+            if rows != last or not rows or m.get("wt_edge_ebpf_unwind_pending_processes"):
+                last, stable_since = rows, time.time()
+            time.sleep(0.2)
         # once so its files have tables (a program that ran before), then measured
         subprocess.run(["/usr/bin/gzip", "-9", "-c", small], stdout=subprocess.DEVNULL, timeout=300, check=True)
-        time.sleep(3)
+        time.sleep(1.5)
+        deadline = time.time() + 60
+        while time.time() < deadline and self.edge_metrics(edge1).get("wt_edge_ebpf_unwind_pending_processes"):
+            time.sleep(0.2)
         p = subprocess.Popen(["/usr/bin/gzip", "-9", "-c", big], stdout=subprocess.DEVNULL)
         self.assertEqual(p.wait(300), 0)
         p_end = time.time()
