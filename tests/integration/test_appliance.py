@@ -38,6 +38,9 @@ REQUIRED_KEYS = ["WT_HUB_URL", "WT_EDGE_URLS", "WT_ADMIN_TOKEN", "WT_PROJECT",
                  "WT_UPLOAD_TOKEN", "WT_READ_TOKEN", "WT_CLICKHOUSE_URL", "WT_BUILD_STAMP",
                  "WT_PID_CLICKHOUSE", "WT_PID_HUB", "WT_PID_EDGE1", "WT_PID_EDGE2"]
 NAMES = ["clickhouse", "hub", "edge1", "edge2"]
+# edge1's eBPF flush interval (appliance/up's WT_EBPF_FLUSH_S; the example
+# config's 10 s would have each sampler test wait that long for the hub)
+FLUSH_S = 2
 
 
 def port_free(p):
@@ -127,7 +130,7 @@ class ApplianceTest(unittest.TestCase):
 
     @classmethod
     def run_script(cls, script, *args, timeout=240):
-        env = dict(os.environ, WT_BIN=cls.bin, WT_NO_BUILD="1", WT_ROOT=ROOT)
+        env = dict(os.environ, WT_BIN=cls.bin, WT_NO_BUILD="1", WT_ROOT=ROOT, WT_EBPF_FLUSH_S=str(FLUSH_S))
         return subprocess.run([os.path.join(ROOT, "appliance", script), "--dir", cls.dir] + list(args),
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               timeout=timeout)
@@ -200,6 +203,9 @@ class ApplianceTest(unittest.TestCase):
                          "127.0.0.1:%d" % (b + 20))
         self.assertEqual(get(os.path.join(self.dir, "edge2", "edge.cfg"), "projects.[0].upload_tokens.[0]"),
                          env["WT_UPLOAD_TOKEN"])
+        # WT_EBPF_FLUSH_S reaches the sampler's config (edge1 only)
+        if get(os.path.join(self.dir, "edge1", "edge.cfg"), "ebpf.enabled") == "true":
+            self.assertEqual(get(os.path.join(self.dir, "edge1", "edge.cfg"), "ebpf.flush_interval_s"), str(FLUSH_S))
 
     def test_2_every_process_healthy(self):
         env = read_env(self.dir)
@@ -239,6 +245,17 @@ class ApplianceTest(unittest.TestCase):
             time.sleep(0.5)
         self.assertGreater(total, 0, "uploads at the edges did not reach the hub")
 
+    @staticmethod
+    def edge_metrics(url):
+        """An edge's /metrics: {name: value} of the unlabelled series."""
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
+            out = {}
+            for ln in resp.read().decode().splitlines():
+                parts = ln.split()
+                if len(parts) == 2 and not ln.startswith("#") and "{" not in parts[0]:
+                    out[parts[0]] = float(parts[1])
+            return out
+
     def test_3b_debian_program_full_stacks(self):
         """The cluster's whole-system sampler (edge1, eBPF on where the
         machine allows it) gives Debian's own programs, built without
@@ -257,9 +274,23 @@ class ApplianceTest(unittest.TestCase):
             f.write(os.urandom(8 << 20).hex().encode())  # ~1 s of CPU
         with open(big, "wb") as f:
             f.write(os.urandom(28 << 20).hex().encode())  # ~4 s: ~75 samples at the cluster's 19 Hz
+        # after the edge's start its loader builds the tables of every
+        # running process's files first (10-30 s on a busy machine): until
+        # then samples are walked by frame pointers, so wait it out (the
+        # rows steady for 3 s, nothing pending)
+        last, stable_since, deadline = -1, time.time(), time.time() + 90
+        while time.time() < deadline and time.time() - stable_since < 3:
+            m = self.edge_metrics(edge1)
+            rows = m.get("wt_edge_ebpf_unwind_rows")
+            if rows != last or not rows or m.get("wt_edge_ebpf_unwind_pending_processes"):
+                last, stable_since = rows, time.time()
+            time.sleep(0.2)
         # once so its files have tables (a program that ran before), then measured
         subprocess.run(["/usr/bin/gzip", "-9", "-c", small], stdout=subprocess.DEVNULL, timeout=300, check=True)
-        time.sleep(3)
+        time.sleep(1.5)
+        deadline = time.time() + 60
+        while time.time() < deadline and self.edge_metrics(edge1).get("wt_edge_ebpf_unwind_pending_processes"):
+            time.sleep(0.2)
         p = subprocess.Popen(["/usr/bin/gzip", "-9", "-c", big], stdout=subprocess.DEVNULL)
         self.assertEqual(p.wait(300), 0)
         p_end = time.time()
@@ -283,9 +314,9 @@ class ApplianceTest(unittest.TestCase):
             walk(fg["root"], [])
             tot = sum(t for t, _ in paths)
             ok = sum(t for t, q in paths if any(r in q for r in roots))
-            # the edge flushes every 10 s, then replicates: done when the
+            # the edge flushes every FLUSH_S, then replicates: done when the
             # total holds still after that
-            if tot and tot == last and time.time() > p_end + 12:
+            if tot and tot == last and time.time() > p_end + 2 * FLUSH_S + 2:
                 break
             last = tot
             time.sleep(2)
@@ -315,7 +346,7 @@ class ApplianceTest(unittest.TestCase):
         fn = lambda f: r"^pywork\.%s \(pywork\.py:\d+\)$" % re.escape(f)
         expect = [fn(f) for f in ("hot_alpha", "hot_beta", "hot_gamma", "<module>")]
         # the service is the executable's name (python3.11 for Debian's
-        # python3); the edge flushes every 10 s, then replicates: wait
+        # python3); the edge flushes every FLUSH_S, then replicates: wait
         # until the hub has the process's samples with the names
         fr, until = int(time.time()) - 900, int(time.time()) + 600
         deadline, svc, names = time.time() + 120, None, set()
@@ -331,7 +362,7 @@ class ApplianceTest(unittest.TestCase):
                 if js.get("total", 0) > best[0]:
                     best = (js["total"], s, {r["function"] for r in js["rows"]})
             _, svc, names = best
-            if svc and time.time() > p_end + 12 and all(any(re.match(e, n) for n in names) for e in expect):
+            if svc and time.time() > p_end + 2 * FLUSH_S + 2 and all(any(re.match(e, n) for n in names) for e in expect):
                 break
             time.sleep(2)
         self.assertIsNotNone(svc, "no samples of python3 pid %d at the hub" % pid)
@@ -424,7 +455,7 @@ class ApplianceTest(unittest.TestCase):
             self.assertEqual(lw.returncode, 0, lw.stderr)
             apid = json.loads(aout.strip().splitlines()[-1])["pid"]
             lpid = json.loads(lw.stdout.strip().splitlines()[-1])["pid"]
-            deadline = time.time() + 120  # flushed every 10 s, then replicated
+            deadline = time.time() + 120  # flushed every FLUSH_S, then replicated
             while time.time() < deadline:
                 locks = self.hub_rows(env, "lockwork", "lock", lpid)
                 allocs = self.hub_rows(env, "allocwork", "native_alloc", apid)

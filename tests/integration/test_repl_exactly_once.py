@@ -108,10 +108,11 @@ class ExactlyOnceTest(unittest.TestCase):
         self.assertIn(st, (200, 201))
         self.read = self.hub.create_token("demo", "read")
 
-    def cert(self, edge_id):
+    def cert(self, edge_id, allow=True):
         subprocess.run([WTCTL, "pki", "issue-edge", "--ca", self.pki, "--edge-id", edge_id],
                        check=True, capture_output=True)
-        self.hub.allow_edge(edge_id)  # edges write only into projects they are registered to
+        if allow:
+            self.hub.allow_edge(edge_id)  # edges write only into projects they are registered to
         return os.path.join(self.pki, edge_id + ".crt"), os.path.join(self.pki, edge_id + ".key")
 
     def post(self, cert, body, timeout=120, port=None):
@@ -129,23 +130,23 @@ class ExactlyOnceTest(unittest.TestCase):
         finally:
             c.close()
 
-    def q(self, sql):
-        return self.ch.query(sql, database=self.db).strip()
+    def q(self, sql, db=None):
+        return self.ch.query(sql, database=db or self.db).strip()
 
-    def sums(self, service):
-        return (int(self.q(f"SELECT sum(value) FROM profile_samples_v1 WHERE service = '{service}'") or 0),
-                int(self.q(f"SELECT count() FROM profile_samples_v1 WHERE service = '{service}'") or 0),
+    def sums(self, service, db=None):
+        return (int(self.q(f"SELECT sum(value) FROM profile_samples_v1 WHERE service = '{service}'", db) or 0),
+                int(self.q(f"SELECT count() FROM profile_samples_v1 WHERE service = '{service}'", db) or 0),
                 int(self.q(f"SELECT sum(self) FROM function_rollup_v1 WHERE service = '{service}'"
-                           " AND sample_type = 'cpu'") or 0))
+                           " AND sample_type = 'cpu'", db) or 0))
 
     def applied_rows(self, edge_id):
         return int(self.q(f"SELECT count() FROM repl_ledger_v2 WHERE edge_id = '{edge_id}' AND state = 2"))
 
-    def post_until_applied(self, cert, body, deadline_s=90):
+    def post_until_applied(self, cert, body, deadline_s=90, port=None):
         """Resend like an edge: honour Retry-After on 409/503 until a 200."""
         deadline = time.time() + deadline_s
         while True:
-            st, js, ra = self.post(cert, body)
+            st, js, ra = self.post(cert, body, port=port)
             if st == 200:
                 return js
             self.assertIn(st, (409, 503), js)
@@ -218,54 +219,95 @@ class ExactlyOnceTest(unittest.TestCase):
         self.assertEqual(self.applied_rows("edge-2h"), 1)
 
     # ---- 2. kill at every block of a multi-block insert -----------------------------
+    KILL_POINTS_AT_ONCE = 8  # 7 blocks + the run past the last one
+
     def test_kill_at_every_block_of_a_multi_block_insert(self):
         """Inserts of 1500 rows (clickhouse.insert_batch_rows): a batch of
         two uploads (4500 sample rows, 4500 rollup rows) is 3 sample blocks
         and 4 rollup blocks (pieces of 1499 rows + marker). The hub dies
         (failpoint = kill -9 there) after block k for every k; restarted,
-        the resent batch must complete exactly what is missing."""
-        # a dead hub's claim blocks its seqs for claim_ttl_s: short here
-        # (it must exceed twice the ClickHouse timeout + settle time)
-        self.start_hub(clickhouse_extra="insert_batch_rows = 1500;", repl_extra="claim_ttl_s = 12;",
-                       ch_timeout_ms=5000)
-        cert = self.cert("edge-blk")
+        the resent batch must complete exactly what is missing. Each kill
+        point has its own database and hub, and they run at once: a point
+        spends most of its time waiting out the dead hub's claim lease."""
+        cert = self.cert("edge-blk", allow=False)
         data1, total1, leaves1 = folded("b1", 2500)
         data2, total2, leaves2 = folded("b2", 2000)
-        k = 0
+        results, hubs, first = {}, {}, 1
         while True:
-            k += 1
-            svc = f"blocks-{k}"
-            now = time.time_ns()
-            body = batch_msg("edge-blk", [upload_msg(2 * k - 1, "demo", svc, data1, leaves1, now),
-                                          upload_msg(2 * k, "demo", svc, data2, leaves2, now, typed=True)],
-                             2 * k - 1, 2 * k)
-            self.hub.stop()
-            self.hub.start(env={"WT_FAILPOINT": f"repl_after_block:{k}"})
+            ks = range(first, first + self.KILL_POINTS_AT_ONCE)
+            for k in ks:
+                # a dead hub's claim blocks its seqs for claim_ttl_s: short
+                # here (it must exceed twice the ClickHouse timeout + settle time)
+                hubs[k] = Hub(self, self.ch, database=f"{self.db}_k{k}", pki=self.pki,
+                              clickhouse_extra="insert_batch_rows = 1500;", repl_extra="claim_ttl_s = 12;",
+                              ch_timeout_ms=5000)
+
+            def run(k):
+                try:
+                    results[k] = self.kill_point(k, hubs[k], cert, (data1, leaves1), (data2, leaves2),
+                                                 total1 + total2)
+                except BaseException as e:  # re-raised below, in the test's thread
+                    results[k] = e
+            ts = [threading.Thread(target=run, args=(k,)) for k in ks]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            for k in ks:
+                if isinstance(results[k], BaseException):
+                    raise results[k]
+            whole = [k for k in ks if not results[k]]
+            if whole:
+                break
+            first += self.KILL_POINTS_AT_ONCE
+        # every point before the first that went through whole had the hub die
+        self.assertGreaterEqual(min(whole), 8, "expected at least 7 blocks")
+        self.assertIn("recovering interrupted replicated upload",
+                      "".join(hubs[k].read_log() for k in hubs if results[k]))
+
+    def kill_point(self, k, hub, cert, upload1, upload2, total):
+        """Kill point k on `hub` (its own database): True when the hub died
+        after block k and, restarted, completed the resent batch exactly;
+        False when the batch went through whole (k past the last block)."""
+        hub.start(timeout=60, env={"WT_FAILPOINT": f"repl_after_block:{k}"})
+        st, _ = hub.create_project("demo")
+        self.assertIn(st, (200, 201))
+        hub.allow_edge("edge-blk")
+        svc = f"blocks-{k}"
+        now = time.time_ns()
+        body = batch_msg("edge-blk", [upload_msg(1, "demo", svc, upload1[0], upload1[1], now),
+                                      upload_msg(2, "demo", svc, upload2[0], upload2[1], now, typed=True)], 1, 2)
+        db = f"{self.db}_k{k}"
+        deadline = time.time() + 90
+        while True:
             try:
-                st, js, _ = self.post(cert, body)
+                st, js, ra = self.post(cert, body, port=hub.repl_port)
             except (OSError, http.client.HTTPException):
                 st = None  # the hub died under the request
-            deadline = time.time() + 20
-            while st is None and self.hub.proc.poll() is None and time.time() < deadline:
-                time.sleep(0.05)
-            died = self.hub.proc.poll() is not None
-            if not died:
-                # past the last block: the batch goes through whole. On a
-                # slow machine the apply may outlive the short lease and be
-                # told to retry (503 + Retry-After), which an edge does
-                if st != 200:
-                    self.assertEqual(st, 503, js)
-                    js = self.post_until_applied(cert, body)
-                self.assertEqual(js["applied"], 2, js)
-                self.assertEqual(self.sums(svc), (total1 + total2, 4500, total1 + total2), "no failpoint hit")
-                self.assertGreaterEqual(k, 8, "expected at least 7 blocks")
                 break
-            self.hub.proc = None
-            self.hub.start()
-            js = self.post_until_applied(cert, body)
+            # a loaded machine's ClickHouse may make the hub defer the
+            # batch (503 + Retry-After: writing the claim took longer than
+            # claim_settle_ms, or the apply outlived the short lease):
+            # resent like an edge does, until the hub dies or applies it
+            if st != 503 or time.time() > deadline:
+                break
+            self.assertIsNotNone(ra, f"{st} without Retry-After: {js}")
+            time.sleep(min(float(ra), 5.0))
+        deadline = time.time() + 20
+        while st is None and hub.proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        if hub.proc.poll() is None:
+            # past the last block: the batch goes through whole
+            self.assertEqual(st, 200, js)
             self.assertEqual(js["applied"], 2, js)
-            self.assertEqual(self.sums(svc), (total1 + total2, 4500, total1 + total2), f"after block {k}")
-        self.assertIn("recovering interrupted replicated upload", self.hub.read_log())
+            self.assertEqual(self.sums(svc, db=db), (total, 4500, total), "no failpoint hit")
+            return False
+        hub.proc = None
+        hub.start(timeout=60)
+        js = self.post_until_applied(cert, body, port=hub.repl_port)
+        self.assertEqual(js["applied"], 2, js)
+        self.assertEqual(self.sums(svc, db=db), (total, 4500, total), f"after block {k}")
+        return True
 
     def test_batch_preparing_longer_than_the_claim_lease_is_applied(self):
         """Preparing a batch (decoding, and in recovery counting what each
