@@ -9,7 +9,8 @@ queries on each server's shard-local table (not through the hub):
   1. uploads to both hubs land once; each hub answers the same totals;
      a (project, service) sits on one shard, both of its replicas equal;
      a past range asked again at hub A comes from its view cache, and an
-     upload into that range through hub B is in hub A's next answer;
+     upload into that range through hub B is in hub A's next answer; the
+     timeline from the aggregates equals the raw rows';
   2. SIGKILL one hub while edges replicate: they fail over to the other,
      every acknowledged upload is stored exactly once; and a batch that hub
      A half applied (crash injected between its inserts) is completed once
@@ -189,7 +190,19 @@ class ClusterSoak(unittest.TestCase):
                 break
             time.sleep(0.5)
         self.assertEqual(got, 3 * self.per, "hub A answered from its cache after hub B stored into the range")
-        print(f"phase 1b: view cache hit at hub A, invalidated by hub B's upload (total {got})", flush=True)
+        # the timeline from the aggregates (minute buckets; by service, and
+        # by thread through label_sets_v1) equals the raw rows' on a cluster
+        for by in ("service", "thread"):
+            answers = {}
+            for path in ("auto", "raw"):
+                st, js = a.query("demo", "timeline", self.read, by=by, path=path, **params)
+                self.assertEqual(st, 200, js)
+                answers[path] = js
+            self.assertEqual(answers["auto"]["path"], "aggregates", answers["auto"])
+            strip = lambda js: {k: v for k, v in js.items() if k != "path"}  # noqa: E731
+            self.assertEqual(strip(answers["auto"]), strip(answers["raw"]), by)
+            self.assertEqual(sum(r["total"] for r in answers["auto"]["rows"]), 3 * self.per, answers["auto"])
+        print(f"phase 1b: view cache hit at hub A, invalidated by hub B's upload (total {got}); timelines equal the raw rows'", flush=True)
 
     def phase_hub_failover(self):
         """two edges replicate to both hubs; hub A is SIGKILLed mid-replication"""
