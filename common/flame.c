@@ -14,6 +14,7 @@
  * instead of wrapping.
  */
 #include "flame.h"
+#include "select.h"
 #include "symref.h"
 
 #include <stdlib.h>
@@ -411,10 +412,30 @@ static int child_index_rebuild(wt_flame *f)
 	return 0;
 }
 
+/* A new node (parent, name), first among its parent's children, without
+ * touching the child index (child_of updates it; the bulk builder leaves
+ * it stale: the caller knows the child is new). 0 or WT_ENOMEM. */
+static int new_child(wt_flame *f, uint32_t parent, uint32_t name, uint32_t *out)
+{
+	fnode *n;
+
+	if (f->nnodes >= UINT32_MAX - 1 ||
+	    grow((void **)&f->nodes, &f->nodes_cap, f->nnodes + 1, sizeof(*f->nodes)))
+		return WT_ENOMEM;
+	n = &f->nodes[f->nnodes];
+	n->name = name;
+	n->parent = parent;
+	n->first_child = UINT32_MAX;
+	n->next_sibling = f->nodes[parent].first_child;
+	n->self = n->total = 0;
+	f->nodes[parent].first_child = (uint32_t)f->nnodes;
+	*out = (uint32_t)f->nnodes++;
+	return 0;
+}
+
 static int child_of(wt_flame *f, uint32_t parent, uint32_t name, uint32_t *out)
 {
 	cslot *sl;
-	fnode *n;
 
 	if (!f->child_idx.cap && f->child_hint && cm_reserve(&f->child_idx, f->child_hint))
 		return WT_ENOMEM;
@@ -426,21 +447,12 @@ static int child_of(wt_flame *f, uint32_t parent, uint32_t name, uint32_t *out)
 		*out = sl->node;
 		return 0;
 	}
-	if (f->nnodes >= UINT32_MAX - 1 ||
-	    grow((void **)&f->nodes, &f->nodes_cap, f->nnodes + 1, sizeof(*f->nodes)))
+	if (new_child(f, parent, name, out))
 		return WT_ENOMEM;
-	n = &f->nodes[f->nnodes];
-	n->name = name;
-	n->parent = parent;
-	n->first_child = UINT32_MAX;
-	n->next_sibling = f->nodes[parent].first_child;
-	n->self = n->total = 0;
-	f->nodes[parent].first_child = (uint32_t)f->nnodes;
 	sl->parent = parent;
 	sl->name = name;
-	sl->node = (uint32_t)f->nnodes;
+	sl->node = *out;
 	f->child_idx.n++;
-	*out = (uint32_t)f->nnodes++;
 	return 0;
 }
 
@@ -614,26 +626,6 @@ static void sort_by_name(uint64_t *v, size_t n, uint64_t *tmp, unsigned name_bit
 		t = tmp;
 		memcpy(v, t, n * sizeof(*v));
 	}
-}
-
-/* A new child (parent, name) of a tree whose child index is stale (no
- * lookup: the caller knows the child is new). 0 or WT_ENOMEM. */
-static int new_child(wt_flame *f, uint32_t parent, uint32_t name, uint32_t *out)
-{
-	fnode *n;
-
-	if (f->nnodes >= UINT32_MAX - 1 ||
-	    grow((void **)&f->nodes, &f->nodes_cap, f->nnodes + 1, sizeof(*f->nodes)))
-		return WT_ENOMEM;
-	n = &f->nodes[f->nnodes];
-	n->name = name;
-	n->parent = parent;
-	n->first_child = UINT32_MAX;
-	n->next_sibling = f->nodes[parent].first_child;
-	n->self = n->total = 0;
-	f->nodes[parent].first_child = (uint32_t)f->nnodes;
-	*out = (uint32_t)f->nnodes++;
-	return 0;
 }
 
 /* The tree part of wt_flame_add_stacks, one depth at a time: the stacks
@@ -1113,37 +1105,6 @@ static int fn_total_cmp(const void *a, const void *b, void *ctx)
 	return fn_rank_cmp(a, b, ctx);
 }
 
-/* Move the `top` first elements of ids[0..n) under cmp to the front
- * (in any order): quickselect, expected O(n). cmp is a total order. */
-static void select_top(uint32_t *ids, size_t n, size_t top, int (*cmp)(const void *, const void *, void *),
-		       void *ctx)
-{
-	size_t lo = 0, hi = n; /* the boundary `top` lies in [lo, hi) */
-
-	while (hi - lo > 1) {
-		size_t i, st = lo, mid = lo + (hi - lo) / 2;
-		uint32_t pivot = ids[mid], t;
-
-		/* Lomuto partition around the middle element */
-		ids[mid] = ids[hi - 1];
-		ids[hi - 1] = pivot;
-		for (i = lo; i < hi - 1; i++)
-			if (cmp(&ids[i], &pivot, ctx) < 0) {
-				t = ids[i];
-				ids[i] = ids[st];
-				ids[st++] = t;
-			}
-		ids[hi - 1] = ids[st];
-		ids[st] = pivot;
-		if (st == top || st + 1 == top)
-			return;
-		if (st > top)
-			hi = st;
-		else
-			lo = st + 1;
-	}
-}
-
 /* Function ids that appeared in some stack (not the root's name unless a
  * frame was literally named so), sorted with cmp; limit > 0: only the first
  * limit of that order are sorted and *n is at most limit. */
@@ -1159,7 +1120,7 @@ static uint32_t *functions_sorted(const wt_flame *f, int (*cmp)(const void *, co
 		if (f->fmark[i])
 			ids[k++] = (uint32_t)i;
 	if (limit && k > limit) {
-		select_top(ids, k, limit, cmp, (void *)f);
+		wt_select_top(ids, k, sizeof(*ids), limit, cmp, (void *)f);
 		k = limit;
 	}
 	qsort_r(ids, k, sizeof(*ids), cmp, (void *)f);

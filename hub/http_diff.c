@@ -32,6 +32,7 @@
 #include "analysis.h"
 #include "clock.h"
 #include "http_server.h"
+#include "select.h"
 #include "selection.h"
 #include "stats.h"
 #include "u64map.h"
@@ -182,34 +183,11 @@ static int cmp_row(const void *a, const void *b)
 	return strcmp(x->function, y->function);
 }
 
-/* Move the `top` first rows of r[0..n) under cmp_row (a total order:
- * names are distinct) to the front, in any order: quickselect, expected
- * O(n), so that only the rows shown are sorted. */
-static void rows_select_top(row *r, size_t n, size_t top)
+/* cmp_row for wt_select_top (select.h) */
+static int cmp_row_ctx(const void *a, const void *b, void *ctx)
 {
-	size_t lo = 0, hi = n; /* the boundary `top` lies in [lo, hi) */
-
-	while (hi - lo > 1) {
-		size_t i, st = lo, mid = lo + (hi - lo) / 2;
-		row pivot = r[mid], t;
-
-		r[mid] = r[hi - 1];
-		r[hi - 1] = pivot;
-		for (i = lo; i < hi - 1; i++)
-			if (cmp_row(&r[i], &pivot) < 0) {
-				t = r[i];
-				r[i] = r[st];
-				r[st++] = t;
-			}
-		r[hi - 1] = r[st];
-		r[st] = pivot;
-		if (st == top || st + 1 == top)
-			return;
-		if (st > top)
-			hi = st;
-		else
-			lo = st + 1;
-	}
+	(void)ctx;
+	return cmp_row(a, b);
 }
 
 /* Function rows of both builders merged by name into *rows (n; names
@@ -398,7 +376,7 @@ int hub_handle_diff(hub_req *r, wt_err *err)
 	}
 	/* only the rows shown are sorted */
 	if (nrows > (size_t)limit)
-		rows_select_top(rows, nrows, (size_t)limit);
+		wt_select_top(rows, nrows, sizeof(*rows), (size_t)limit, cmp_row_ctx, NULL);
 	if (nrows)
 		qsort(rows, nrows < (size_t)limit ? nrows : (size_t)limit, sizeof(*rows), cmp_row);
 
