@@ -26,6 +26,8 @@ import concurrent.futures, gzip, os, random, sys, time
 sys.path.insert(0, os.path.join(os.environ["WT_ROOT"], "tests", "integration"))
 from harness.clickhouse import ClickHouse
 from harness.hub import Hub
+sys.path.insert(0, os.path.join(os.environ["WT_ROOT"], "tests", "tools"))
+from pbwire import enc_varint, f_bytes, put_varint  # noqa: E402
 
 HOSTS = int(os.environ.get("BYTES_HOSTS", 12))
 PROCS = int(os.environ.get("BYTES_PROCS", 4))
@@ -39,29 +41,17 @@ BASE_S = 1_699_999_200
 DB = "watchtower"
 
 
-# ---- a minimal pprof encoder (profile.proto field numbers) ------------------
-def uv(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
+# ---- a minimal pprof encoder (profile.proto field numbers; pbwire's fields) ----
 def fld(num, payload):          # length-delimited
-    return uv(num << 3 | 2) + uv(len(payload)) + payload
+    return f_bytes(num, payload)
 
 
 def fv(num, v):                 # varint
-    return uv(num << 3) + uv(v & 0xFFFFFFFFFFFFFFFF)
+    return enc_varint(num << 3) + put_varint(v)
 
 
 def packed(num, vals):
-    return fld(num, b"".join(uv(v & 0xFFFFFFFFFFFFFFFF) for v in vals))
+    return f_bytes(num, b"".join(put_varint(v) for v in vals))
 
 
 class Pprof:
