@@ -191,6 +191,30 @@ static int labelset_list(hub_ch *ch, const hub_sel *s, wt_buf *out, wt_err *err,
  * their complement subtracted (hub_agg_segments_signed) */
 #define STABLE_LAG_NS (300 * 1000000000LL)
 
+/* The label filters' label sets for the aggregate pieces of segs[0..n)
+ * (labelset_list), resolved once when any piece reads the aggregates and
+ * the selection has label filters: *list the inline list for where_agg
+ * (NUL-terminated, in ls), or NULL for its subquery (also without
+ * filters). Returns the number of aggregate pieces; on a ClickHouse error
+ * *rc is set. */
+static size_t agg_labelsets(hub_ch *ch, const hub_sel *s, const hub_agg_seg *segs, size_t n, wt_buf *ls,
+			    const char **list, wt_err *err, int *rc)
+{
+	size_t i, nagg = 0;
+	int sub = 0;
+
+	*rc = 0;
+	*list = NULL;
+	for (i = 0; i < n; i++)
+		nagg += segs[i].res != 0;
+	if (nagg && s->hp.nlabels) {
+		sub = labelset_list(ch, s, ls, err, rc);
+		if (!*rc && !sub && ls->data)
+			*list = (const char *)ls->data;
+	}
+	return nagg;
+}
+
 /* The selection's pieces as one UNION ALL of SELECTs, each giving [keys, ]
  * v = the signed sum of value and u = any(unit), grouped by `keys` (NULL:
  * no key, no GROUP BY); value is `value` in raw rows and stack_agg_v1
@@ -206,23 +230,16 @@ static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *typ
 {
 	hub_agg_seg segs[HUB_AGG_MAX_SIGNED];
 	wt_buf ls = WT_BUF_INIT;
-	size_t n, i, nagg = 0;
-	int sub = 0;
+	const char *ls_list;
+	size_t n, i;
 
-	*rc = 0;
 	n = hub_agg_segments_signed(s->from, s->until, cover, wt_now_ns(CLOCK_REALTIME) - STABLE_LAG_NS, segs);
-	for (i = 0; i < n; i++)
-		nagg += segs[i].res != 0;
-	if (nagg && s->hp.nlabels) {
-		sub = labelset_list(ch, s, &ls, err, rc);
-		if (*rc) {
-			n = 0;
-			goto out;
-		}
+	agg_labelsets(ch, s, segs, n, &ls, &ls_list, err, rc);
+	if (*rc) {
+		n = 0;
+		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		const char *ls_list = sub || !ls.data ? NULL : (const char *)ls.data;
-
 		if (i)
 			wt_buf_puts(w, " UNION ALL ");
 		if (flat && segs[i].res) {
@@ -256,8 +273,9 @@ size_t hub_sel_timeline_sql(hub_ch *ch, hub_sel *s, const char *col, int64_t wid
 {
 	hub_agg_seg segs[HUB_AGG_MAX_SEGS];
 	wt_buf ls = WT_BUF_INIT;
-	size_t n, i, nagg = 0;
-	int sub = 0, sets = strcmp(col, "service") != 0;
+	const char *ls_list;
+	size_t n, i;
+	int sets = strcmp(col, "service") != 0;
 
 	*rc = 0;
 	s->agg_used = 0;
@@ -265,19 +283,11 @@ size_t hub_sel_timeline_sql(hub_ch *ch, hub_sel *s, const char *col, int64_t wid
 	    (strcmp(col, "service") && strcmp(col, "host") && strcmp(col, "thread") && strcmp(col, "container")))
 		return 0;
 	n = hub_agg_segments(s->from, s->until, agg_cover_ns(s, ch), width_ns, segs);
-	for (i = 0; i < n; i++)
-		nagg += segs[i].res != 0;
-	if (!nagg)
-		return 0; /* raw rows only: the caller's plain query */
-	if (s->hp.nlabels) {
-		sub = labelset_list(ch, s, &ls, err, rc);
-		if (*rc) {
-			n = 0;
-			goto out;
-		}
+	if (!agg_labelsets(ch, s, segs, n, &ls, &ls_list, err, rc) || *rc) {
+		n = 0; /* raw rows only: the caller's plain query (or the error) */
+		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		const char *ls_list = sub || !ls.data ? NULL : (const char *)ls.data;
 		const hub_agg_seg *g = &segs[i];
 
 		if (i)
@@ -1127,10 +1137,11 @@ int hub_sel_cache_key(hub_ch *ch, hub_sel *s, const char *view, const struct evk
 		goto out;
 	}
 	wt_buf_printf(&sql, "SELECT sum(cityHash64(table, name)), count() FROM %s AND active AND (table IN"
-		      " ('stack_agg_v1%s', 'profile_samples_v1%s') AND partition >= '%s' AND partition <= '%s'%s%s%s)"
-		      " FORMAT TabSeparated", (const char *)from.data, loc, loc, d0, d1,
-		      s->hp.nlabels ? " OR table = 'label_sets_v1" : "", s->hp.nlabels ? loc : "",
-		      s->hp.nlabels ? "'" : "");
+		      " ('stack_agg_v1%s', 'profile_samples_v1%s') AND partition >= '%s' AND partition <= '%s'",
+		      (const char *)from.data, loc, loc, d0, d1);
+	if (s->hp.nlabels)
+		wt_buf_printf(&sql, " OR table = 'label_sets_v1%s'", loc);
+	wt_buf_puts(&sql, ") FORMAT TabSeparated");
 	if ((*rc = hub_ch_query_buf(ch, &sql, &res, err)))
 		goto out;
 	if (wt_buf_putc(&res, '\0')) {
