@@ -14,6 +14,7 @@
  * instead of wrapping.
  */
 #include "flame.h"
+#include "json_str.h"
 #include "select.h"
 #include "symref.h"
 
@@ -973,7 +974,7 @@ json_t *wt_flame_tree_json(const wt_flame *f, const char *unit, size_t max_nodes
 				self = sat_add(self, f->nodes[c].total);
 		}
 		arr = json_array();
-		obj = json_pack("{s:s,s:I,s:I}", "name", fname(f, n->name), "self", (json_int_t)self,
+		obj = json_pack("{s:o,s:I,s:I}", "name", wt_json_string(fname(f, n->name)), "self", (json_int_t)self,
 				"total", (json_int_t)n->total);
 		if (!arr || !obj || json_object_set_new(obj, "children", arr)) {
 			json_decref(obj);
@@ -1139,7 +1140,7 @@ json_t *wt_flame_table_json(const wt_flame *f, const char *unit, size_t limit)
 	if (limit && n > limit)
 		n = limit;
 	for (i = 0; i < n; i++) {
-		json_t *r = json_pack("{s:s,s:I,s:I}", "function", fname(f, ids[i]), "self",
+		json_t *r = json_pack("{s:o,s:I,s:I}", "function", wt_json_string(fname(f, ids[i])), "self",
 				      (json_int_t)f->fself[ids[i]], "total", (json_int_t)f->ftotal[ids[i]]);
 
 		if (!r || json_array_append_new(rows, r))
@@ -1182,8 +1183,8 @@ json_t *wt_flame_callgraph_json(const wt_flame *f, const char *unit, size_t max_
 		goto cleanup;
 	memset(out_id, 0xff, (f->nnames ? f->nnames : 1) * sizeof(*out_id));
 	for (i = 0; i < n; i++) {
-		json_t *o = json_pack("{s:I,s:s,s:I,s:I}", "id", (json_int_t)i, "function",
-				      fname(f, ids[i]), "self", (json_int_t)f->fself[ids[i]], "total",
+		json_t *o = json_pack("{s:I,s:o,s:I,s:I}", "id", (json_int_t)i, "function",
+				      wt_json_string(fname(f, ids[i])), "self", (json_int_t)f->fself[ids[i]], "total",
 				      (json_int_t)f->ftotal[ids[i]]);
 
 		if (!o || json_array_append_new(nodes, o))

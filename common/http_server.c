@@ -4,6 +4,7 @@
  * query strings, bounded request bodies and time parameters.
  */
 #include "http_server.h"
+#include "json_str.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -63,17 +64,8 @@ void wt_http_send_error(struct evhttp_request *req, int code, const char *detail
 
 	if (o) {
 		json_object_set_new(o, "error", json_string(wt_err_name(code)));
-		/* json_string rejects invalid UTF-8; fall back to a lossy copy */
-		json_t *d = json_string(detail ? detail : "");
-		if (!d) {
-			char clean[WT_ERR_MSG_MAX];
-			size_t i = 0;
-			for (; detail[i] && i + 1 < sizeof(clean); i++)
-				clean[i] = (unsigned char)detail[i] < 0x80 ? detail[i] : '?';
-			clean[i] = '\0';
-			d = json_string(clean);
-		}
-		json_object_set_new(o, "detail", d);
+		/* a detail quoting input bytes may not be UTF-8 */
+		json_object_set_new(o, "detail", wt_json_string(detail ? detail : ""));
 	}
 	if (code == WT_EAUTH)
 		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");

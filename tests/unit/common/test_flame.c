@@ -706,6 +706,50 @@ static void test_intern_new(void **state)
 	}
 }
 
+/* Names that are not UTF-8 (an upload's bytes, a string read from a
+ * process's memory) are shown with U+FFFD in every view, as the text
+ * flame graph shows them: a view never fails on a name. */
+static void test_names_not_utf8(void **state)
+{
+	static const char *const bad[] = {"ok\xff", "\xed\xa0\x80sur", "cut\xe2\x82"};
+	const char *fr[3];
+	wt_flame *f = wt_flame_new();
+	json_t *t, *g, *c;
+	wt_buf text = WT_BUF_INIT;
+	char *dump;
+	(void)state;
+
+	assert_non_null(f);
+	fr[0] = "main";
+	fr[1] = bad[0];
+	fr[2] = bad[1];
+	assert_int_equal(wt_flame_add(f, fr, 3, 5), 0);
+	fr[1] = bad[2];
+	assert_int_equal(wt_flame_add(f, fr, 2, 2), 0);
+	t = wt_flame_table_json(f, "samples", 0);
+	g = wt_flame_tree_json(f, "samples", 0);
+	c = wt_flame_callgraph_json(f, "samples", 0);
+	assert_non_null(t);
+	assert_non_null(g);
+	assert_non_null(c);
+	assert_int_equal(json_array_size(json_object_get(t, "rows")), 4);
+	dump = json_dumps(t, JSON_COMPACT);
+	assert_non_null(strstr(dump, "ok\xEF\xBF\xBD"));
+	assert_non_null(strstr(dump, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDsur"));
+	assert_non_null(strstr(dump, "cut\xEF\xBF\xBD\xEF\xBF\xBD"));
+	free(dump);
+	/* the text flame graph and the jansson one agree */
+	assert_int_equal(wt_flame_tree_text(f, "samples", 0, NULL, &text), 0);
+	dump = json_dumps(g, JSON_COMPACT);
+	assert_string_equal((const char *)text.data, dump);
+	free(dump);
+	wt_buf_free(&text);
+	json_decref(t);
+	json_decref(g);
+	json_decref(c);
+	wt_flame_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -718,6 +762,7 @@ int main(void)
 		cmocka_unit_test(test_skip_parts),
 		cmocka_unit_test(test_add_stacks),
 		cmocka_unit_test(test_intern_new),
+		cmocka_unit_test(test_names_not_utf8),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
