@@ -162,3 +162,19 @@ int wt_buf_json_str(wt_buf *b, const char *s)
 	wt_buf_putc(b, '"');
 	return b->oom ? WT_ENOMEM : 0;
 }
+
+void wt_utf8_trim_tail(char *s)
+{
+	size_t n = strlen(s), k;
+
+	/* the last lead byte within 3 bytes of the end, if any */
+	for (k = 1; k <= 3 && k <= n; k++) {
+		unsigned char c = (unsigned char)s[n - k];
+
+		if ((c & 0xC0) == 0x80)
+			continue;
+		if (c >= 0xC0 && !wt_utf8_seq((const unsigned char *)s + n - k, SIZE_MAX))
+			s[n - k] = '\0';
+		return;
+	}
+}

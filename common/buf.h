@@ -34,5 +34,9 @@ int wt_buf_json_str(wt_buf *b, const char *s);
  * surrogates) at u, whose first byte is >= 0x80, within avail bytes
  * (SIZE_MAX for a NUL-terminated string: the NUL ends it), or 0. */
 size_t wt_utf8_seq(const unsigned char *u, size_t avail);
+/* Cut a UTF-8 sequence left incomplete at the end of NUL-terminated s
+ * (as snprintf leaves one when it truncates), so that a string that was
+ * UTF-8 before truncation still is. */
+void wt_utf8_trim_tail(char *s);
 
 #endif

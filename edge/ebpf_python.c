@@ -27,6 +27,7 @@
 #include <bpf/bpf.h>
 
 #include "bpf/profile.h"
+#include "buf.h"
 #include "bpf/python.h"
 
 #define MAX_STR 512        /* characters of a name or file kept */
@@ -530,6 +531,11 @@ static char *read_str(const py_layout *l, uint32_t tgid, uint64_t obj)
 	size_t o = 0;
 	for (int64_t i = 0; i < len; i++) {
 		uint32_t c = kind == 1 ? raw[i] : kind == 2 ? ((uint16_t *)raw)[i] : ((uint32_t *)raw)[i];
+		/* a lone surrogate (a str may hold one: surrogateescape'd
+		 * file names) or bytes read while the str changed: U+FFFD,
+		 * never bytes that are not UTF-8 */
+		if ((c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+			c = 0xfffd;
 		if (c < 0x80) {
 			out[o++] = c ? (char)c : '?';
 		} else if (c < 0x800) {
@@ -540,7 +546,7 @@ static char *read_str(const py_layout *l, uint32_t tgid, uint64_t obj)
 			out[o++] = (char)(0x80 | ((c >> 6) & 63));
 			out[o++] = (char)(0x80 | (c & 63));
 		} else {
-			out[o++] = (char)(0xf0 | (c >> 18 & 7));
+			out[o++] = (char)(0xf0 | c >> 18);
 			out[o++] = (char)(0x80 | ((c >> 12) & 63));
 			out[o++] = (char)(0x80 | ((c >> 6) & 63));
 			out[o++] = (char)(0x80 | (c & 63));
@@ -574,6 +580,7 @@ void edge_py_module(const char *file, char *buf, size_t cap)
 	if (!rooted && (p = strrchr(file, '/')))
 		s = p + 1;
 	snprintf(buf, cap, "%s", s);
+	wt_utf8_trim_tail(buf);
 	size_t n = strlen(buf);
 	if (n > 12 && !strcmp(buf + n - 12, "/__init__.py"))
 		buf[n - 12] = '\0';
@@ -773,6 +780,8 @@ int edge_py_frame(edge_py *py, uint32_t tgid, uint64_t slot, char *name, size_t 
 		const char *b = strrchr(e->file, '/');
 		snprintf(name, ncap, "%s (%s:%lld)", e->name, b ? b + 1 : e->file, (long long)ln);
 		snprintf(file, fcap, "%s", e->file);
+		wt_utf8_trim_tail(name);
+		wt_utf8_trim_tail(file);
 		*line = ln;
 		rc = 0;
 	}

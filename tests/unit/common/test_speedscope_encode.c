@@ -205,6 +205,29 @@ static void test_utf8_seq(void **state)
 	assert_int_equal(wt_utf8_seq((const unsigned char *)"\x80\x80", SIZE_MAX), 0);     /* continuation first */
 }
 
+/* snprintf's truncation leaves UTF-8 only after wt_utf8_trim_tail. */
+static void test_utf8_trim_tail(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"abc", "abc"}, {"", ""}, {"ab\xc3\xa9", "ab\xc3\xa9"}, {"ab\xc3", "ab"},
+		{"x\xe2\x82", "x"}, {"x\xe2\x82\xac", "x\xe2\x82\xac"}, {"\xf0\x9f\x98", ""},
+		{"q\xf0\x9f\x98\x80", "q\xf0\x9f\x98\x80"},
+	};
+	char b[16];
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(b, sizeof(b), "%s", cases[i].in);
+		wt_utf8_trim_tail(b);
+		assert_string_equal(b, cases[i].out);
+	}
+	/* as the edge names a Python frame: a 2-byte character cut in half */
+	snprintf(b, 5, "abc\xc3\xa9");
+	wt_utf8_trim_tail(b);
+	assert_string_equal(b, "abc");
+}
+
 static void test_errors_and_empty(void **state)
 {
 	fixture f = {0};
@@ -245,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_escapes_and_utf8),
 		cmocka_unit_test(test_errors_and_empty),
 		cmocka_unit_test(test_utf8_seq),
+		cmocka_unit_test(test_utf8_trim_tail),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
