@@ -9,7 +9,7 @@
  *
  * Per frame: the process's mapping of the pc (binary search over at most
  * WT_UNWIND_MAPS mappings), then the row (binary search, at most 25
- * steps), then CFA / return address / rbp from the row; a pc without a
+ * steps, shaped for the verifier: see find_row), then CFA / return address / rbp from the row; a pc without a
  * row takes one frame-pointer step (WT_UNWIND_MODE_AUTO) or ends the
  * stack (WT_UNWIND_MODE_TABLES). At most WT_MAX_STACK_DEPTH frames in a
  * bpf_loop (Linux 5.17+; its body is verified once).
@@ -60,42 +60,51 @@ static __always_inline __u64 read_user(__u64 addr, int *ok)
 	return v;
 }
 
-/* the row for pc in the process's tables, or NULL */
+/* The row for pc in the process's tables, or NULL.
+ *
+ * Both searches halve a length that does not depend on what they read
+ * and move a base when the entry at base + half is at or below the key:
+ * the only branch on what was read compares two values unknown to the
+ * verifier, so it marks nothing precise and the paths it splits merge
+ * again at the loop head. (A search narrowing [lo, hi) compares lo with
+ * hi, which newer verifiers can sometimes decide; each decision makes lo
+ * and hi precise, the paths never merge, and 6 + 25 steps exceed the
+ * verifier's budget of a million instructions.) */
 static __always_inline const struct wt_unwind_row *find_row(const struct wt_unwind_proc *proc, __u64 pc)
 {
-	__u32 lo = 0, hi = proc->n;
-	if (hi > WT_UNWIND_MAPS)
-		hi = WT_UNWIND_MAPS;
-#pragma clang loop unroll(disable)
-	for (int i = 0; i < 6 && lo < hi; i++) {
-		__u32 mid = (lo + hi) / 2;
-		if (proc->m[mid & (WT_UNWIND_MAPS - 1)].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
+	__u32 base = 0, len = proc->n, half;
+	if (len > WT_UNWIND_MAPS)
+		len = WT_UNWIND_MAPS;
+	if (!len)
 		return NULL;
-	const struct wt_unwind_map *m = &proc->m[(lo - 1) & (WT_UNWIND_MAPS - 1)];
-	if (pc >= m->end || !m->count)
+#pragma clang loop unroll(disable)
+	for (int i = 0; i < 6 && len > 1; i++) {
+		half = len / 2;
+		if (proc->m[(base + half) & (WT_UNWIND_MAPS - 1)].start <= pc)
+			base += half;
+		len -= half;
+	}
+	const struct wt_unwind_map *m = &proc->m[base & (WT_UNWIND_MAPS - 1)];
+	if (pc < m->start || pc >= m->end || !m->count)
 		return NULL;
 	__u64 va = pc - m->bias;
-	__u32 rlo = m->first, rhi = m->first + m->count;
-	const struct wt_unwind_row *best = NULL;
+	__u32 row = m->first;
+	len = m->count;
 #pragma clang loop unroll(disable)
-	for (int i = 0; i < 25 && rlo < rhi; i++) {
-		__u32 mid = rlo + (rhi - rlo) / 2;
+	for (int i = 0; i < 25 && len > 1; i++) {
+		half = len / 2;
+		__u32 mid = row + half;
 		const struct wt_unwind_row *r = bpf_map_lookup_elem(&wt_unwind_rows, &mid);
 		if (!r)
 			return NULL;
-		if (r->pc <= va) {
-			best = r;
-			rlo = mid + 1;
-		} else {
-			rhi = mid;
-		}
+		if (r->pc <= va)
+			row = mid;
+		len -= half;
 	}
-	return best;
+	if (len > 1)
+		return NULL; /* more rows than 25 halvings cover */
+	const struct wt_unwind_row *r = bpf_map_lookup_elem(&wt_unwind_rows, &row);
+	return r && r->pc <= va ? r : NULL;
 }
 
 static long unwind_step(__u32 i, void *arg)
