@@ -246,9 +246,10 @@ class EbpfPython(unittest.TestCase):
                   f"({got / truth['slept_ns']:.3f}), <module> {mod}", file=sys.stderr)
             self.assertGreater(got, 0.85 * truth["slept_ns"], f"top rows {top}")
             self.assertLess(got, 1.15 * truth["slept_ns"], f"top rows {top}")
-            # as on-CPU: a few % of stacks may end below <module> (a
-            # thread state not yet cached when the thread blocked)
-            self.assertGreaterEqual(mod, 0.97 * got)
+            # as on-CPU (the same bound): some stacks may end below
+            # <module> (a thread state not yet cached when the thread
+            # blocked; 3.6 % once on a loaded CI machine)
+            self.assertGreater(mod, 0.9 * got, f"stacks do not reach <module>: top rows {top}")
         finally:
             e.cleanup()
 
