@@ -141,7 +141,7 @@ class EbpfSampler(unittest.TestCase):
     def wait_enabled(self):
         # loading verifies the programs with the unwinder (ebpf.unwind =
         # auto, the default): ~5 s each on a loaded 2-CPU VM
-        self.wait_metric("wt_edge_ebpf_enabled", 1, timeout=60)
+        self.assertIsNone(self.edge.wait_sampler())
 
     def run_work(self, *args):
         out = subprocess.run([self.work] + [str(a) for a in args], capture_output=True, text=True, timeout=60)
@@ -291,10 +291,8 @@ class EbpfSampler(unittest.TestCase):
         with open(e.cfg, "a") as f:
             f.write(self.ebpf_section(True, FREQ))
         e.start(env={"WT_EDGE_PROCMAPS": "text"})
-        deadline = time.time() + 60  # the verifier with the unwinder, on a loaded machine
-        while time.time() < deadline and e.metrics().get("wt_edge_ebpf_enabled") != 1:
-            time.sleep(0.1)
-        self.assertEqual(e.metrics().get("wt_edge_ebpf_enabled"), 1, e.read_log()[-2000:])
+        # the verifier with the unwinder, on a loaded machine
+        self.assertIsNone(e.wait_sampler())
         short = os.path.join(self.tmp, "ebpftext")
         shutil.copy(self.work, short)
         for _ in range(10):

@@ -115,10 +115,8 @@ class EbpfUnwind(unittest.TestCase):
             f.write(f'\nebpf = {{ enabled = true; frequency_hz = 997; offcpu = false; flush_interval_s = 1; '
                     f'unwind = "{unwind}"; }};\n')
         e.start()
-        deadline = time.time() + 60  # a loaded machine: the rows array and the verifier take a while
-        while time.time() < deadline and e.metrics().get("wt_edge_ebpf_enabled") != 1:
-            time.sleep(0.1)
-        self.assertEqual(e.metrics().get("wt_edge_ebpf_enabled"), 1, e.read_log()[-2000:])
+        # a loaded machine: the rows array and the verifier take a while
+        self.assertIsNone(e.wait_sampler())
         if unwind != "fp":
             # the tables of every process already running are built and
             # loaded right after the start: the workload's process is then
@@ -209,9 +207,7 @@ class EbpfUnwind(unittest.TestCase):
             f.write('\nebpf = { enabled = true; frequency_hz = 997; offcpu = false; flush_interval_s = 1; '
                     'unwind = "eh_frame"; python = false; };\n')
         e.start(env={"WT_LOG_LEVEL": "debug"})  # the unwind-table lines per process, for a failure
-        deadline = time.time() + 60
-        while time.time() < deadline and e.metrics().get("wt_edge_ebpf_enabled") != 1:
-            time.sleep(0.1)
+        self.assertIsNone(e.wait_sampler())
         self.settle(e)
         roots = ("__libc_start_main", "_start", "__libc_start_call_main")
         top_diffs, missing, counts = [], [], []

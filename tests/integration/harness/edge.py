@@ -176,6 +176,23 @@ replication = {{ {replication} }};
                 out[k] = float(v)
         return out
 
+    def wait_sampler(self, timeout=60):
+        """Wait until the eBPF sampler runs (wt_edge_ebpf_enabled 1; the
+        verifier with the unwinder takes a while on a loaded machine).
+        None when it runs, else the log's tail to fail with: at once when
+        the edge logged that the sampler did not start (a program the
+        kernel refused is not loaded again on its own)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.metrics().get("wt_edge_ebpf_enabled") == 1:
+                return None
+            if "ebpf sampler not started" in self.read_log():
+                break
+            time.sleep(0.1)
+        if self.metrics().get("wt_edge_ebpf_enabled") == 1:
+            return None
+        return "the eBPF sampler did not start:\n" + self.read_log()[-3000:]
+
     def wait_flushes(self, n, timeout=30):
         """Wait until the eBPF sampler has flushed n times more than now
         (what ran before is then in the buffer), for up to timeout seconds;
