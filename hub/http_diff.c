@@ -32,6 +32,7 @@
 #include "analysis.h"
 #include "clock.h"
 #include "http_server.h"
+#include "json_str.h"
 #include "select.h"
 #include "selection.h"
 #include "stats.h"
@@ -388,8 +389,8 @@ int hub_handle_diff(hub_req *r, wt_err *err)
 		return wt_err_set(err, WT_ENOMEM, "out of memory rendering the diff");
 	for (i = 0; i < nrows && i < (size_t)limit; i++) {
 		const row *w = &rows[i];
-		json_array_append_new(rows_j, json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
-			"function", w->function, "base_self", (json_int_t)w->bs, "target_self", (json_int_t)w->ts,
+		json_array_append_new(rows_j, json_pack("{s:o, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
+			"function", wt_json_string(w->function), "base_self", (json_int_t)w->bs, "target_self", (json_int_t)w->ts,
 			"base_total", (json_int_t)w->bt, "target_total", (json_int_t)w->tt,
 			"change", hub_json_num(w->change), "significance", hub_json_num(w->z),
 			"p_value", hub_json_num(hub_p_two_sided(w->z))));

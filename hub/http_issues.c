@@ -17,6 +17,7 @@
 #include "ch_format.h"
 #include "clock.h"
 #include "http_server.h"
+#include "json_str.h"
 #include "params.h"
 #include "regress.h"
 
@@ -63,9 +64,9 @@ static int issue_row(void *ctx, char **f, size_t n)
 	us = user[0] ? json_pack("{s:s, s:s, s:I}", "state", user, "by", f[21],
 				 "at", (json_int_t)strtoll(f[22], NULL, 10))
 		     : json_null();
-	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o,"
+	o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:s, s:I, s:I, s:o,"
 		      " s:{s:I, s:I, s:o, s:I, s:I}, s:{s:I, s:I, s:o, s:I, s:I}, s:o, s:o, s:o, s:o}",
-		"id", f[0], "service", f[1], "type", f[2], "unit", f[3], "function", f[4], "state", state,
+		"id", f[0], "service", f[1], "type", f[2], "unit", f[3], "function", wt_json_string(f[4]), "state", state,
 		"detection_state", f[5], "opened", (json_int_t)strtoll(f[6], NULL, 10),
 		"last_seen", (json_int_t)strtoll(f[7], NULL, 10), "resolved", opt_ns(f[8]),
 		"baseline", "from", (json_int_t)strtoll(f[9], NULL, 10), "until", (json_int_t)strtoll(f[10], NULL, 10),

@@ -32,6 +32,7 @@
 #include "ch_format.h"
 #include "clock.h"
 #include "http_server.h"
+#include "json_str.h"
 #include "selection.h"
 #include "stats.h"
 
@@ -258,8 +259,8 @@ int hub_handle_leaks(hub_req *r, wt_err *err)
 				json_array_append_new(ser, json_pack("{s:I, s:o}",
 					"t", (json_int_t)((x->b0 + (int64_t)k) * width),
 					"v", hub_json_num(c->v[x->pos[k]])));
-		json_array_append_new(cands, json_pack("{s:s, s:o, s:o, s:o, s:o, s:I, s:o, s:o}",
-			"function", c->function, "slope_per_s", hub_json_num(c->fit.slope),
+		json_array_append_new(cands, json_pack("{s:o, s:o, s:o, s:o, s:o, s:I, s:o, s:o}",
+			"function", wt_json_string(c->function), "slope_per_s", hub_json_num(c->fit.slope),
 			"slope_lower95_per_s", hub_json_num(c->fit.lower95), "t", hub_json_num(c->fit.t),
 			"r2", hub_json_num(c->fit.r2), "points", (json_int_t)c->fit.n,
 			"growth", hub_json_num(c->growth), "series", ser ? ser : json_array()));

@@ -126,9 +126,9 @@ class Analysis(unittest.TestCase):
             f.write(ANALYSIS_CFG)
         return hub.start()
 
-    def get(self, path, token=None, **params):
+    def get(self, url, token=None, **params):
         import urllib.parse
-        st, js = self.hub.request("GET", path + "?" + urllib.parse.urlencode(params), token=token or self.rd)
+        st, js = self.hub.request("GET", url + "?" + urllib.parse.urlencode(params), token=token or self.rd)
         return st, js
 
     def view(self, view, **params):
@@ -208,6 +208,30 @@ class Analysis(unittest.TestCase):
             st, js = self.get("/v1/projects/an/profiles/diff", service="shop", **params)
             self.assertEqual(st, 400, js)
             self.assertTrue(js["detail"].startswith(name + ":"), js)
+
+    def test_names_not_utf8(self):
+        """A frame name that is not UTF-8 (an upload's bytes) is shown with
+        U+FFFD by every view, the diff's rows included, never dropped."""
+        T0 = self.T0
+        for at, n in ((-50 * MIN, 3), (-45 * MIN, 5)):
+            data = b"main;ok \xff name;leaf %d\nmain;fine %d\n" % (n, n)
+            st, js = self.hub.upload(data, self.up, "badutf", format="folded", **{"from": str(T0 + at)})
+            self.assertEqual(st, 200, js)
+        bad = "ok \ufffd name"
+        rng = {"from": T0 - 51 * MIN, "until": T0 - 40 * MIN}
+        for path in ("raw", "auto"):  # auto: the aggregates here
+            js = self.view("table", service="badutf", path=path, **rng)
+            rows = {r["function"]: r for r in js["rows"]}
+            self.assertEqual(rows[bad]["total"], 8, (path, js))
+            js = self.view("callgraph", service="badutf", path=path, **rng)
+            self.assertIn(bad, {n["function"] for n in js["nodes"]}, (path, js))
+            js = self.view("flamegraph", service="badutf", path=path, **rng)
+            self.assertEqual([c["name"] for c in js["root"]["children"][0]["children"]], ["fine", bad], (path, js))
+        js = self.view("diff", service="badutf", base_from=T0 - 51 * MIN, base_until=T0 - 46 * MIN,
+                       **{"from": T0 - 46 * MIN, "until": T0 - 40 * MIN})
+        rows = {r["function"]: r for r in js["rows"]}
+        self.assertEqual((rows[bad]["base_total"], rows[bad]["target_total"]), (3, 5), js)
+        self.assertEqual(len(rows), 4, js)  # main, fine, leaf and the bad name
 
     # ---- trace-to-profile -------------------------------------------------------
     def test_span_and_trace_filters(self):
