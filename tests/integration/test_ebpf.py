@@ -298,9 +298,7 @@ class EbpfSampler(unittest.TestCase):
         for _ in range(10):
             out = subprocess.run([short, "spin", "0.1"], capture_output=True, text=True, timeout=30)
             self.assertEqual(out.returncode, 0, out.stderr)
-        flushes = e.metrics().get("wt_edge_ebpf_flushes_total")
-        while time.time() < deadline + 30 and e.metrics().get("wt_edge_ebpf_flushes_total") < flushes + 2:
-            time.sleep(0.1)
+        e.wait_flushes(2, timeout=60)
         st, js = e.query("table", service="ebpftext", type="cpu")
         self.assertEqual(st, 200, js)
         self.rollup_sanity(js)
