@@ -191,6 +191,13 @@ static int labelset_list(hub_ch *ch, const hub_sel *s, wt_buf *out, wt_err *err,
  * their complement subtracted (hub_agg_segments_signed) */
 #define STABLE_LAG_NS (300 * 1000000000LL)
 
+/* A flat read (rows summed by stack id in the hub) of a minute-resolution
+ * piece at least this many minutes long is summed by ClickHouse first:
+ * such a piece holds a row per stack, label set and minute, many times
+ * its distinct stacks, and sending them all costs more than the GROUP BY.
+ * An hour or day piece has few rows per stack and is sent as it is. */
+#define FLAT_GROUP_MINUTES 8
+
 /* The label filters' label sets for the aggregate pieces of segs[0..n)
  * (labelset_list), resolved once when any piece reads the aggregates and
  * the selection has label filters: *list the inline list for where_agg
@@ -246,6 +253,14 @@ static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *typ
 			wt_buf_puts(w, "SELECT toUInt64(0) AS stack_id, toInt64(0) AS v, unit AS u FROM stack_agg_v1");
 			where_agg(w, s, type, &segs[i], ls_list);
 			wt_buf_puts(w, " LIMIT 1 UNION ALL ");
+			if (segs[i].res == hub_agg_res_s[0] &&
+			    segs[i].until_ns - segs[i].from_ns >= FLAT_GROUP_MINUTES * 60 * 1000000000LL) {
+				wt_buf_printf(w, "SELECT stack_id, %ssum(value) AS v, '' AS u FROM stack_agg_v1",
+					      segs[i].sign < 0 ? "-" : "");
+				where_agg(w, s, type, &segs[i], ls_list);
+				wt_buf_puts(w, " GROUP BY stack_id");
+				continue;
+			}
 			wt_buf_printf(w, "SELECT stack_id, %svalue AS v, '' AS u FROM stack_agg_v1",
 				      segs[i].sign < 0 ? "-" : "");
 			where_agg(w, s, type, &segs[i], ls_list);
