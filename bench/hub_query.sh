@@ -131,6 +131,8 @@ try:
     mid = BASE_S + (SPAN // 2) // 3600 * 3600
     ranges.append(("1 h aligned", mid, mid + 3600) if SPAN > 3600 else ("1 h aligned", BASE_S, BASE_S + 3600))
     ranges.append(("1 h unaligned", BASE_S + 917, min(BASE_S + 917 + 3600, BASE_S + SPAN)))
+    # half an hour on the hour: minute pieces only (no hour piece fits)
+    ranges.append(("30 min", ranges[-2][1], ranges[-2][1] + 1800))
     js = hub_query("flamegraph", BASE_S, BASE_S + SPAN, False)()
     assert js["path"] == "aggregates" and js["total"] == N * 10000000, str(js)[:300]
     fm_whole = None
