@@ -129,7 +129,6 @@ int wt_buf_json_str(wt_buf *b, const char *s)
 	wt_buf_putc(b, '"');
 	while (*u) {
 		const unsigned char *run = u;
-		size_t n;
 
 		/* the longest run that needs no escaping */
 		while (*u >= 0x20 && *u < 0x80 && *u != '"' && *u != '\\')
@@ -151,16 +150,24 @@ int wt_buf_json_str(wt_buf *b, const char *s)
 			else
 				wt_buf_append(b, e, 6);
 			u++;
-		} else if ((n = wt_utf8_seq(u, SIZE_MAX))) {
-			wt_buf_append(b, u, n);
-			u += n;
 		} else {
-			wt_buf_append(b, "\xEF\xBF\xBD", 3);
-			u++;
+			u += wt_buf_utf8_char(b, u);
 		}
 	}
 	wt_buf_putc(b, '"');
 	return b->oom ? WT_ENOMEM : 0;
+}
+
+size_t wt_buf_utf8_char(wt_buf *b, const unsigned char *u)
+{
+	size_t n = wt_utf8_seq(u, SIZE_MAX);
+
+	if (n) {
+		wt_buf_append(b, u, n);
+		return n;
+	}
+	wt_buf_append(b, "\xEF\xBF\xBD", 3);
+	return 1;
 }
 
 void wt_utf8_trim_tail(char *s)

@@ -34,6 +34,10 @@ int wt_buf_json_str(wt_buf *b, const char *s);
  * surrogates) at u, whose first byte is >= 0x80, within avail bytes
  * (SIZE_MAX for a NUL-terminated string: the NUL ends it), or 0. */
 size_t wt_utf8_seq(const unsigned char *u, size_t avail);
+/* Append the character at u (NUL-terminated, first byte >= 0x80): its
+ * UTF-8 sequence when valid, else U+FFFD for that one byte. Returns the
+ * bytes of u consumed (>= 1). */
+size_t wt_buf_utf8_char(wt_buf *b, const unsigned char *u);
 /* Cut a UTF-8 sequence left incomplete at the end of NUL-terminated s
  * (as snprintf leaves one when it truncates), so that a string that was
  * UTF-8 before truncation still is. */

@@ -20,17 +20,10 @@ json_t *wt_json_string(const char *s)
 	if ((j = json_string(s)))
 		return j;
 	while (*u) {
-		size_t n;
-
-		if (*u < 0x80) {
+		if (*u < 0x80)
 			wt_buf_putc(&b, (char)*u++);
-		} else if ((n = wt_utf8_seq(u, SIZE_MAX))) {
-			wt_buf_append(&b, u, n);
-			u += n;
-		} else {
-			wt_buf_append(&b, "\xEF\xBF\xBD", 3);
-			u++;
-		}
+		else
+			u += wt_buf_utf8_char(&b, u);
 	}
 	j = b.oom ? NULL : json_stringn(b.data ? (const char *)b.data : "", b.len);
 	wt_buf_free(&b);

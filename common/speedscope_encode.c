@@ -171,15 +171,7 @@ static void put_json_str(wt_buf *b, const char *s)
 		} else if (*u < 0x20) {
 			wt_buf_printf(b, "\\u%04x", *u++);
 		} else {
-			size_t n = wt_utf8_seq(u, SIZE_MAX);
-
-			if (n) {
-				wt_buf_append(b, u, n);
-				u += n;
-			} else {
-				wt_buf_append(b, "\xEF\xBF\xBD", 3);
-				u++;
-			}
+			u += wt_buf_utf8_char(b, u);
 		}
 	}
 	wt_buf_putc(b, '"');
