@@ -9,10 +9,11 @@
  *
  * Per frame: the process's mapping of the pc (binary search over at most
  * WT_UNWIND_MAPS mappings), then the row (binary search, at most 25
- * steps, shaped for the verifier: see find_row), then CFA / return address / rbp from the row; a pc without a
- * row takes one frame-pointer step (WT_UNWIND_MODE_AUTO) or ends the
- * stack (WT_UNWIND_MODE_TABLES). At most WT_MAX_STACK_DEPTH frames in a
- * bpf_loop (Linux 5.17+; its body is verified once).
+ * steps; both shaped for the verifier, see find_row), then CFA / return
+ * address / rbp from the row; a pc without a row takes one frame-pointer
+ * step (WT_UNWIND_MODE_AUTO) or ends the stack (WT_UNWIND_MODE_TABLES).
+ * At most WT_MAX_STACK_DEPTH frames in a bpf_loop (Linux 5.17+; its body
+ * is verified once).
  */
 #ifndef WT_BPF_UNWINDER_H
 #define WT_BPF_UNWINDER_H

@@ -27,8 +27,8 @@
 #include <bpf/bpf.h>
 
 #include "bpf/profile.h"
-#include "buf.h"
 #include "bpf/python.h"
+#include "buf.h"
 
 #define MAX_STR 512        /* characters of a name or file kept */
 #define MAX_LINETABLE 65536 /* bytes of a line table kept (longer: first line only) */

@@ -250,20 +250,17 @@ static size_t union_sql(hub_ch *ch, wt_buf *w, const hub_sel *s, const char *typ
 		if (i)
 			wt_buf_puts(w, " UNION ALL ");
 		if (flat && segs[i].res) {
+			int group = segs[i].res == hub_agg_res_s[0] &&
+				    segs[i].until_ns - segs[i].from_ns >= FLAT_GROUP_MINUTES * 60 * 1000000000LL;
+
 			wt_buf_puts(w, "SELECT toUInt64(0) AS stack_id, toInt64(0) AS v, unit AS u FROM stack_agg_v1");
 			where_agg(w, s, type, &segs[i], ls_list);
 			wt_buf_puts(w, " LIMIT 1 UNION ALL ");
-			if (segs[i].res == hub_agg_res_s[0] &&
-			    segs[i].until_ns - segs[i].from_ns >= FLAT_GROUP_MINUTES * 60 * 1000000000LL) {
-				wt_buf_printf(w, "SELECT stack_id, %ssum(value) AS v, '' AS u FROM stack_agg_v1",
-					      segs[i].sign < 0 ? "-" : "");
-				where_agg(w, s, type, &segs[i], ls_list);
-				wt_buf_puts(w, " GROUP BY stack_id");
-				continue;
-			}
-			wt_buf_printf(w, "SELECT stack_id, %svalue AS v, '' AS u FROM stack_agg_v1",
-				      segs[i].sign < 0 ? "-" : "");
+			wt_buf_printf(w, "SELECT stack_id, %s%s AS v, '' AS u FROM stack_agg_v1",
+				      segs[i].sign < 0 ? "-" : "", group ? "sum(value)" : "value");
 			where_agg(w, s, type, &segs[i], ls_list);
+			if (group)
+				wt_buf_puts(w, " GROUP BY stack_id");
 			continue;
 		}
 		wt_buf_printf(w, "SELECT %s%s%ssum(value) AS v, any(unit) AS u FROM %s", keys ? keys : "",
