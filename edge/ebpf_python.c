@@ -154,10 +154,12 @@ typedef struct code_ent {
 	uint64_t sig[4]; /* co_qualname, co_filename, co_linetable pointers and co_firstlineno as read */
 } code_ent;
 
-/* per registered process: its layout */
+/* per registered process: its layout, and where its interpreter's
+ * PyCode_Type and PyUnicode_Type are (0: not known, not checked) */
 typedef struct py_proc {
 	uint32_t tgid;
 	const py_layout *l;
+	uint64_t code_type, str_type;
 	struct py_proc *next;
 } py_proc;
 
@@ -265,12 +267,18 @@ static int grow(edge_py *py)
 	return 0;
 }
 
-static const py_layout *proc_layout(edge_py *py, uint32_t tgid)
+static py_proc *proc_of(edge_py *py, uint32_t tgid)
 {
 	for (py_proc *p = py->procs; p; p = p->next)
 		if (p->tgid == tgid)
-			return p->l;
+			return p;
 	return NULL;
+}
+
+static const py_layout *proc_layout(edge_py *py, uint32_t tgid)
+{
+	py_proc *p = proc_of(py, tgid);
+	return p ? p->l : NULL;
 }
 
 /* ---- detection -------------------------------------------------------------- */
@@ -284,12 +292,14 @@ static int is_python_file(const char *path)
 
 typedef struct elf_facts {
 	uint64_t runtime, version_addr;
+	uint64_t code_type, str_type; /* PyCode_Type, PyUnicode_Type (0: no symbol) */
 	uint64_t map_vaddr; /* the link-time address of file offset pgoff (page-aligned segment start) */
 	uint32_t version;
 	int have_runtime;
 } elf_facts;
 
-/* _PyRuntime and Py_Version of the ELF file at path, the version's value
+/* _PyRuntime, Py_Version, PyCode_Type and PyUnicode_Type of the ELF file
+ * at path, the version's value
  * read from the file, and the link-time address that the mapping at file
  * offset pgoff starts at. 0 when _PyRuntime and that segment are there. */
 static int elf_facts_read(const char *path, uint64_t pgoff, elf_facts *f)
@@ -320,6 +330,10 @@ static int elf_facts_read(const char *path, uint64_t pgoff, elf_facts *f)
 			} else if (!strcmp(nm, "_PyRuntime")) {
 				f->runtime = s.st_value;
 				f->have_runtime = 1;
+			} else if (!strcmp(nm, "PyCode_Type")) {
+				f->code_type = s.st_value;
+			} else if (!strcmp(nm, "PyUnicode_Type")) {
+				f->str_type = s.st_value;
 			}
 		}
 	}
@@ -376,7 +390,7 @@ static int free_threaded(const char *path)
 	return sscanf(b, "python%u.%u%n", &maj, &min, &n) == 2 && n > 0 && b[n] == 't';
 }
 
-static void proc_set(edge_py *py, uint32_t tgid, const py_layout *l)
+static void proc_set(edge_py *py, uint32_t tgid, const py_layout *l, uint64_t code_type, uint64_t str_type)
 {
 	py_proc **pp = &py->procs;
 	for (; *pp; pp = &(*pp)->next)
@@ -388,12 +402,16 @@ static void proc_set(edge_py *py, uint32_t tgid, const py_layout *l)
 		free(d);
 	} else if (*pp) {
 		(*pp)->l = l;
+		(*pp)->code_type = code_type;
+		(*pp)->str_type = str_type;
 	} else if (l) {
 		py_proc *p = calloc(1, sizeof(*p));
 		if (!p)
 			return;
 		p->tgid = tgid;
 		p->l = l;
+		p->code_type = code_type;
+		p->str_type = str_type;
 		p->next = py->procs;
 		py->procs = p;
 	}
@@ -465,6 +483,8 @@ int edge_py_detect(edge_py *py, const char *proc_root, uint32_t tgid, const char
 		}
 	}
 	uint64_t runtime = found ? start - ef.map_vaddr + ef.runtime : 0;
+	uint64_t code_type = found && ef.code_type ? start - ef.map_vaddr + ef.code_type : 0;
+	uint64_t str_type = found && ef.str_type ? start - ef.map_vaddr + ef.str_type : 0;
 	if (l && l->version >= 0x030d && !debug_offsets_agree(l, tgid, runtime))
 		l = NULL; /* a build whose layout is not the row's */
 	pthread_mutex_lock(&py->mu);
@@ -473,7 +493,7 @@ int edge_py_detect(edge_py *py, const char *proc_root, uint32_t tgid, const char
 	int was = proc_layout(py, tgid) != NULL;
 	if (was)
 		drop_codes(py, tgid); /* an exec, or checked again: read anew */
-	proc_set(py, tgid, l);
+	proc_set(py, tgid, l, code_type, str_type);
 	if (l && !was)
 		py->st.procs++;
 	pthread_mutex_unlock(&py->mu);
@@ -505,12 +525,24 @@ static uint64_t u64_at(const uint8_t *b, size_t off)
 	return v;
 }
 
-/* A str object as UTF-8 (malloc'ed), NULL when unreadable. */
-static char *read_str(const py_layout *l, uint32_t tgid, uint64_t obj)
+/* The type of the object whose header is at h (ob_type follows ob_refcnt
+ * in every build the layouts describe) */
+static uint64_t type_of(const uint8_t *h)
 {
+	return u64_at(h, 8);
+}
+
+/* A str object of process pp as UTF-8 (malloc'ed), NULL when unreadable
+ * or not a str. */
+static char *read_str(const py_proc *pp, uint64_t obj)
+{
+	const py_layout *l = pp->l;
+	uint32_t tgid = pp->tgid;
 	uint8_t h[80];
 	if (!obj || rd(tgid, obj, h, l->uni_compact_data))
 		return NULL;
+	if (pp->str_type && type_of(h) != pp->str_type)
+		return NULL; /* freed and reused, or a torn read */
 	int64_t len;
 	uint32_t state;
 	memcpy(&len, h + l->uni_length, 8);
@@ -604,17 +636,28 @@ static void code_sig(const py_layout *l, const uint8_t *co, uint64_t sig[4])
 	sig[3] = (uint32_t)first;
 }
 
-/* read code object `code` of tgid into a new entry (NULL: unreadable) */
-static code_ent *code_read(const py_layout *l, uint32_t tgid, uint64_t code)
+/* Whether the object read into co is a code object of pp: a frame's code
+ * pointer read by the sampler may name one freed since (a module's code
+ * runs once at import, then goes), whose memory now holds another object */
+static int is_code(const py_proc *pp, const uint8_t *co)
 {
+	return !pp->code_type || type_of(co) == pp->code_type;
+}
+
+/* read code object `code` of process pp into a new entry (NULL:
+ * unreadable, or not a code object) */
+static code_ent *code_read(const py_proc *pp, uint64_t code)
+{
+	const py_layout *l = pp->l;
+	uint32_t tgid = pp->tgid;
 	uint8_t co[256];
-	if (l->co_read > sizeof(co) || rd(tgid, code, co, l->co_read))
+	if (l->co_read > sizeof(co) || rd(tgid, code, co, l->co_read) || !is_code(pp, co))
 		return NULL;
 	code_ent *e = calloc(1, sizeof(*e));
-	char *qual = read_str(l, tgid, u64_at(co, l->co_qualname));
+	char *qual = read_str(pp, u64_at(co, l->co_qualname));
 	if (!qual)
-		qual = read_str(l, tgid, u64_at(co, l->co_name));
-	char *file = read_str(l, tgid, u64_at(co, l->co_filename));
+		qual = read_str(pp, u64_at(co, l->co_name));
+	char *file = read_str(pp, u64_at(co, l->co_filename));
 	if (!e || !qual || !file)
 		goto fail;
 	int32_t first;
@@ -654,14 +697,15 @@ static code_ent *code_get(edge_py *py, uint32_t tgid, uint64_t code, int check)
 {
 	int found;
 	code_ent **s = slot_find(py, tgid, code, &found);
-	const py_layout *l = proc_layout(py, tgid);
+	const py_proc *pp = proc_of(py, tgid);
+	const py_layout *l = pp ? pp->l : NULL;
 	if (found && check && l) {
 		uint8_t co[256];
 		uint64_t sig[4];
 		if (l->co_read > sizeof(co) || rd(tgid, code, co, l->co_read))
 			return *s; /* gone: keep what was read while it ran */
 		code_sig(l, co, sig);
-		if (!memcmp(sig, (*s)->sig, sizeof(sig)))
+		if (is_code(pp, co) && !memcmp(sig, (*s)->sig, sizeof(sig)))
 			return *s;
 		py->st.reused++;
 		ent_free(*s);
@@ -677,7 +721,7 @@ static code_ent *code_get(edge_py *py, uint32_t tgid, uint64_t code, int check)
 		py->st.cache_full++;
 		return NULL;
 	}
-	code_ent *e = code_read(l, tgid, code);
+	code_ent *e = code_read(pp, code);
 	if (!e) {
 		py->st.read_fail++;
 		return NULL;
@@ -807,7 +851,7 @@ void edge_py_forget(edge_py *py, uint32_t tgid)
 	pthread_mutex_lock(&py->mu);
 	if (proc_layout(py, tgid)) {
 		drop_codes(py, tgid);
-		proc_set(py, tgid, NULL);
+		proc_set(py, tgid, NULL, 0, 0);
 	}
 	pthread_mutex_unlock(&py->mu);
 }

@@ -152,9 +152,15 @@ static void test_module(void **state)
 	}
 }
 
-/* A python3 child that prints its code objects' addresses, then waits. */
+/* A python3 child that prints its code objects' addresses, then waits.
+ * Also two objects that are not code objects but have a code object's
+ * fields where 3.11 keeps them (the data of two bytes objects): one whose
+ * type is dict and whose names are real str objects (what a frame's code
+ * pointer finds when the code object was freed and its memory reused),
+ * one whose type is the code type and whose names point to a fake str (a
+ * str's fields, type bytes). The reader must refuse both. */
 static const char *const child_src =
-	"import sys, time\n"
+	"import struct, sys, time\n"
 	"class work:\n"
 	"    @staticmethod\n"
 	"    def inner(n):\n"
@@ -164,7 +170,17 @@ static const char *const child_src =
 	"    pass\n"
 	"c = work.inner.__code__\n"
 	"six = min(s // 2 for s, e, l in c.co_lines() if l == 6)\n"
-	"print(id(c), six, flush=True)\n"
+	"def fake(typ, name, file):\n"
+	"    b = bytearray(144)\n"
+	"    struct.pack_into('<QQ', b, 0, 1, typ)\n"
+	"    struct.pack_into('<i', b, 72, 1)\n"
+	"    struct.pack_into('<QQQ', b, 112, file, name, name)\n"
+	"    return bytes(b)\n"
+	"qual, fname = 'fakename', '/x/fake.py'\n"
+	"fs = struct.pack('<QQqqIIQ', 1, id(bytes), 7, -1, 4 | 32 | 64, 0, 0) + b'fakestr\\0'\n"
+	"f1 = fake(id(dict), id(qual), id(fname))\n"
+	"f2 = fake(id(type(c)), id(fs) + 32, id(fs) + 32)\n"
+	"print(id(c), six, id(f1) + 32, id(f2) + 32, flush=True)\n"
 	"time.sleep(30)\n";
 
 static void test_live(void **state)
@@ -193,8 +209,8 @@ static void test_live(void **state)
 	close(in[0]);
 	close(out[1]);
 	FILE *rf = fdopen(out[0], "r");
-	unsigned long long inner = 0, six = 0;
-	int got = fscanf(rf, "%llu %llu", &inner, &six);
+	unsigned long long inner = 0, six = 0, fake1 = 0, fake2 = 0;
+	int got = fscanf(rf, "%llu %llu %llu %llu", &inner, &six, &fake1, &fake2);
 	edge_py *py = edge_py_new(16);
 	assert_non_null(py);
 	/* its interpreter's executable mapping, as the process table has it */
@@ -218,7 +234,7 @@ static void test_live(void **state)
 	}
 	if (mf)
 		fclose(mf);
-	int det = got == 2 && *file ? edge_py_detect(py, "/proc", (uint32_t)pid, file, start, pgoff, -1) : -1;
+	int det = got == 4 && *file ? edge_py_detect(py, "/proc", (uint32_t)pid, file, start, pgoff, -1) : -1;
 	char name[512] = "";
 	int64_t line = 0;
 	/* the first instruction of "return x * 2" (line 6), as the child
@@ -231,6 +247,9 @@ static void test_live(void **state)
 	int rcn = edge_py_frame(py, (uint32_t)pid, inner | (WT_PY_NO_INSTR << WT_PY_INSTR_SHIFT), name, sizeof(name),
 				file, sizeof(file), &line);
 	int64_t line_none = line;
+	char fname1[512] = "", fname2[512] = "", ffile[512];
+	int rcf1 = edge_py_frame(py, (uint32_t)pid, fake1, fname1, sizeof(fname1), ffile, sizeof(ffile), &line);
+	int rcf2 = edge_py_frame(py, (uint32_t)pid, fake2, fname2, sizeof(fname2), ffile, sizeof(ffile), &line);
 	edge_py_stats st;
 	edge_py_get_stats(py, &st);
 	kill(pid, SIGKILL);
@@ -240,7 +259,7 @@ static void test_live(void **state)
 	unlink(path);
 	rmdir(dir);
 
-	assert_int_equal(got, 2);
+	assert_int_equal(got, 4);
 	if (det != 1)
 		fail_msg("python3 not detected as a CPython with an offsets row (is it 3.11?)");
 	assert_int_equal(rc0, 0);
@@ -250,6 +269,10 @@ static void test_live(void **state)
 	assert_int_equal(line_none, 3); /* no instruction: co_firstlineno (the decorator's line) */
 	assert_true(strstr(file, "/lt.py") != NULL);
 	assert_int_equal(st.procs, 1);
+	if (rcf1 == 0)
+		fail_msg("an object of another type read as a code object: %s", fname1);
+	if (rcf2 == 0)
+		fail_msg("an object of another type read as a str: %s", fname2);
 	edge_py_forget(py, (uint32_t)pid);
 	edge_py_get_stats(py, &st);
 	assert_int_equal(st.codes, 0);
