@@ -47,6 +47,16 @@ WORK = os.path.join(ROOT, "tests", "gen", "python", "pywork.py")
 HOT = ("hot_alpha", "hot_beta", "hot_gamma")
 
 
+def leaf_paths(node, pre=()):
+    """(self value, root-first names) of every flame graph node with self
+    time."""
+    path = pre + (node["name"],)
+    out = [(node["self"], path[1:])] if node.get("self") else []
+    for c in node.get("children", []):
+        out += leaf_paths(c, path)
+    return out
+
+
 def fn_rows(rows, name):
     """Rows of Python function `name` of pywork (one per line number)."""
     pat = re.compile(rf"^pywork\.{re.escape(name)} \(pywork\.py:\d+\)$")
@@ -242,10 +252,17 @@ class EbpfPython(unittest.TestCase):
                   f"({got / truth['slept_ns']:.3f}), <module> {mod}", file=sys.stderr)
             self.assertGreater(got, 0.85 * truth["slept_ns"], f"top rows {top}")
             self.assertLess(got, 1.15 * truth["slept_ns"], f"top rows {top}")
-            # as on-CPU (the same bound): some stacks may end below
-            # <module> (a thread state not yet cached when the thread
-            # blocked; 3.6 % once on a loaded CI machine)
-            self.assertGreater(mod, 0.9 * got, f"stacks do not reach <module>: top rows {top}")
+            # as on-CPU (the same bound). On two CI machines 3.6 % and
+            # once 50 % of the blocked time ended below <module>; not seen
+            # here in 14 runs (0-4 %), cause not found: a failure names
+            # the largest stacks without <module> and the Python metrics
+            if mod <= 0.9 * got:
+                fg = self.table(e, truth["pid"], view="flamegraph", typ="offcpu")
+                short = sorted((p for p in leaf_paths(fg["root"]) if not any("<module>" in n for n in p[1])),
+                               key=lambda p: -p[0])[:6]
+                m = {k: v for k, v in e.metrics().items() if "python" in k or "lost" in k}
+                self.fail(f"stacks do not reach <module>: {mod} of {got}; the largest without it: "
+                          + "; ".join(f"{v}: {' <- '.join(reversed(p))}" for v, p in short) + f"; metrics {m}")
         finally:
             e.cleanup()
 
