@@ -97,7 +97,10 @@ static __noinline int py_off(struct wt_off_start *s)
 	const struct wt_py_proc *pp = bpf_map_lookup_elem(&wt_py_procs, &tgid);
 	if (!pp)
 		return -ENOENT;
-	return wt_py_walk(pp, s->key.pid, &s->py);
+	int r = wt_py_walk(pp, s->key.pid, &s->py);
+	if (!r && (s->py.flags & WT_STACK_PY_CUT))
+		stat_inc(WT_STAT_PY_CUT);
+	return r;
 }
 
 /* store the Python stack of a finished interval: 0 or -E2BIG; a stack new

@@ -98,6 +98,8 @@ static __noinline int py_sample(const struct wt_stack_key *key, struct wt_stack_
 	int r = wt_py_walk(pp, key->pid, &ev->py);
 	if (!r)
 		stat_inc(WT_STAT_PY_SAMPLES);
+	if (!r && (ev->py.flags & WT_STACK_PY_CUT))
+		stat_inc(WT_STAT_PY_CUT);
 	return r;
 }
 

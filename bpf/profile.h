@@ -26,6 +26,7 @@ enum wt_stack_flag {
 	WT_STACK_KERNEL = 1, /* kernel addresses (else user) */
 	WT_STACK_PYTHON = 2, /* CPython frames, one per slot (bpf/python.h) */
 	WT_STACK_PY_TRUNC = 4, /* with WT_STACK_PYTHON: cut at WT_PY_MAX_FRAMES */
+	WT_STACK_PY_CUT = 8,   /* with WT_STACK_PYTHON: a frame could not be read; the outer ones are missing */
 };
 
 /* One aggregation key for on-CPU counts and off-CPU nanoseconds. pid is the
@@ -93,6 +94,7 @@ enum wt_stat {
 	WT_STAT_PROCS_FULL,      /* new process image not announced: wt_procs full / ring full */
 	WT_STAT_PY_SAMPLES,      /* samples with Python frames */
 	WT_STAT_PY_NEW_LOST,     /* new Python stacks not streamed to the edge (ring full) */
+	WT_STAT_PY_CUT,          /* Python stacks cut by a frame that could not be read */
 	WT_STAT_MAX
 };
 

@@ -12,7 +12,7 @@
  * object address, last instruction index, entry-frame bit. Names, files
  * and lines are resolved from the code objects in user space. Every read
  * is bpf_probe_read_user: a wrong offset or a torn chain yields a short or
- * empty stack, never a fault.
+ * empty stack (flagged WT_STACK_PY_CUT), never a fault.
  */
 #ifndef WT_BPF_PYTHON_WALK_H
 #define WT_BPF_PYTHON_WALK_H
@@ -94,12 +94,16 @@ static long wt_py_step(__u32 i, void *arg)
 	__u64 instr = wt_py_read(f + pp->fr_instr, &ok);
 	__u8 mark = 0;
 	w->frame = wt_py_read(f + pp->fr_previous, &ok);
-	if (!ok || !code)
+	if (!ok || !code) {
+		w->s->flags |= WT_STACK_PY_CUT;
 		return 1;
+	}
 	if (pp->entry_kind == WT_PY_ENTRY_SHIM) {
 		/* a shim frame closes the native call of the frame before it */
-		if (bpf_probe_read_user(&mark, 1, (const void *)(f + pp->fr_owner)))
+		if (bpf_probe_read_user(&mark, 1, (const void *)(f + pp->fr_owner))) {
+			w->s->flags |= WT_STACK_PY_CUT;
 			return 1;
+		}
 		if (mark == pp->owner_cstack) {
 			if (len > 0)
 				w->s->ips[(len - 1) & 127] |= WT_PY_ENTRY;
@@ -107,6 +111,7 @@ static long wt_py_step(__u32 i, void *arg)
 		}
 		mark = 0;
 	} else if (bpf_probe_read_user(&mark, 1, (const void *)(f + pp->fr_entry))) {
+		w->s->flags |= WT_STACK_PY_CUT;
 		return 1;
 	}
 	__u64 first = code + pp->co_code, idx = WT_PY_NO_INSTR;
@@ -119,7 +124,9 @@ static long wt_py_step(__u32 i, void *arg)
 }
 
 /* Walk the Python frames of thread pid into s (flags WT_STACK_PYTHON, plus
- * WT_STACK_PY_TRUNC when cut). 0, -ENOENT when the thread has no Python
+ * WT_STACK_PY_TRUNC when cut at the frame limit, WT_STACK_PY_CUT when a
+ * frame could not be read: a frame not mapped at that moment, or a chain
+ * torn while it changed). 0, -ENOENT when the thread has no Python
  * state or no frame (not running Python code), -EFAULT on a failed read
  * before the first frame. */
 static __always_inline int wt_py_walk(const struct wt_py_proc *pp, __u32 pid, struct wt_stack *s)

@@ -253,9 +253,11 @@ static int python_frame(edge_ebpf *e, svc *s, edge_proc *pr, uint64_t slot, uint
 }
 
 /* The Python frames of one _PyEval_EvalFrameDefault call, from py[*pi]:
- * up to and including the next entry frame (or to the end). */
-static int python_segment(edge_ebpf *e, svc *s, edge_proc *pr, const uint64_t *py, size_t npy, size_t *pi,
-			  uint32_t *frames, size_t *n, wt_err *err)
+ * up to and including the next entry frame (or to the end: when the walk
+ * was cut (pyflags WT_STACK_PY_CUT), [truncated] follows the last frame,
+ * in the place of the callers it could not read). */
+static int python_segment(edge_ebpf *e, svc *s, edge_proc *pr, const uint64_t *py, size_t npy, uint32_t pyflags,
+			  size_t *pi, uint32_t *frames, size_t *n, wt_err *err)
 {
 	int rc = 0;
 	while (*pi < npy && rc == 0) {
@@ -264,6 +266,8 @@ static int python_segment(edge_ebpf *e, svc *s, edge_proc *pr, const uint64_t *p
 		if (slot & WT_PY_ENTRY)
 			break;
 	}
+	if (rc == 0 && *pi == npy && (pyflags & WT_STACK_PY_CUT))
+		rc = marker_frame(s, TRUNCATED_FRAME, &frames[(*n)++], err);
 	return rc;
 }
 
@@ -404,13 +408,13 @@ static void sink(void *arg, int kind, const struct wt_stack_key *k, uint64_t val
 		} else if (!is_eval[i] || pi >= npy) {
 			frames[n++] = uf[i];
 		} else if (neval >= nseg) {
-			rc = python_segment(e, s, pr, py, npy, &pi, frames, &n, err);
+			rc = python_segment(e, s, pr, py, npy, pyflags, &pi, frames, &n, err);
 		} else {
 			break;
 		}
 	}
 	while (pi < npy && rc == 0)
-		rc = python_segment(e, s, pr, py, npy, &pi, frames, &n, err);
+		rc = python_segment(e, s, pr, py, npy, pyflags, &pi, frames, &n, err);
 	int py_done = npy && !(pyflags & WT_STACK_PY_TRUNC);
 	/* complete: ends in a known root, or in main's caller (the C
 	 * runtime, whose static start code has no dynamic symbol), a whole

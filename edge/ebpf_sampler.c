@@ -703,8 +703,13 @@ void edge_ebpf_metrics(edge_ebpf *e, wt_buf *b)
 		ps.read_fail);
 	wt_prom_counter(b, "wt_edge_ebpf_python_code_cache_full_total", "Code objects not cached: the cache was full.", ps.cache_full);
 	wt_prom_counter(b, "wt_edge_ebpf_python_new_stacks_lost_total",
-		"New CPython stacks the program could not stream to the edge (ring full): read at the flush instead.",
-		atomic_load(&e->ctr[EDGE_EBPF_CPU].stat[WT_STAT_PY_NEW_LOST]));
+		"New CPython stacks the programs could not stream to the edge (ring full): read at the flush instead.",
+		atomic_load(&e->ctr[EDGE_EBPF_CPU].stat[WT_STAT_PY_NEW_LOST]) +
+			atomic_load(&e->ctr[EDGE_EBPF_OFFCPU].stat[WT_STAT_PY_NEW_LOST]));
+	wt_prom_counter(b, "wt_edge_ebpf_python_stacks_cut_total",
+		"CPython stacks (on- and off-CPU) whose walk stopped at a frame it could not read: the outer frames are missing, [truncated] stands for them.",
+		atomic_load(&e->ctr[EDGE_EBPF_CPU].stat[WT_STAT_PY_CUT]) +
+			atomic_load(&e->ctr[EDGE_EBPF_OFFCPU].stat[WT_STAT_PY_CUT]));
 	wt_prom_counter(b, "wt_edge_ebpf_truncated_stacks_total", "User stacks that did not reach a known root (frame pointers missing).",
 		atomic_load(&e->truncated));
 	wt_prom_gauge(b, "wt_edge_ebpf_unwind_files", "Files whose unwind table is loaded into the BPF maps (ebpf.unwind eh_frame/auto).",

@@ -10,6 +10,12 @@ buffer (digits) until SECONDS of CPU have passed (native deflate under the Pytho
 frame). `pywork.py short SECONDS`: like cpu, for a short-lived process.
 `pywork.py sleep SECONDS`: sleep_in_python sleeps 20 ms at a time for
 SECONDS (off-CPU time under a Python frame); prints {"pid", "slept_ns"}.
+`pywork.py cut SECONDS`: blocked_behind_big sleeps SECONDS (20 ms at a
+time) called from big ← walk_cut ← main ← <module>, while the memory page
+holding walk_cut's interpreter frame is PROT_NONE (mprotect through
+ctypes; big's 2,100 locals put it and the frames it calls on another data
+stack chunk, which stays readable): a sampler cannot read walk_cut's frame
+or its callers' while it sleeps. Prints {"pid", "slept_ns"}.
 `pywork.py rate SECONDS`: the cpu mix for SECONDS of wall time, printing
 {"pid", "iters_per_s", "iters_per_cpu_s"} (per second of wall time and of
 the process's CPU time; bench/ebpf_overhead.sh's Python workload).
@@ -89,6 +95,39 @@ def sleep_in_python(seconds):
     return int(slept * 1e9)
 
 
+BIG_SRC = "def big(fn):\n" + "".join(f"    v{i} = {i}\n" for i in range(2100)) + "    return fn()\n"
+
+
+def walk_cut(seconds):
+    import ctypes
+    import mmap
+    import sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    # PyFrameObject (3.11-3.13): f_frame, the _PyInterpreterFrame, after
+    # the object header and f_back
+    frame = ctypes.c_void_p.from_address(id(sys._getframe()) + 24).value
+    page = frame & ~(mmap.PAGESIZE - 1)
+    ns = {}
+    exec(BIG_SRC, ns)
+
+    def blocked_behind_big():
+        slept = 0.0
+        if libc.mprotect(page, mmap.PAGESIZE, 0):
+            raise OSError(ctypes.get_errno(), "mprotect")
+        try:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                a = time.monotonic()
+                time.sleep(0.02)
+                slept += time.monotonic() - a
+        finally:
+            libc.mprotect(page, mmap.PAGESIZE, 3)
+        return int(slept * 1e9)
+
+    return ns["big"](blocked_behind_big)
+
+
 def main():
     mode, seconds = sys.argv[1], float(sys.argv[2])
     out = {"pid": os.getpid()}
@@ -96,6 +135,8 @@ def main():
         out["cpu_ns"] = run_cpu(seconds)
     elif mode == "sleep":
         out["slept_ns"] = sleep_in_python(seconds)
+    elif mode == "cut":
+        out["slept_ns"] = walk_cut(seconds)
     elif mode == "rate":
         out["iters_per_s"], out["iters_per_cpu_s"] = rate(seconds)
     elif mode == "zlib":
