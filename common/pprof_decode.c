@@ -10,8 +10,9 @@
  *      message into wt_profile, resolving every id and string index (an
  *      unresolved one is WT_EINVAL naming the field). The top level is read
  *      twice: first strings (interned in table order), sample types,
- *      mappings, functions and location headers, then the samples, so
- *      fields may come in any order. Scalars follow protobuf rules: the
+ *      mappings, and where each function and location is (they are read
+ *      when converted, ids first), then the samples, so fields may come
+ *      in any order. Scalars follow protobuf rules: the
  *      last occurrence wins, repeated scalars may be packed or not, unknown
  *      fields are skipped, a string ends at its first NUL byte (as C
  *      strings did when protobuf-c unpacked them).
@@ -345,7 +346,6 @@ typedef struct pb_fn {
 
 typedef struct pb_loc {
 	uint64_t id, mapping_id, address;
-	rd body;        /* the whole Location message, for its lines */
 	uint32_t nline; /* Line fields */
 } pb_loc;
 
@@ -373,10 +373,15 @@ typedef struct conv {
 	size_t ntypes;
 	pb_map *mapv;
 	size_t nmapv;
-	pb_fn *fnv;
-	size_t nfnv;
-	pb_loc *locv;
-	size_t nlocv;
+	/* Function and Location bodies, read when they are converted (after
+	 * the strings, mappings and functions they refer to): spans into
+	 * bytes (not owned: the decompressed buffer or the caller's input,
+	 * both alive until wt_pprof_decode returns); 16 bytes an object
+	 * instead of its parsed fields, fewer fresh pages a decode */
+	rd *fnb;
+	size_t nfnb;
+	rd *locb;
+	size_t nlocb;
 	pb_meta meta;
 	idmap maps, funcs, locs;
 	uint32_t *map_idx;   /* pb mapping index → wt mapping index */
@@ -482,7 +487,6 @@ static int read_loc(rd r, pb_loc *l)
 	int k;
 
 	memset(l, 0, sizeof(*l));
-	l->body = r;
 	while ((k = rd_field(&r, &f)) > 0) {
 		if (f.num == 4 && f.wt == PB_LEN)
 			l->nline++;
@@ -507,8 +511,8 @@ static int scan_top(conv *c)
 	if (!(c->sid = alloc_n(wl->n_strings, sizeof(*c->sid))) ||
 	    !(c->types = alloc_n(wl->n_types, sizeof(*c->types))) ||
 	    !(c->mapv = alloc_n(wl->n_mappings, sizeof(*c->mapv))) ||
-	    !(c->fnv = alloc_n(wl->n_functions, sizeof(*c->fnv))) ||
-	    !(c->locv = alloc_n(wl->n_locations, sizeof(*c->locv))))
+	    !(c->fnb = alloc_n(wl->n_functions, sizeof(*c->fnb))) ||
+	    !(c->locb = alloc_n(wl->n_locations, sizeof(*c->locb))))
 		return wt_err_set(c->err, WT_ENOMEM, "pprof: out of memory (tables)");
 	for (;;) {
 		const uint8_t *at = r.p;
@@ -529,14 +533,14 @@ static int scan_top(conv *c)
 				k = read_map(f.body, &c->mapv[c->nmapv++]);
 				break;
 			case 4:
-				if (c->nlocv >= wl->n_locations)
+				if (c->nlocb >= wl->n_locations)
 					return malformed(c, at);
-				k = read_loc(f.body, &c->locv[c->nlocv++]);
+				c->locb[c->nlocb++] = f.body;
 				break;
 			case 5:
-				if (c->nfnv >= wl->n_functions)
+				if (c->nfnb >= wl->n_functions)
 					return malformed(c, at);
-				k = read_fn(f.body, &c->fnv[c->nfnv++]);
+				c->fnb[c->nfnb++] = f.body;
 				break;
 			case 6: {
 				/* strings are interned in table order, before anything else */
@@ -608,18 +612,12 @@ static int conv_types(conv *c, const char *hint)
 	return 0;
 }
 
-static int build_ids(conv *c, idmap *m, size_t n, const void *objs, size_t stride, const char *what)
+/* m from ids[0..n) (the caller's); 0, WT_ENOMEM or WT_EINVAL (a duplicate). */
+static int build_ids(conv *c, idmap *m, const uint64_t *ids, size_t n, const char *what)
 {
-	uint64_t *ids = malloc((n ? n : 1) * sizeof(uint64_t)), dup = 0;
-	size_t i;
-	int r;
+	uint64_t dup = 0;
+	int r = idmap_build(m, ids, n, &dup);
 
-	if (!ids)
-		return wt_err_set(c->err, WT_ENOMEM, "pprof: out of memory (%s ids)", what);
-	for (i = 0; i < n; i++) /* every object struct starts with its uint64_t id */
-		memcpy(&ids[i], (const char *)objs + i * stride, sizeof(uint64_t));
-	r = idmap_build(m, ids, n, &dup);
-	free(ids);
 	if (r < 0)
 		return wt_err_set(c->err, WT_ENOMEM, "pprof: out of memory (%s ids)", what);
 	if (r > 0)
@@ -627,12 +625,29 @@ static int build_ids(conv *c, idmap *m, size_t n, const void *objs, size_t strid
 	return 0;
 }
 
+/* An array for n ids (the caller frees it), or NULL with *rc WT_ENOMEM. */
+static uint64_t *ids_alloc(conv *c, size_t n, const char *what, int *rc)
+{
+	uint64_t *ids = malloc((n ? n : 1) * sizeof(uint64_t));
+
+	if (!ids)
+		*rc = wt_err_set(c->err, WT_ENOMEM, "pprof: out of memory (%s ids)", what);
+	return ids;
+}
+
 static int conv_mappings(conv *c)
 {
 	size_t i, n = c->nmapv;
-	int rc;
+	uint64_t *ids;
+	int rc = 0;
 
-	if ((rc = build_ids(c, &c->maps, n, c->mapv, sizeof(pb_map), "mapping")))
+	if (!(ids = ids_alloc(c, n, "mapping", &rc)))
+		return rc;
+	for (i = 0; i < n; i++)
+		ids[i] = c->mapv[i].id;
+	rc = build_ids(c, &c->maps, ids, n, "mapping");
+	free(ids);
+	if (rc)
 		return rc;
 	c->map_idx = malloc((n ? n : 1) * sizeof(uint32_t));
 	if (!c->map_idx)
@@ -650,9 +665,8 @@ static int conv_mappings(conv *c)
 	return 0;
 }
 
-static int fill_function(conv *c, size_t i, wt_function *f)
+static int fill_function(conv *c, size_t i, const pb_fn *pf, wt_function *f)
 {
-	const pb_fn *pf = &c->fnv[i];
 	int rc;
 
 	memset(f, 0, sizeof(*f));
@@ -664,12 +678,28 @@ static int fill_function(conv *c, size_t i, wt_function *f)
 	return 0;
 }
 
+/* Functions are read twice: their ids first (a duplicate is reported
+ * before any bad string index, as when they were read once into a table),
+ * then the rest. */
 static int conv_functions(conv *c)
 {
-	size_t i, n = c->nfnv;
-	int rc;
+	size_t i, n = c->nfnb;
+	uint64_t *ids;
+	pb_fn pf;
+	int rc = 0;
 
-	if ((rc = build_ids(c, &c->funcs, n, c->fnv, sizeof(pb_fn), "function")))
+	if (!(ids = ids_alloc(c, n, "function", &rc)))
+		return rc;
+	for (i = 0; i < n; i++) {
+		if (read_fn(c->fnb[i], &pf) < 0) {
+			free(ids);
+			return malformed(c, c->fnb[i].p);
+		}
+		ids[i] = pf.id;
+	}
+	rc = build_ids(c, &c->funcs, ids, n, "function");
+	free(ids);
+	if (rc)
 		return rc;
 	c->fn_idx = malloc((n ? n : 1) * sizeof(uint32_t));
 	if (!c->fn_idx)
@@ -677,7 +707,9 @@ static int conv_functions(conv *c)
 	for (i = 0; i < n; i++) {
 		wt_function f;
 
-		if ((rc = fill_function(c, i, &f)))
+		if (read_fn(c->fnb[i], &pf) < 0)
+			return malformed(c, c->fnb[i].p);
+		if ((rc = fill_function(c, i, &pf, &f)))
 			return rc;
 		if ((rc = wt_profile_add_function(c->p, &f, &c->fn_idx[i], c->err)))
 			return wt_err_prefix(c->err, "pprof: function[%zu]", i);
@@ -704,13 +736,26 @@ static int read_line(rd r, uint64_t *function_id, int64_t *line)
 
 static int conv_locations(conv *c)
 {
-	size_t i, j, n = c->nlocv, nframes = 0, k = 0;
-	int rc;
+	size_t i, j, n = c->nlocb, nframes = 0, k = 0;
+	uint64_t *ids;
+	pb_loc pl;
+	int rc = 0;
 
-	if ((rc = build_ids(c, &c->locs, n, c->locv, sizeof(pb_loc), "location")))
+	/* read twice, as functions are: ids, then the rest */
+	if (!(ids = ids_alloc(c, n, "location", &rc)))
 		return rc;
-	for (i = 0; i < n; i++)
-		nframes += c->locv[i].nline ? c->locv[i].nline : 1;
+	for (i = 0; i < n; i++) {
+		if (read_loc(c->locb[i], &pl) < 0) {
+			free(ids);
+			return malformed(c, c->locb[i].p);
+		}
+		ids[i] = pl.id;
+		nframes += pl.nline ? pl.nline : 1;
+	}
+	rc = build_ids(c, &c->locs, ids, n, "location");
+	free(ids);
+	if (rc)
+		return rc;
 	if (nframes > UINT32_MAX)
 		return wt_err_set(c->err, WT_ELIMIT, "pprof: too many location lines");
 	c->loc_off = malloc((n ? n : 1) * sizeof(uint32_t));
@@ -719,36 +764,37 @@ static int conv_locations(conv *c)
 	if (!c->loc_off || !c->loc_n || !c->loc_frames)
 		return wt_err_set(c->err, WT_ENOMEM, "pprof: out of memory (locations)");
 	for (i = 0; i < n; i++) {
-		const pb_loc *pl = &c->locv[i];
 		wt_frame fr;
 		uint32_t build_id = 0;
 		rd r;
 		fld f;
 		int kk;
 
+		if (read_loc(c->locb[i], &pl) < 0)
+			return malformed(c, c->locb[i].p);
 		memset(&fr, 0, sizeof(fr));
 		fr.function = WT_NO_FUNCTION;
 		fr.mapping = WT_NO_MAPPING;
-		fr.address = pl->address;
+		fr.address = pl.address;
 		{
-			int64_t mi = idmap_get(&c->maps, pl->mapping_id);
+			int64_t mi = idmap_get(&c->maps, pl.mapping_id);
 			if (mi >= 0) {
 				fr.mapping = c->map_idx[mi];
 				build_id = c->p->mappings[fr.mapping].build_id;
-			} else if (pl->mapping_id != 0) {
+			} else if (pl.mapping_id != 0) {
 				return wt_err_set(c->err, WT_EINVAL,
 						  "pprof: location[%zu] (id %" PRIu64 "): no mapping with id %"
-						  PRIu64, i, pl->id, pl->mapping_id);
+						  PRIu64, i, pl.id, pl.mapping_id);
 			}
 		}
 		c->loc_off[i] = (uint32_t)k;
-		c->loc_n[i] = pl->nline ? pl->nline : 1;
-		if (!pl->nline) {
+		c->loc_n[i] = pl.nline ? pl.nline : 1;
+		if (!pl.nline) {
 			if ((rc = wt_profile_add_frame(c->p, &fr, &c->loc_frames[k++], c->err)))
 				return wt_err_prefix(c->err, "pprof: location[%zu]", i);
 			continue;
 		}
-		r = pl->body;
+		r = c->locb[i];
 		j = 0;
 		while ((kk = rd_field(&r, &f)) > 0) {
 			uint64_t function_id;
@@ -763,9 +809,10 @@ static int conv_locations(conv *c)
 			if (fi >= 0) {
 				fr.function = c->fn_idx[fi];
 				if (build_id) { /* native code: the function carries its build id */
-					wt_function fn;
-					if ((rc = fill_function(c, (size_t)fi, &fn)))
-						return rc;
+					/* the function as added without one (a copy:
+					 * adding may move the table) */
+					wt_function fn = c->p->functions[fr.function];
+
 					fn.build_id = build_id;
 					if ((rc = wt_profile_add_function(c->p, &fn, &fr.function, c->err)))
 						return wt_err_prefix(c->err, "pprof: location[%zu]", i);
@@ -774,14 +821,14 @@ static int conv_locations(conv *c)
 				return wt_err_set(c->err, WT_EINVAL,
 						  "pprof: location[%zu].line[%zu] (location id %" PRIu64
 						  "): no function with id %" PRIu64,
-						  i, j, pl->id, function_id);
+						  i, j, pl.id, function_id);
 			}
 			if ((rc = wt_profile_add_frame(c->p, &fr, &c->loc_frames[k++], c->err)))
 				return wt_err_prefix(c->err, "pprof: location[%zu].line[%zu]", i, j);
 			j++;
 		}
-		if (kk < 0 || j != pl->nline)
-			return malformed(c, pl->body.p);
+		if (kk < 0 || j != pl.nline)
+			return malformed(c, c->locb[i].p);
 	}
 	if (c->locs.dense) {
 		/* samples resolve ids with one load (the idmap takes three) */
@@ -962,8 +1009,8 @@ static void conv_free(conv *c)
 	free(c->sid);
 	free(c->types);
 	free(c->mapv);
-	free(c->fnv);
-	free(c->locv);
+	free(c->fnb);
+	free(c->locb);
 	idmap_free(&c->maps);
 	idmap_free(&c->funcs);
 	idmap_free(&c->locs);
