@@ -183,31 +183,53 @@ static int cell_cmp(const void *a, const void *b, void *ctx)
 }
 
 /* LSD radix sort of (key, idx) pairs by key, 8 bits a pass, skipping the
- * passes whose byte is the same in every key. tk/ti: scratch of n. */
+ * passes whose byte is the same in every key. The counts of all eight
+ * bytes are taken in one read of the keys, and the passes alternate
+ * between the arrays and the scratch (one copy back at the end when the
+ * result is in the scratch). tk/ti: scratch of n. */
 static void radix_sort(uint64_t *key, uint32_t *idx, uint64_t *tk, uint32_t *ti, size_t n)
 {
-	size_t cnt[256], i, b;
+	size_t cnt[8][256], i, b;
+	uint64_t *sk = key, *dk = tk;
+	uint32_t *si = idx, *di = ti;
 
-	for (b = 0; b < 64; b += 8) {
-		size_t sum = 0;
+	if (!n)
+		return;
+	memset(cnt, 0, sizeof(cnt));
+	for (i = 0; i < n; i++) {
+		uint64_t k = key[i];
 
-		memset(cnt, 0, sizeof(cnt));
-		for (i = 0; i < n; i++)
-			cnt[(key[i] >> b) & 0xff]++;
-		if (cnt[(key[0] >> b) & 0xff] == n)
+		for (b = 0; b < 8; b++)
+			cnt[b][(k >> (8 * b)) & 0xff]++;
+	}
+	for (b = 0; b < 8; b++) {
+		size_t *c = cnt[b], sum = 0, sh = 8 * b;
+
+		if (c[(key[0] >> sh) & 0xff] == n)
 			continue;
 		for (i = 0; i < 256; i++) {
-			size_t c = cnt[i];
-			cnt[i] = sum;
-			sum += c;
+			size_t x = c[i];
+			c[i] = sum;
+			sum += x;
 		}
 		for (i = 0; i < n; i++) {
-			size_t d = cnt[(key[i] >> b) & 0xff]++;
-			tk[d] = key[i];
-			ti[d] = idx[i];
+			size_t d = c[(sk[i] >> sh) & 0xff]++;
+			dk[d] = sk[i];
+			di[d] = si[i];
 		}
-		memcpy(key, tk, n * sizeof(*key));
-		memcpy(idx, ti, n * sizeof(*idx));
+		{
+			uint64_t *t = sk;
+			uint32_t *u = si;
+
+			sk = dk;
+			dk = t;
+			si = di;
+			di = u;
+		}
+	}
+	if (sk != key) {
+		memcpy(key, sk, n * sizeof(*key));
+		memcpy(idx, si, n * sizeof(*idx));
 	}
 }
 
@@ -464,7 +486,13 @@ int wt_rollup_build(const wt_profile *p, int64_t fallback_ns, wt_rollup *out, wt
 		/* every sample in one minute (always so for pprof, which has no
 		 * per-sample times): cell i is name i, and its `next` is the
 		 * name's mark while accumulating, so a frame costs one random
-		 * access instead of two */
+		 * access instead of two. The rows (at most one per name and
+		 * type) are allocated first: the largest block goes where the
+		 * freed memory has room for it, before the cells split that */
+		if (nm.n && nt > SIZE_MAX / sizeof(*out->rows) / nm.n)
+			goto oom;
+		if (nm.n && !(out->rows = malloc(nm.n * nt * sizeof(*out->rows))))
+			goto oom;
 		if (accumulate_one_minute(p, fallback_ns, frame_name, nm.n, &cells, &ncells))
 			goto oom;
 		goto accumulated;
@@ -595,7 +623,7 @@ accumulated:
 		if (sort_cells(&cs, ncells, order))
 			qsort_r(order, ncells, sizeof(*order), cell_cmp, &cs);
 	}
-	if (ncells && !(out->rows = malloc(ncells * nt * sizeof(*out->rows))))
+	if (ncells && !out->rows && !(out->rows = malloc(ncells * nt * sizeof(*out->rows))))
 		goto oom;
 	for (j = 0; j < nt; j++) {
 		size_t t = tord[j];
