@@ -8,7 +8,7 @@
  *  1. the audit event (action "profiles.delete", with the deletion_id);
  *  2. ALTER TABLE … DELETE on profile_samples_v1 (time_ns < before),
  *     function_rollup_v1 and rule_values_v1 (whole minutes ending at or
- *     before `before`) and stack_agg_v1 (every resolution's buckets
+ *     before `before`), stack_agg_v1 and series_agg_v1 (every resolution's buckets
  *     starting before `before`, the kept part of a straddling bucket
  *     aggregated again from the raw rows: stackagg.c);
  *  3. the raw originals those uploads alone reference are deleted from the

@@ -35,7 +35,7 @@
 #define MAX_PROJECTS 10000
 #define MAX_TYPE_RULES 10000
 #define MAX_PARTS 100000
-#define NTABS 4 /* entries of tabs[] below */
+#define NTABS 5 /* entries of tabs[] below */
 
 typedef struct proj {
 	char name[HUB_PROJECT_MAX + 1];
@@ -68,6 +68,7 @@ static const struct {
 	/* every resolution of the stack aggregates (stackagg.h): a bucket lies
 	 * within its row's day, so it expires with that day's raw rows */
 	{"stack_agg_v1", "date", "toYYYYMMDD(date)", 1},
+	{"series_agg_v1", "date", "toYYYYMMDD(date)", 1},
 	/* recording-rule values (recording_rules.c) have no TTL column */
 	{"rule_values_v1", "date", "toYYYYMMDD(date)", 0},
 };

@@ -433,6 +433,30 @@ static int m_stack_agg(wt_buf *b, const ddl_ctx *cx)
 	return wt_buf_puts(b, " SETTINGS index_granularity = 8192");
 }
 
+/* stack_agg_v1 without the stack, per label set (stackagg.h): the
+ * timeline's rows */
+static int m_series_agg(wt_buf *b, const ddl_ctx *cx)
+{
+	ddl_create(b, cx, "series_agg_v1");
+	wt_buf_printf(b,
+		" ("
+		" date Date,"
+		" res UInt32,"
+		" bucket UInt32,"
+		" project %s, service %s, sample_type %s, unit %s,"
+		" labelset_id UInt64,"
+		" value Int64,"
+		" retention_days UInt16)",
+		LC(cx), LC(cx), LC(cx), LC(cx));
+	ddl_engine(b, cx, "series_agg_v1", "SummingMergeTree", "(value)");
+	wt_buf_puts(b,
+		" PARTITION BY toYYYYMMDD(date)"
+		" ORDER BY (project, service, sample_type, res, labelset_id, bucket, unit, retention_days)");
+	if (cx->f->ttl)
+		wt_buf_puts(b, " TTL date + toIntervalDay(retention_days)");
+	return wt_buf_puts(b, " SETTINGS index_granularity = 8192");
+}
+
 static int m_label_sets(wt_buf *b, const ddl_ctx *cx)
 {
 	ddl_create(b, cx, "label_sets_v1");
@@ -483,6 +507,18 @@ static int m_stack_agg_mv(wt_buf *b, const ddl_ctx *cx)
 	return rc ? WT_ENOMEM : 0;
 }
 
+static int m_series_agg_mv(wt_buf *b, const ddl_ctx *cx)
+{
+	wt_buf src = WT_BUF_INIT;
+	int rc;
+
+	ddl_mv(b, cx, "series_agg_mv_v1", "series_agg_v1");
+	ddl_local(&src, cx, "profile_samples_v1");
+	rc = wt_buf_putc(&src, '\0') || hub_series_select_sql(b, (const char *)src.data, NULL, "[60, 3600, 86400]");
+	wt_buf_free(&src);
+	return rc ? WT_ENOMEM : 0;
+}
+
 static int m_label_sets_mv(wt_buf *b, const ddl_ctx *cx)
 {
 	wt_buf src = WT_BUF_INIT;
@@ -503,6 +539,18 @@ static int m_agg_state_init(wt_buf *b, const ddl_ctx *cx)
 	return wt_buf_puts(b, "INSERT INTO agg_state_v1 (key, value, updated_ns)"
 			   " SELECT 'agg_from_day', count() = 0 ? 0 : toInt64(toUInt16(max(date))) + 1, 1"
 			   " FROM profile_samples_v1");
+}
+
+/* After series_agg_v1's view exists on a hub that had stack aggregates:
+ * every raw day stored is left to the backfill job again (it rebuilds
+ * both tables; queries read those days raw until then). Newer than any
+ * coverage row the backfill wrote (updated_ns now, not 1). */
+static int m_series_agg_init(wt_buf *b, const ddl_ctx *cx)
+{
+	(void)cx;
+	return wt_buf_puts(b, "INSERT INTO agg_state_v1 (key, value, updated_ns)"
+			   " SELECT 'agg_from_day', count() = 0 ? 0 : toInt64(toUInt16(max(date))) + 1,"
+			   " toUInt64(now()) * 1000000000 FROM profile_samples_v1");
 }
 
 /* Tenancy (versions 70-79): edge → project registrations (edge_projects.h;
@@ -564,6 +612,9 @@ static const migration migrations[] = {
 	{53, "stack_agg_mv_v1", m_stack_agg_mv, NULL},
 	{54, "label_sets_mv_v1", m_label_sets_mv, NULL},
 	{55, "agg_state_init", m_agg_state_init, NULL},
+	{56, "series_agg_v1", m_series_agg, "cityHash64(project, service)"},
+	{57, "series_agg_mv_v1", m_series_agg_mv, NULL},
+	{58, "series_agg_init", m_series_agg_init, NULL},
 	{60, "recording_rules_v1", m_recording_rules, "cityHash64(project)"},
 	{61, "rule_values_v1", m_rule_values, "cityHash64(project, rule)"},
 	{70, "edge_projects_v1", m_edge_projects, "cityHash64(edge_id, project)"},

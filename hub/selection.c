@@ -311,17 +311,18 @@ size_t hub_sel_timeline_sql(hub_ch *ch, hub_sel *s, const char *col, int64_t wid
 			where_range(w, s, s->type, g->from_ns, g->until_ns);
 			wt_buf_puts(w, " GROUP BY lv, b");
 		} else if (!sets) {
+			/* series_agg_v1: per label set and bucket, no stack */
 			wt_buf_printf(w, "SELECT toString(service) AS lv, toInt64(intDiv(toUInt64(bucket) * 1000000000,"
-				      " %lld)) AS b, toInt64(sum(value)) AS v, any(toString(unit)) AS u FROM stack_agg_v1",
+				      " %lld)) AS b, toInt64(sum(value)) AS v, any(toString(unit)) AS u FROM series_agg_v1",
 				      (long long)width_ns);
-			where_agg_sets(w, s, s->type, g, ls_list, 0);
+			where_agg_sets(w, s, s->type, g, ls_list, 1);
 			wt_buf_puts(w, " GROUP BY lv, b");
 		} else {
 			/* per label set, then its label value (label_sets_v1),
 			 * the join on the initiator as the subquery's */
 			wt_buf_printf(w, "SELECT lv, b, v, u FROM (SELECT labelset_id, toInt64(intDiv(toUInt64(bucket) *"
 				      " 1000000000, %lld)) AS b, toInt64(sum(value)) AS v, any(toString(unit)) AS u FROM"
-				      " stack_agg_v1", (long long)width_ns);
+				      " series_agg_v1", (long long)width_ns);
 			where_agg_sets(w, s, s->type, g, ls_list, 1);
 			wt_buf_printf(w, " GROUP BY labelset_id, b) ANY LEFT JOIN (SELECT labelset_id, toString(%s) AS lv"
 				      " FROM label_sets_v1 WHERE project = ", col);

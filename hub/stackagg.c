@@ -228,6 +228,29 @@ int hub_agg_select_sql(wt_buf *b, const char *src, const char *where, const char
 			   " stack_id, retention_days");
 }
 
+int hub_series_select_sql(wt_buf *b, const char *src, const char *where, const char *res_list)
+{
+	wt_buf_printf(b,
+		"SELECT date, arrayJoin(%s) AS res, toUInt32(intDiv(time_ns, res * 1000000000) * res) AS bucket,"
+		" project, service, sample_type, unit, " HUB_AGG_LABELSET_EXPR " AS labelset_id,"
+		" sum(value) AS value, retention_days FROM %s",
+		res_list, src);
+	if (where)
+		wt_buf_printf(b, " WHERE %s", where);
+	return wt_buf_puts(b, " GROUP BY date, res, bucket, project, service, sample_type, unit, labelset_id,"
+			   " retention_days");
+}
+
+/* The aggregate tables and how each is filled from raw rows */
+static const struct {
+	const char *table, *columns;
+	int (*select)(wt_buf *b, const char *src, const char *where, const char *res_list);
+} agg_tables[] = {
+	{"stack_agg_v1", HUB_AGG_COLUMNS, hub_agg_select_sql},
+	{"series_agg_v1", HUB_SERIES_COLUMNS, hub_series_select_sql},
+};
+#define NAGG_TABLES (sizeof(agg_tables) / sizeof(agg_tables[0]))
+
 int hub_labelsets_select_sql(wt_buf *b, const char *src, const char *where)
 {
 	wt_buf_printf(b, "SELECT project, " HUB_AGG_LABELSET_EXPR " AS labelset_id, host, thread, container,"
@@ -291,15 +314,16 @@ static int write_from_day(hub_ch *ch, int64_t day, wt_err *err)
 
 /* ---- deletion ------------------------------------------------------------------- */
 
-int hub_agg_delete_before(hub_ch *ch, const char *project, const char *service, int64_t before_ns,
-			  const char *id, wt_err *err)
+/* One aggregate table's part of hub_agg_delete_before. */
+static int delete_before_one(hub_ch *ch, size_t t, const char *project, const char *service, int64_t before_ns,
+			     const char *id, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT, where = WT_BUF_INIT;
 	int64_t before_s = before_ns / NS;
 	int i, rc;
 
 	/* every bucket that starts before `before` (it holds deleted samples) */
-	hub_sql_alter(&sql, ch, "stack_agg_v1");
+	hub_sql_alter(&sql, ch, agg_tables[t].table);
 	wt_buf_puts(&sql, " DELETE WHERE project = ");
 	hub_sql_quote(&sql, project);
 	if (service) {
@@ -335,16 +359,26 @@ int hub_agg_delete_before(hub_ch *ch, const char *project, const char *service, 
 			goto out;
 		}
 		snprintf(list, sizeof(list), "[%lld]", (long long)r);
-		wt_buf_puts(&sql, "INSERT INTO stack_agg_v1 (" HUB_AGG_COLUMNS ") ");
-		hub_agg_select_sql(&sql, "profile_samples_v1", (const char *)where.data, list);
+		wt_buf_printf(&sql, "INSERT INTO %s (%s) ", agg_tables[t].table, agg_tables[t].columns);
+		agg_tables[t].select(&sql, "profile_samples_v1", (const char *)where.data, list);
 		if ((rc = hub_ch_query_buf(ch, &sql, NULL, err)))
 			goto out;
 	}
 out:
 	if (rc)
-		wt_err_prefix(err, "stack_agg_v1");
+		wt_err_prefix(err, "%s", agg_tables[t].table);
 	wt_buf_free(&sql);
 	wt_buf_free(&where);
+	return rc;
+}
+
+int hub_agg_delete_before(hub_ch *ch, const char *project, const char *service, int64_t before_ns,
+			  const char *id, wt_err *err)
+{
+	int rc = 0;
+
+	for (size_t t = 0; t < NAGG_TABLES && !rc; t++)
+		rc = delete_before_one(ch, t, project, service, before_ns, id, err);
 	return rc;
 }
 
@@ -362,7 +396,8 @@ static int64_t int_result(hub_ch *ch, wt_buf *sql, wt_err *err, int *rc)
 	return v;
 }
 
-/* Rebuild day d: drop its aggregate rows, aggregate its raw rows again. */
+/* Rebuild day d: drop its aggregate rows (every aggregate table), aggregate
+ * its raw rows again. */
 static int rebuild_day(hub_ch *ch, int64_t d, wt_err *err)
 {
 	wt_buf sql = WT_BUF_INIT;
@@ -370,18 +405,21 @@ static int rebuild_day(hub_ch *ch, int64_t d, wt_err *err)
 	int rc;
 
 	snprintf(where, sizeof(where), "date = toDate(%lld)", (long long)d);
-	hub_sql_alter(&sql, ch, "stack_agg_v1");
-	wt_buf_printf(&sql, " DELETE WHERE %s", where);
-	if ((rc = hub_ch_query_buf(ch, &sql, NULL, err)))
-		goto out;
-	for (int i = 0; i < HUB_AGG_NRES; i++) {
-		char list[32];
-		snprintf(list, sizeof(list), "[%lld]", (long long)hub_agg_res_s[i]);
+	for (size_t t = 0; t < NAGG_TABLES; t++) {
 		wt_buf_reset(&sql);
-		wt_buf_puts(&sql, "INSERT INTO stack_agg_v1 (" HUB_AGG_COLUMNS ") ");
-		hub_agg_select_sql(&sql, "profile_samples_v1", where, list);
+		hub_sql_alter(&sql, ch, agg_tables[t].table);
+		wt_buf_printf(&sql, " DELETE WHERE %s", where);
 		if ((rc = hub_ch_query_buf(ch, &sql, NULL, err)))
 			goto out;
+		for (int i = 0; i < HUB_AGG_NRES; i++) {
+			char list[32];
+			snprintf(list, sizeof(list), "[%lld]", (long long)hub_agg_res_s[i]);
+			wt_buf_reset(&sql);
+			wt_buf_printf(&sql, "INSERT INTO %s (%s) ", agg_tables[t].table, agg_tables[t].columns);
+			agg_tables[t].select(&sql, "profile_samples_v1", where, list);
+			if ((rc = hub_ch_query_buf(ch, &sql, NULL, err)))
+				goto out;
+		}
 	}
 	wt_buf_reset(&sql);
 	wt_buf_puts(&sql, "INSERT INTO label_sets_v1 (" HUB_LABELSETS_COLUMNS ") ");

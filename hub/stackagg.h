@@ -9,9 +9,14 @@
  *    retention_days), res = 60 / 3600 / 86400 s, bucket = unix seconds of
  *    the bucket start; labelset_id 0 is the sum over every label set (what
  *    a query without label filters reads).
+ *  - series_agg_v1: the same without the stack: SummingMergeTree of value
+ *    per (project, service, sample_type, res, labelset_id, bucket, unit,
+ *    retention_days), one row per label set (no labelset 0): what the
+ *    timeline reads, a few rows per label set and bucket however many
+ *    stacks there are.
  *  - label_sets_v1: labelset_id → host, thread, container, labels (the
  *    same columns as profile_samples_v1, so the same filter SQL applies).
- *  - Both are filled by materialized views on profile_samples_v1 (schema.c),
+ *  - All three are filled by materialized views on profile_samples_v1 (schema.c),
  *    i.e. inside the very INSERT of every raw row written by the shared row
  *    writer (ch_rows.c) — direct uploads and replication apply alike — so the
  *    replication ledger's per-day exactly-once covers them too.
@@ -83,6 +88,11 @@ size_t hub_agg_segments_signed(int64_t from_ns, int64_t until_ns, int64_t cover_
 #define HUB_AGG_COLUMNS \
 	"date, res, bucket, project, service, sample_type, unit, labelset_id, stack_id, value, retention_days"
 int hub_agg_select_sql(wt_buf *b, const char *src, const char *where, const char *res_list);
+/* The same for series_agg_v1 (per label set, no stack), in
+ * HUB_SERIES_COLUMNS order. */
+#define HUB_SERIES_COLUMNS \
+	"date, res, bucket, project, service, sample_type, unit, labelset_id, value, retention_days"
+int hub_series_select_sql(wt_buf *b, const char *src, const char *where, const char *res_list);
 /* The label-set SELECT (label_sets_v1 columns) over src rows matching where. */
 #define HUB_LABELSETS_COLUMNS "project, labelset_id, host, thread, container, labels.key, labels.value"
 int hub_labelsets_select_sql(wt_buf *b, const char *src, const char *where);
@@ -91,8 +101,8 @@ int hub_labelsets_select_sql(wt_buf *b, const char *src, const char *where);
  * second. 0 = all days. On error the raw path is safe: returns INT32_MAX. */
 int64_t hub_agg_from_day(struct hub_ctx *ctx, hub_ch *ch);
 
-/* Audited deletion (http_delete.c): remove the aggregate rows of every
- * resolution whose bucket starts before before_ns (project, optional
+/* Audited deletion (http_delete.c): remove the aggregate rows (stack_agg_v1
+ * and series_agg_v1) of every resolution whose bucket starts before before_ns (project, optional
  * service; id tags the mutation like the raw one), then re-aggregate from
  * the raw rows the part of the buckets straddling before_ns that is kept. */
 int hub_agg_delete_before(hub_ch *ch, const char *project, const char *service, int64_t before_ns,

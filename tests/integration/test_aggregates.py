@@ -1,8 +1,9 @@
 """test_aggregates.py — the stack aggregates (hub/stackagg.h): every view
 answered from them equals the raw path on the same data (a seeded property
 test over random label filters, services, ranges and so resolutions);
-audited deletion and retention remove rows from every resolution; a hub
-upgraded from a schema without aggregates backfills them.
+audited deletion and retention remove rows from every resolution of
+stack_agg_v1 and series_agg_v1; a hub upgraded from a schema without
+aggregates, or with stack aggregates but no series_agg_v1, backfills them.
 
 Each test starts its own ClickHouse and hub and stops them at the end.
 """
@@ -97,6 +98,16 @@ class AggregatesTest(unittest.TestCase):
                          f" AND labelset_id != 0 AND {where} GROUP BY l, stack_id HAVING v != 0 ORDER BY l, stack_id"
                          f" FORMAT TabSeparated")
             self.assertEqual(agg, raw, f"res {r} per label set")
+            # series_agg_v1: per label set and bucket, no stack
+            raw = self.q(f"SELECT project, service, sample_type, {LS} AS l,"
+                         f" intDiv(intDiv(time_ns, 1000000000), {r}) * {r} AS b, sum(value) AS v FROM profile_samples_v1"
+                         f" WHERE {where} GROUP BY project, service, sample_type, l, b HAVING v != 0"
+                         f" ORDER BY project, service, sample_type, l, b FORMAT TabSeparated")
+            agg = self.q(f"SELECT project, service, sample_type, labelset_id AS l, bucket, sum(value) AS v"
+                         f" FROM series_agg_v1 WHERE res = {r} AND {where} GROUP BY project, service, sample_type,"
+                         f" l, bucket HAVING v != 0 ORDER BY project, service, sample_type, l, bucket"
+                         f" FORMAT TabSeparated")
+            self.assertEqual(agg, raw, f"res {r} series")
 
     def compare(self, hub, project, rd, rng, t0, queries=40, expect_path="aggregates"):
         """Random selections: every view from the default path equals the raw path."""
@@ -146,9 +157,11 @@ class AggregatesTest(unittest.TestCase):
         self.assertEqual(st, 200, js)
         return js
 
-    def compare_timeline(self, hub, project, rd, rng, t0, queries=30):
+    def compare_timeline(self, hub, project, rd, rng, t0, queries=30, covered=True):
         """Random timelines: the default path (aggregates wherever the
-        bucket width is whole minutes) equals the raw path."""
+        bucket width is whole minutes) equals the raw path. covered=False:
+        no stored day is aggregated yet (only days after them are), so
+        the answers must equal the raw path however they are read."""
         agg = nonempty = 0
         for i in range(queries):
             a = t0 - 3600 + rng.randint(0, 3 * DAY + 7200)
@@ -177,8 +190,10 @@ class AggregatesTest(unittest.TestCase):
             self.assertEqual({k: v for k, v in got.items() if k != "path"},
                              {k: v for k, v in raw.items() if k != "path"}, params)
             nonempty += bool(raw["rows"])
-        self.assertGreater(agg, queries // 4)
         self.assertGreater(nonempty, queries // 4)
+        if not covered:
+            return
+        self.assertGreater(agg, queries // 4)
         # automatic width: an hour in minutes from the aggregates, ten
         # minutes in 5 s buckets from the raw rows
         first = int(self.q(f"SELECT min(time_ns) FROM profile_samples_v1 WHERE project = '{project}'")) // 10**9
@@ -239,6 +254,8 @@ class AggregatesTest(unittest.TestCase):
                                 f" AND time_ns < {cut * 10**9}"), "0")
         self.assertEqual(self.q(f"SELECT count() FROM stack_agg_v1 WHERE service = 'a' AND bucket + res <= {cut}"), "0")
         self.assertNotEqual(self.q(f"SELECT count() FROM stack_agg_v1 WHERE service = 'b' AND bucket < {cut}"), "0")
+        self.assertEqual(self.q(f"SELECT count() FROM series_agg_v1 WHERE service = 'a' AND bucket + res <= {cut}"), "0")
+        self.assertNotEqual(self.q(f"SELECT count() FROM series_agg_v1 WHERE service = 'b' AND bucket < {cut}"), "0")
         self.check_invariant()
         self.compare(hub, "del", rd, random.Random(4), t0, queries=15)
         # per-type retention (wall: 2 days) and project retention (30 days) on every resolution
@@ -250,12 +267,15 @@ class AggregatesTest(unittest.TestCase):
                                 f" AND date <= toDate({now // DAY - 2})"), "0")
         self.assertNotEqual(self.q("SELECT count() FROM stack_agg_v1 WHERE sample_type = 'cpu'"
                                    f" AND date <= toDate({now // DAY - 2})"), "0")
+        self.assertEqual(self.q(f"SELECT count() FROM series_agg_v1 WHERE sample_type = 'wall'"
+                                f" AND date <= toDate({now // DAY - 2})"), "0")
         self.check_invariant()
         st, js = hub.request("POST", f"/v1/admin/worker/run?job=retention&now={now + 40 * DAY}",
                              token=hub.admin_token)
         self.assertEqual(st, 200, js)
         self.wait_mutations()
         self.assertEqual(self.q("SELECT count() FROM stack_agg_v1"), "0")
+        self.assertEqual(self.q("SELECT count() FROM series_agg_v1"), "0")
         self.assertEqual(self.q("SELECT count() FROM profile_samples_v1"), "0")
 
     def test_far_future_until(self):
@@ -344,7 +364,8 @@ class AggregatesTest(unittest.TestCase):
         rd = self.load(hub, "mig", t0, n=25, seed=5)
         hub.stop()
         # back to the schema before the aggregates: raw rows only
-        for t in ("stack_agg_mv_v1", "label_sets_mv_v1", "stack_agg_v1", "label_sets_v1", "agg_state_v1"):
+        for t in ("stack_agg_mv_v1", "label_sets_mv_v1", "series_agg_mv_v1", "stack_agg_v1", "label_sets_v1",
+                  "series_agg_v1", "agg_state_v1"):
             self.q(f"DROP TABLE {t}")
         self.q("ALTER TABLE schema_migrations DELETE WHERE version >= 50")
         self.wait_mutations()
@@ -368,6 +389,36 @@ class AggregatesTest(unittest.TestCase):
         st, js = hub.request("POST", "/v1/admin/worker/run?job=aggregates", token=hub.admin_token)
         self.assertEqual(st, 200, js)
         self.assertEqual(js["days_rebuilt"], [])
+
+    def test_migration_series(self):
+        """A hub that had the stack aggregates but not series_agg_v1: the
+        upgrade leaves every stored day to the backfill (timelines read
+        them raw until then), which fills both tables."""
+        hub = self.make_hub()
+        t0 = (int(time.time()) // DAY - 5) * DAY + 777
+        rd = self.load(hub, "ser", t0, n=25, seed=8)
+        st, js = hub.request("POST", "/v1/admin/worker/run?job=aggregates", token=hub.admin_token)
+        self.assertEqual((st, js["agg_from_day"]), (200, 0), js)
+        hub.stop()
+        for t in ("series_agg_mv_v1", "series_agg_v1"):
+            self.q(f"DROP TABLE {t}")
+        self.q("ALTER TABLE schema_migrations DELETE WHERE version >= 56 AND version < 60")
+        self.wait_mutations()
+        hub = self.make_hub()
+        self.assertEqual(self.q("SELECT count() FROM series_agg_v1"), "0")
+        day = int(self.q("SELECT value FROM agg_state_v1 FINAL WHERE key = 'agg_from_day'"
+                         " ORDER BY updated_ns DESC LIMIT 1"))
+        self.assertEqual(day, int(self.q("SELECT toUInt16(max(date)) + 1 FROM profile_samples_v1")))
+        # before the backfill: the timelines of those days from the raw rows
+        self.compare_timeline(hub, "ser", rd, random.Random(10), t0, queries=20, covered=False)
+        st, js = hub.request("POST", "/v1/admin/worker/run?job=aggregates", token=hub.admin_token)
+        self.assertEqual(st, 200, js)
+        self.assertEqual(js["agg_from_day"], 0, js)
+        self.wait_mutations()
+        self.check_invariant()
+        time.sleep(1.1)  # the hub caches the coverage for a second
+        self.compare_timeline(hub, "ser", rd, random.Random(11), t0, queries=20)
+        self.compare(hub, "ser", rd, random.Random(12), t0, queries=9)
 
 
 if __name__ == "__main__":
