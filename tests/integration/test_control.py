@@ -434,8 +434,9 @@ class ControlTest(unittest.TestCase):
         created = [int(x) for x in self.q(
             f"SELECT toUnixTimestamp(create_time) FROM system.mutations WHERE database = currentDatabase()"
             f" AND position(command, '{did}') > 0").split()]
-        # samples, function rollup, stack aggregates, recording-rule values, raw object index
-        self.assertEqual(len(created), 5)
+        # samples, function rollup, stack aggregates, series aggregates,
+        # recording-rule values, raw object index
+        self.assertEqual(len(created), 6)
         self.assertLessEqual(dev[0]["time_ns"] // 10**9, min(created))
         deadline, prog = time.time() + 30, None
         while time.time() < deadline:
@@ -445,7 +446,7 @@ class ControlTest(unittest.TestCase):
                 break
             time.sleep(0.2)
         self.assertTrue(prog["done"], prog)
-        self.assertEqual(len(prog["mutations"]), 5)
+        self.assertEqual(len(prog["mutations"]), 6)
         after_rows = {tuple(l.split("\t")[:2]): int(l.split("\t")[2]) for l in snapshot()[0].splitlines()}
         expected = dict(before_rows)
         del expected[("a", "1")]
