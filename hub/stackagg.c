@@ -214,31 +214,31 @@ size_t hub_agg_segments_signed(int64_t from_ns, int64_t until_ns, int64_t cover_
 	return o.n;
 }
 
-int hub_agg_select_sql(wt_buf *b, const char *src, const char *where, const char *res_list)
+/* The aggregating SELECT of both aggregate tables; with_stack: stack_agg_v1's
+ * (per stack, and each row also under labelset 0, the sum over every label
+ * set), else series_agg_v1's (per label set only). */
+static int agg_select(wt_buf *b, const char *src, const char *where, const char *res_list, int with_stack)
 {
 	wt_buf_printf(b,
 		"SELECT date, arrayJoin(%s) AS res, toUInt32(intDiv(time_ns, res * 1000000000) * res) AS bucket,"
-		" project, service, sample_type, unit,"
-		" arrayJoin([toUInt64(0), " HUB_AGG_LABELSET_EXPR "]) AS labelset_id,"
-		" stack_id, sum(value) AS value, retention_days FROM %s",
-		res_list, src);
+		" project, service, sample_type, unit, %s AS labelset_id,%s sum(value) AS value, retention_days"
+		" FROM %s",
+		res_list, with_stack ? "arrayJoin([toUInt64(0), " HUB_AGG_LABELSET_EXPR "])" : HUB_AGG_LABELSET_EXPR,
+		with_stack ? " stack_id," : "", src);
 	if (where)
 		wt_buf_printf(b, " WHERE %s", where);
-	return wt_buf_puts(b, " GROUP BY date, res, bucket, project, service, sample_type, unit, labelset_id,"
-			   " stack_id, retention_days");
+	return wt_buf_printf(b, " GROUP BY date, res, bucket, project, service, sample_type, unit, labelset_id,%s"
+			     " retention_days", with_stack ? " stack_id," : "");
+}
+
+int hub_agg_select_sql(wt_buf *b, const char *src, const char *where, const char *res_list)
+{
+	return agg_select(b, src, where, res_list, 1);
 }
 
 int hub_series_select_sql(wt_buf *b, const char *src, const char *where, const char *res_list)
 {
-	wt_buf_printf(b,
-		"SELECT date, arrayJoin(%s) AS res, toUInt32(intDiv(time_ns, res * 1000000000) * res) AS bucket,"
-		" project, service, sample_type, unit, " HUB_AGG_LABELSET_EXPR " AS labelset_id,"
-		" sum(value) AS value, retention_days FROM %s",
-		res_list, src);
-	if (where)
-		wt_buf_printf(b, " WHERE %s", where);
-	return wt_buf_puts(b, " GROUP BY date, res, bucket, project, service, sample_type, unit, labelset_id,"
-			   " retention_days");
+	return agg_select(b, src, where, res_list, 0);
 }
 
 /* The aggregate tables and how each is filled from raw rows */
