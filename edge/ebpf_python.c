@@ -482,9 +482,11 @@ int edge_py_detect(edge_py *py, const char *proc_root, uint32_t tgid, const char
 			found = 0; /* no _PyRuntime: not an interpreter (a tool named python3-…) */
 		}
 	}
-	uint64_t runtime = found ? start - ef.map_vaddr + ef.runtime : 0;
-	uint64_t code_type = found && ef.code_type ? start - ef.map_vaddr + ef.code_type : 0;
-	uint64_t str_type = found && ef.str_type ? start - ef.map_vaddr + ef.str_type : 0;
+	/* where the file's link-time addresses are in the process */
+	uint64_t bias = found ? start - ef.map_vaddr : 0;
+	uint64_t runtime = found ? bias + ef.runtime : 0;
+	uint64_t code_type = found && ef.code_type ? bias + ef.code_type : 0;
+	uint64_t str_type = found && ef.str_type ? bias + ef.str_type : 0;
 	if (l && l->version >= 0x030d && !debug_offsets_agree(l, tgid, runtime))
 		l = NULL; /* a build whose layout is not the row's */
 	pthread_mutex_lock(&py->mu);

@@ -410,51 +410,40 @@ static int m_debug_files(wt_buf *b, const ddl_ctx *cx)
  * in cluster mode on each shard's profile_samples_v1_local into the same
  * shard's _local tables, so an aggregate row lives on the shard of its
  * (project, service) like the raw rows it sums. */
-static int m_stack_agg(wt_buf *b, const ddl_ctx *cx)
+/* stack_agg_v1 (with_stack), or series_agg_v1: the same sums per label
+ * set without the stack (the timeline's rows) */
+static int agg_table(wt_buf *b, const ddl_ctx *cx, const char *name, int with_stack)
 {
-	ddl_create(b, cx, "stack_agg_v1");
+	ddl_create(b, cx, name);
 	wt_buf_printf(b,
 		" ("
 		" date Date,"
 		" res UInt32,"                   /* 60 / 3600 / 86400 s */
 		" bucket UInt32,"                /* unix s of the bucket start */
 		" project %s, service %s, sample_type %s, unit %s,"
-		" labelset_id UInt64,"           /* 0 = every label set */
-		" stack_id UInt64,"
+		" labelset_id UInt64,"           /* stack_agg_v1: 0 = every label set */
+		"%s"
 		" value Int64,"
 		" retention_days UInt16)",
-		LC(cx), LC(cx), LC(cx), LC(cx));
-	ddl_engine(b, cx, "stack_agg_v1", "SummingMergeTree", "(value)");
-	wt_buf_puts(b,
+		LC(cx), LC(cx), LC(cx), LC(cx), with_stack ? " stack_id UInt64," : "");
+	ddl_engine(b, cx, name, "SummingMergeTree", "(value)");
+	wt_buf_printf(b,
 		" PARTITION BY toYYYYMMDD(date)"
-		" ORDER BY (project, service, sample_type, res, labelset_id, bucket, stack_id, unit, retention_days)");
+		" ORDER BY (project, service, sample_type, res, labelset_id, bucket,%s unit, retention_days)",
+		with_stack ? " stack_id," : "");
 	if (cx->f->ttl)
 		wt_buf_puts(b, " TTL date + toIntervalDay(retention_days)");
 	return wt_buf_puts(b, " SETTINGS index_granularity = 8192");
 }
 
-/* stack_agg_v1 without the stack, per label set (stackagg.h): the
- * timeline's rows */
+static int m_stack_agg(wt_buf *b, const ddl_ctx *cx)
+{
+	return agg_table(b, cx, "stack_agg_v1", 1);
+}
+
 static int m_series_agg(wt_buf *b, const ddl_ctx *cx)
 {
-	ddl_create(b, cx, "series_agg_v1");
-	wt_buf_printf(b,
-		" ("
-		" date Date,"
-		" res UInt32,"
-		" bucket UInt32,"
-		" project %s, service %s, sample_type %s, unit %s,"
-		" labelset_id UInt64,"
-		" value Int64,"
-		" retention_days UInt16)",
-		LC(cx), LC(cx), LC(cx), LC(cx));
-	ddl_engine(b, cx, "series_agg_v1", "SummingMergeTree", "(value)");
-	wt_buf_puts(b,
-		" PARTITION BY toYYYYMMDD(date)"
-		" ORDER BY (project, service, sample_type, res, labelset_id, bucket, unit, retention_days)");
-	if (cx->f->ttl)
-		wt_buf_puts(b, " TTL date + toIntervalDay(retention_days)");
-	return wt_buf_puts(b, " SETTINGS index_granularity = 8192");
+	return agg_table(b, cx, "series_agg_v1", 0);
 }
 
 static int m_label_sets(wt_buf *b, const ddl_ctx *cx)
@@ -495,28 +484,29 @@ static void ddl_mv(wt_buf *b, const ddl_ctx *cx, const char *name, const char *t
 	wt_buf_puts(b, " AS ");
 }
 
-static int m_stack_agg_mv(wt_buf *b, const ddl_ctx *cx)
+/* The view `name` filling aggregate table `to` from profile_samples_v1 with
+ * select (stackagg.h) at every resolution */
+static int agg_mv(wt_buf *b, const ddl_ctx *cx, const char *name, const char *to,
+		  int (*select)(wt_buf *b, const char *src, const char *where, const char *res_list))
 {
 	wt_buf src = WT_BUF_INIT;
 	int rc;
 
-	ddl_mv(b, cx, "stack_agg_mv_v1", "stack_agg_v1");
+	ddl_mv(b, cx, name, to);
 	ddl_local(&src, cx, "profile_samples_v1");
-	rc = wt_buf_putc(&src, '\0') || hub_agg_select_sql(b, (const char *)src.data, NULL, "[60, 3600, 86400]");
+	rc = wt_buf_putc(&src, '\0') || select(b, (const char *)src.data, NULL, "[60, 3600, 86400]");
 	wt_buf_free(&src);
 	return rc ? WT_ENOMEM : 0;
 }
 
+static int m_stack_agg_mv(wt_buf *b, const ddl_ctx *cx)
+{
+	return agg_mv(b, cx, "stack_agg_mv_v1", "stack_agg_v1", hub_agg_select_sql);
+}
+
 static int m_series_agg_mv(wt_buf *b, const ddl_ctx *cx)
 {
-	wt_buf src = WT_BUF_INIT;
-	int rc;
-
-	ddl_mv(b, cx, "series_agg_mv_v1", "series_agg_v1");
-	ddl_local(&src, cx, "profile_samples_v1");
-	rc = wt_buf_putc(&src, '\0') || hub_series_select_sql(b, (const char *)src.data, NULL, "[60, 3600, 86400]");
-	wt_buf_free(&src);
-	return rc ? WT_ENOMEM : 0;
+	return agg_mv(b, cx, "series_agg_mv_v1", "series_agg_v1", hub_series_select_sql);
 }
 
 static int m_label_sets_mv(wt_buf *b, const ddl_ctx *cx)
