@@ -72,8 +72,11 @@ int wt_flame_intern_new(wt_flame *f, const char *const *names, size_t n, uint32_
  * found once, by sorting the stacks' frames at that depth, instead of a
  * hash lookup per frame); tree node ids then run depth by depth (what
  * breaks ties where wt_flame_tree_json cuts at max_nodes: shallower
- * first). Temporary memory: about 40 bytes per stack. 0, WT_ENOMEM or
+ * first). Temporary memory: about 64 bytes per stack, and 4 bytes per
+ * frame when there are more than wt_flame_bulk_cols_frames frames in all
+ * (then copied a depth at a time, see flame.c). 0, WT_ENOMEM or
  * WT_EINVAL (an id the builder did not give). */
+extern size_t wt_flame_bulk_cols_frames; /* 4 Mi; the tests set 0 to take that path on small input */
 int wt_flame_add_stacks(wt_flame *f, const uint32_t *ids, const uint32_t *off, const uint32_t *len,
 			const int64_t *values, size_t n);
 

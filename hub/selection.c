@@ -428,39 +428,122 @@ static int off_ok(size_t at)
 	return at / sizeof(uint32_t) < UINT32_MAX;
 }
 
-/* Sort rows[0..n) by stack id: LSD radix sort, 16 bits a pass, through a
- * second array. 0 or WT_ENOMEM (rows unchanged). */
-static int rows_by_sid(agg_row *rows, size_t n)
+/* (stack id, value) as ClickHouse sent them, before summing */
+typedef struct sid_val {
+	uint64_t sid;
+	int64_t v;
+} sid_val;
+
+#define SUM_SMALL 32
+
+static void sids_insertion(sid_val *a, size_t n)
 {
-	agg_row *a = rows, *b = malloc(n * sizeof(*b)), *t;
-	uint32_t *cnt = malloc(65536 * sizeof(*cnt));
-	unsigned shift;
-	size_t i;
+	size_t i, j;
 
-	if (!b || !cnt) {
-		free(b);
-		free(cnt);
-		return WT_ENOMEM;
+	for (i = 1; i < n; i++) {
+		sid_val x = a[i];
+		for (j = i; j > 0 && a[j - 1].sid > x.sid; j--)
+			a[j] = a[j - 1];
+		a[j] = x;
 	}
-	for (shift = 0; shift < 64; shift += 16) {
-		uint32_t sum = 0, c;
+}
 
-		memset(cnt, 0, 65536 * sizeof(*cnt));
-		for (i = 0; i < n; i++)
-			cnt[(a[i].sid >> shift) & 0xffff]++;
-		for (i = 0; i < 65536; i++) {
-			c = cnt[i];
-			cnt[i] = sum;
-			sum += c;
+/* One MSD radix pass over the bits in which src[0..n)'s stack ids differ,
+ * 11 at a time (8 for small ranges), from src into dst; end[k] is then
+ * the end of bucket k in dst. The number of buckets, 0 when every id is
+ * the same (nothing moved). */
+static size_t sids_scatter(const sid_val *src, sid_val *dst, size_t n, size_t end[2048])
+{
+	uint64_t diff = 0;
+	unsigned hb, bits, shift;
+	size_t i, sum, nb;
+
+	for (i = 1; i < n; i++)
+		diff |= src[i].sid ^ src[0].sid;
+	if (!diff)
+		return 0;
+	hb = 64 - (unsigned)__builtin_clzll(diff);
+	bits = n > 65536 ? 11 : 8;
+	if (bits > hb)
+		bits = hb;
+	shift = hb - bits;
+	nb = (size_t)1 << bits;
+	memset(end, 0, nb * sizeof(*end));
+	for (i = 0; i < n; i++)
+		end[(src[i].sid >> shift) & (nb - 1)]++;
+	for (i = sum = 0; i < nb; i++) {
+		size_t c = end[i];
+		end[i] = sum;
+		sum += c;
+	}
+	for (i = 0; i < n; i++)
+		dst[end[(src[i].sid >> shift) & (nb - 1)]++] = src[i];
+	return nb;
+}
+
+static void sids_sort_to(sid_val *src, sid_val *dst, size_t n);
+
+/* Sort a[0..n) by stack id in place, s[0..n) scratch. The first pass
+ * spreads the rows into buckets small enough for the cache, so the rest
+ * runs there instead of one cache miss per row as a hash map from stack
+ * id to sum takes; the passes alternate between a and s, each bucket
+ * ending where its caller wants it. */
+static void sids_sort(sid_val *a, sid_val *s, size_t n)
+{
+	size_t end[2048], nb, i, j;
+
+	if (n <= SUM_SMALL) {
+		sids_insertion(a, n);
+		return;
+	}
+	if (!(nb = sids_scatter(a, s, n, end)))
+		return;
+	for (i = j = 0; i < nb; j = end[i++])
+		sids_sort_to(s + j, a + j, end[i] - j);
+}
+
+/* Sort src[0..n) by stack id into dst[0..n) (src is then scratch). */
+static void sids_sort_to(sid_val *src, sid_val *dst, size_t n)
+{
+	size_t end[2048], nb, i, j;
+
+	if (n <= SUM_SMALL || !(nb = sids_scatter(src, dst, n, end))) {
+		memcpy(dst, src, n * sizeof(*dst));
+		sids_insertion(dst, n);
+		return;
+	}
+	for (i = j = 0; i < nb; j = end[i++])
+		sids_sort(dst + j, src + j, end[i] - j);
+}
+
+/* Rows of stack ids summed from a[0..n) (reordered; s: n scratch rows),
+ * in stack id order, zero sums dropped (the raw path's HAVING). *out is
+ * malloc'd, the caller's; 0 or WT_ENOMEM. */
+static int sids_sum(sid_val *a, sid_val *s, size_t n, agg_row **out, size_t *nout)
+{
+	agg_row *rows;
+	size_t i, j, k = 0;
+
+	sids_sort(a, s, n);
+	for (i = 0; i < n; i = j) {
+		int64_t v = 0;
+
+		for (j = i; j < n && a[j].sid == a[i].sid; j++)
+			v += a[j].v;
+		if (v) {
+			a[k].sid = a[i].sid;
+			a[k++].v = v;
 		}
-		for (i = 0; i < n; i++)
-			b[cnt[(a[i].sid >> shift) & 0xffff]++] = a[i];
-		t = a;
-		a = b;
-		b = t;
 	}
-	free(b); /* an even number of passes: the sorted rows are in rows */
-	free(cnt);
+	if (!(rows = malloc((k ? k : 1) * sizeof(*rows))))
+		return WT_ENOMEM;
+	for (i = 0; i < k; i++) {
+		memset(&rows[i], 0, sizeof(rows[i]));
+		rows[i].sid = a[i].sid;
+		rows[i].v = a[i].v;
+	}
+	*out = rows;
+	*nout = k;
 	return 0;
 }
 
@@ -710,7 +793,7 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	wt_buf sql = WT_BUF_INIT, uq = WT_BUF_INIT, res = WT_BUF_INIT, arena = WT_BUF_INIT;
 	wt_u64map idx = {0};
 	agg_row *rows = NULL;
-	size_t nrows = 0, cap = 0, nmiss = 0, i, k, slot;
+	size_t nrows = 0, nmiss = 0, i, k, slot;
 	uint32_t *soff = NULL, *slen = NULL, unknown_id = UINT32_MAX;
 	int64_t *svals = NULL;
 	wt_buf sbids = WT_BUF_INIT;
@@ -720,6 +803,9 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	hub_rb_reader rd;
 	int rc = 0;
 	int64_t ph0 = 0, ph1 = 0, ph2 = 0, ph3 = 0, ph4 = 0, ph5 = 0, ph6 = 0; /* phase clocks (debug log) */
+	int64_t phs = 0;
+	sid_val *pv = NULL, *scratch = NULL;
+	size_t nin = 0;
 
 	memset(&fm, 0, sizeof(fm));
 	s->agg_used = 1;
@@ -744,68 +830,49 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		goto out;
 	ph0 = wt_now_ns(CLOCK_REALTIME) - ph0; /* ClickHouse, wall clock */
 	ph1 = cpu_ns();
-	/* a row is at least 17 bytes (stack id, value, unit length): room
-	 * for that many stacks at once instead of growing and rehashing */
-	if (wt_u64map_reserve(&idx, res.len / 17 + 1)) {
-		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
-		goto out;
-	}
+	/* The rows, as (stack id, value) pairs written over the result they
+	 * are read from (a row is at least 17 bytes: stack id, value, unit
+	 * length; a pair 16, so the writes stay behind the reads) */
+	pv = (sid_val *)res.data;
 	hub_rb_reader_init(&rd, res.data, res.len);
-	while (!hub_rb_eof(&rd)) {
-		uint64_t sid;
-		int64_t v;
+	for (nin = 0; !hub_rb_eof(&rd); nin++) {
 		const char *u;
 		size_t ul;
-		agg_row *r;
+		sid_val x;
 
-		if (hub_rb_read_u64(&rd, &sid) || hub_rb_read_i64(&rd, &v) || hub_rb_read_str(&rd, &u, &ul)) {
+		if (rd.end - rd.p >= 17 && rd.p[16] == 0) { /* a flat row: no unit */
+			memcpy(&x.sid, rd.p, 8);
+			memcpy(&x.v, rd.p + 8, 8);
+			rd.p += 17;
+		} else if (hub_rb_read_u64(&rd, &x.sid) || hub_rb_read_i64(&rd, &x.v) ||
+			   hub_rb_read_str(&rd, &u, &ul)) {
 			rc = wt_err_set(err, WT_EIO, "clickhouse: truncated RowBinary result at byte %zu",
 					(size_t)(rd.p - res.data));
 			goto out;
-		}
-		if (!*unit && ul && !(*unit = strndup(u, ul))) {
+		} else if (!*unit && ul && !(*unit = strndup(u, ul))) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 			goto out;
 		}
-		if (wt_u64map_slot(&idx, sid, &slot)) {
-			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
-			goto out;
-		}
-		if (idx.vals[slot] != WT_U64MAP_EMPTY) {
-			rows[idx.vals[slot]].v += v; /* another part or piece of the stack */
-			continue;
-		}
-		if (nrows == cap) {
-			size_t nc = cap ? cap * 2 : 1024;
-			agg_row *nr = nc < UINT32_MAX ? realloc(rows, nc * sizeof(*rows)) : NULL;
-			if (!nr) {
-				rc = wt_err_set(err, WT_ENOMEM, "out of memory");
-				goto out;
-			}
-			rows = nr;
-			cap = nc;
-		}
-		r = &rows[nrows];
-		memset(r, 0, sizeof(*r));
-		r->sid = sid;
-		r->v = v;
-		idx.keys[slot] = sid;
-		idx.vals[slot] = (uint32_t)nrows++;
-		idx.n++;
+		memcpy(&pv[nin], &x, sizeof(x));
 	}
-	/* stacks summing to zero are not in the view (the raw path's HAVING) */
-	for (i = k = 0; i < nrows; i++)
-		if (rows[i].v)
-			rows[k++] = rows[i];
-	nrows = k;
-	/* in stack id order: the view no longer depends on the order
+	/* Rows of equal stack ids (other parts or pieces of the stack) are
+	 * summed here, stacks summing to zero dropped (the raw path's
+	 * HAVING), in stack id order: the view does not depend on the order
 	 * ClickHouse sent the rows in (node ids, which break ties where a
 	 * flame graph is cut at max_nodes, follow the order stacks are added
-	 * in); the row indices in idx change with it */
-	if (nrows > 1 && (rc = rows_by_sid(rows, nrows))) {
-		rc = wt_err_set(err, rc, "out of memory");
+	 * in). Sorted, then summed: a hash map from stack id to sum costs a
+	 * cache miss per row once the stacks outgrow the cache (a week of a
+	 * million stacks: seven rows each). */
+	if (!(scratch = malloc((nin ? nin : 1) * sizeof(*scratch))) ||
+	    (rc = sids_sum(pv, scratch, nin, &rows, &nrows))) {
+		rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 		goto out;
 	}
+	free(scratch);
+	scratch = NULL;
+	pv = NULL;
+	wt_buf_free(&res);
+	phs = cpu_ns();
 	wt_u64map_clear(&idx);
 	if (!nrows) { /* no stack: no unit either, as on the raw path */
 		free(*unit);
@@ -916,15 +983,16 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	/* WT_LOG_LEVEL=debug: where an aggregate query's time goes (ClickHouse:
 	 * wall clock; the hub's phases: this thread's CPU time, so the figures
 	 * hold on a loaded machine) */
-	wt_debug("msg=\"flame from aggregates\" stacks=%zu misses=%zu clickhouse_ms=%.1f cache_ms=%.1f"
-		 " fetch_ms=%.1f index_ms=%.1f frames_ms=%.1f stacks_ms=%.1f build_ms=%.1f", nrows, nmiss,
-		 ph0 / 1e6, (ph2 - ph1) / 1e6, (ph3 - ph2) / 1e6, (ph4 - ph3) / 1e6, (ph5 - ph4) / 1e6,
+	wt_debug("msg=\"flame from aggregates\" rows_in=%zu stacks=%zu misses=%zu clickhouse_ms=%.1f sum_ms=%.1f"
+		 " cache_ms=%.1f fetch_ms=%.1f index_ms=%.1f frames_ms=%.1f stacks_ms=%.1f build_ms=%.1f", nin, nrows,
+		 nmiss, ph0 / 1e6, (phs - ph1) / 1e6, (ph2 - phs) / 1e6, (ph3 - ph2) / 1e6, (ph4 - ph3) / 1e6, (ph5 - ph4) / 1e6,
 		 (ph6 - ph5) / 1e6, (cpu_ns() - ph6) / 1e6);
 out:
 	if (d)
 		hub_stacklru_release(c, d);
 	hub_stacklru_free(own);
 	frame_map_free(&fm);
+	free(scratch);
 	free(rows);
 	free(soff);
 	free(slen);

@@ -576,7 +576,9 @@ static char *all_views(const wt_flame *f)
  * nodes already (and gets more stacks one by one afterwards: its child
  * index is rebuilt), for each part a builder may skip — with recursion,
  * empty stacks, zero, negative and tied values; the cut of the tree does
- * not depend on the order stacks are added in; an unknown id is refused. */
+ * not depend on the order stacks are added in; an unknown id is refused.
+ * Both ways of reading the frames (in place, and copied a depth at a
+ * time as for many stacks). */
 static void test_add_stacks(void **state)
 {
 	enum { NS = 3000, DEPTH = 10, NNAMES = 12 };
@@ -594,21 +596,22 @@ static void test_add_stacks(void **state)
 			ids[pos++] = (uint32_t)(rand() % (k < 2 ? 3 : NNAMES));
 		vals[i] = i % 13 == 0 ? -(int64_t)(rand() % 5) : (int64_t)(rand() % 4); /* ties and zeros */
 	}
-	for (mode = 0; mode < 4; mode++) {
+	for (mode = 0; mode < 8; mode++) {
 		wt_flame *fs[4];
 		char *want, *got;
 		size_t b;
 
+		wt_flame_bulk_cols_frames = mode < 4 ? (size_t)4 << 20 : 0;
 		for (b = 0; b < 4; b++) {
 			fs[b] = wt_flame_new();
 			assert_non_null(fs[b]);
-			if (mode == 1)
+			if (mode % 4 == 1)
 				wt_flame_skip_edges(fs[b]);
-			if (mode == 2) { /* the flame graph's builder */
+			if (mode % 4 == 2) { /* the flame graph's builder */
 				wt_flame_skip_edges(fs[b]);
 				wt_flame_skip_functions(fs[b]);
 			}
-			if (mode == 3)
+			if (mode % 4 == 3)
 				wt_flame_skip_tree(fs[b]);
 			for (k = 0; k < NNAMES; k++) {
 				snprintf(name, sizeof(name), "n%zu", k);
@@ -646,6 +649,7 @@ static void test_add_stacks(void **state)
 		for (i = 0; i < NS * DEPTH; i++)
 			ids[i] -= 1;
 	}
+	wt_flame_bulk_cols_frames = (size_t)4 << 20;
 }
 
 /* wt_flame_intern_new gives the ids wt_flame_intern gives: on a new
