@@ -17,6 +17,7 @@
 #include "http_server.h"
 #include "http_ui.h"
 #include "params.h"
+#include "selection.h"
 
 #define MAX_SERVICES_ROWS 10000
 #define MAX_LABEL_KEYS 100
@@ -162,40 +163,74 @@ static int label_row(void *vctx, char **f, size_t n)
 	return 0;
 }
 
+/* The label rows (k, v) of profile_samples_v1 under where + cond (column
+ * labels first: host, thread, container; not span/trace ids: those are
+ * looked up, not picked; then the Nested label keys), as a UNION ALL. */
+static void label_selects(wt_buf *sql, const char *table, const char *where, const char *cond)
+{
+	size_t j;
+
+	for (j = 0; j < 3; j++)
+		wt_buf_printf(sql, "SELECT '%s' AS k, %s AS v FROM %s%s%s AND %s != '' UNION ALL ", column_labels[j],
+			      column_labels[j], table, where, cond, column_labels[j]);
+	/* the alias keeps labels.key an array for the filters' indexOf */
+	wt_buf_printf(sql, "SELECT l.key AS k, l.value AS v FROM %s ARRAY JOIN labels AS l%s%s", table, where, cond);
+}
+
 int hub_handle_labels(hub_req *r, wt_err *err)
 {
 	hub_params hp;
-	wt_buf *sql = wt_arena_buf(&r->arena), *res = wt_arena_buf(&r->arena);
+	hub_sel sel;
+	wt_buf *sql = wt_arena_buf(&r->arena), *res = wt_arena_buf(&r->arena), *w = wt_arena_buf(&r->arena),
+	       *agg = wt_arena_buf(&r->arena), *raw = wt_arena_buf(&r->arena), *in = wt_arena_buf(&r->arena);
 	int64_t from, until;
 	json_t *arr;
-	size_t j;
 	int rc;
 
-	if (!sql || !res)
+	if (!sql || !res || !w || !agg || !raw || !in)
 		return wt_err_set(err, WT_ENOMEM, "out of memory");
-	if ((rc = begin(r, &hp, err)))
+	memset(&sel, 0, sizeof(sel));
+	if ((rc = begin(r, &hp, err)) || (rc = hub_sel_path_param(&r->q, r->ctx, &sel, err)))
 		return rc;
 	from = hp.has_from ? hp.from_ns : -1;
 	until = hp.has_until ? hp.until_ns : -1;
-	/* Column labels first (host, thread, container; not span/trace ids:
-	 * those are looked up, not picked), then the Nested label keys. */
+	where(w, r->project, &hp, hp.type, from, until);
+	if (wt_buf_putc(w, '\0'))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
+	/* A closed range reads the label sets of the aggregates' pieces from
+	 * label_sets_v1 (a few rows per label set and bucket) and only the
+	 * pieces they do not cover from the raw rows. */
+	sel.project = r->project;
+	sel.hp = hp;
+	sel.from = from;
+	sel.until = until;
+	if (from >= 0 && until >= 0 && hub_sel_labelset_sql(r->ch, &sel, hp.type, agg, raw, err, &rc) && !rc) {
+		wt_buf_puts(in, " WHERE project = ");
+		hub_sql_quote(in, r->project);
+		wt_buf_printf(in, " AND labelset_id GLOBAL IN (SELECT labelset_id FROM (%.*s))", (int)agg->len,
+			      (const char *)agg->data);
+	}
+	if (rc)
+		return rc;
+	if (wt_buf_putc(raw, '\0') || wt_buf_putc(in, '\0'))
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	/* 18.16: groupUniqArray takes no size parameter. */
 	wt_buf_printf(sql, "SELECT k, arraySlice(arraySort(groupUniqArray(v)), 1, %d) FROM (", MAX_LABEL_VALUES);
-	for (j = 0; j < 3; j++) {
-		wt_buf_printf(sql, "SELECT '%s' AS k, %s AS v FROM profile_samples_v1", column_labels[j],
-			      column_labels[j]);
-		where(sql, r->project, &hp, hp.type, from, until);
-		wt_buf_printf(sql, " AND %s != '' UNION ALL ", column_labels[j]);
+	label_selects(sql, "profile_samples_v1", (const char *)w->data, (const char *)raw->data);
+	if (sel.agg_used) {
+		wt_buf_puts(sql, " UNION ALL ");
+		label_selects(sql, "label_sets_v1", (const char *)in->data, "");
 	}
-	wt_buf_puts(sql, "SELECT labels.key AS k, labels.value AS v FROM profile_samples_v1 ARRAY JOIN labels");
-	where(sql, r->project, &hp, hp.type, from, until);
 	wt_buf_printf(sql, ") GROUP BY k ORDER BY k LIMIT %d FORMAT TabSeparated", MAX_LABEL_KEYS);
+	if (sql->oom)
+		return wt_err_set(err, WT_ENOMEM, "out of memory");
 	if ((rc = hub_ch_query_buf(r->ch, sql, res, err)))
 		return rc;
 	arr = hub_req_own_json(r, json_array());
 	if (!arr || hub_tsv_each((char *)res->data, res->len, 2, label_row, arr))
 		return wt_err_set(err, WT_ENOMEM, "out of memory listing labels");
-	hub_req_json(r, 200, json_pack("{s:s, s:O}", "project", r->project, "labels", arr));
+	hub_req_json(r, 200, json_pack("{s:s, s:O, s:s}", "project", r->project, "labels", arr, "path",
+				       sel.agg_used ? "aggregates" : "raw"));
 	return 0;
 }
 

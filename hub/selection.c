@@ -280,6 +280,45 @@ out:
 
 static int64_t agg_cover_ns(const hub_sel *s, hub_ch *ch);
 
+size_t hub_sel_labelset_sql(hub_ch *ch, hub_sel *s, const char *type, wt_buf *agg, wt_buf *raw, wt_err *err,
+			    int *rc)
+{
+	hub_agg_seg segs[HUB_AGG_MAX_SEGS];
+	wt_buf ls = WT_BUF_INIT;
+	const char *ls_list;
+	size_t n, i, nagg = 0, nraw = 0;
+
+	*rc = 0;
+	s->agg_used = 0;
+	if (!hub_sel_agg_ok(s) || s->until <= s->from)
+		return 0;
+	n = hub_agg_segments(s->from, s->until, agg_cover_ns(s, ch), 0, segs);
+	if (!agg_labelsets(ch, s, segs, n, &ls, &ls_list, err, rc) || *rc)
+		goto out;
+	wt_buf_puts(raw, " AND (");
+	for (i = 0; i < n; i++) {
+		const hub_agg_seg *g = &segs[i];
+
+		if (!g->res) {
+			wt_buf_printf(raw, "%s(time_ns >= %lld AND time_ns < %lld", nraw++ ? " OR " : "",
+				      (long long)g->from_ns, (long long)g->until_ns);
+			hub_sql_date_cond(raw, ">=", g->from_ns);
+			hub_sql_date_cond(raw, "<=", g->until_ns - 1);
+			wt_buf_puts(raw, ")");
+			continue;
+		}
+		if (nagg++)
+			wt_buf_puts(agg, " UNION ALL ");
+		wt_buf_puts(agg, "SELECT labelset_id FROM series_agg_v1");
+		where_agg_sets(agg, s, type, g, ls_list, 1);
+	}
+	wt_buf_puts(raw, nraw ? ")" : "0)");
+	s->agg_used = 1;
+out:
+	wt_buf_free(&ls);
+	return nagg;
+}
+
 size_t hub_sel_timeline_sql(hub_ch *ch, hub_sel *s, const char *col, int64_t width_ns, wt_buf *w, wt_err *err,
 			    int *rc)
 {

@@ -79,6 +79,18 @@ int hub_sel_cache_key(hub_ch *ch, hub_sel *s, const char *view, const struct evk
 size_t hub_sel_timeline_sql(hub_ch *ch, hub_sel *s, const char *col, int64_t width_ns, wt_buf *w, wt_err *err,
 			    int *rc);
 
+/* The label sets of s's range for listings (label keys and values),
+ * when s can be answered from the aggregates (hub_sel_agg_ok): appends to
+ * agg a UNION ALL of "SELECT labelset_id FROM series_agg_v1 WHERE …" over
+ * the pieces the aggregates cover (hub_agg_segments; type NULL: every
+ * type; s's label filters as on the other aggregate reads), and to raw
+ * " AND (…)" the time conditions of the pieces left to the raw rows
+ * (" AND (0)" when none), sets s->agg_used and returns the number of
+ * aggregate pieces; 0 when the raw rows must be read alone (agg and raw
+ * unchanged; on a ClickHouse error resolving label sets *rc is set). */
+size_t hub_sel_labelset_sql(hub_ch *ch, hub_sel *s, const char *type, wt_buf *agg, wt_buf *raw, wt_err *err,
+			    int *rc);
+
 /* Sum of values of type `type` over the selection (0 when empty). */
 int hub_sel_total(hub_ch *ch, hub_sel *s, const char *type, int64_t *out, wt_err *err);
 

@@ -208,6 +208,42 @@ class AggregatesTest(unittest.TestCase):
         self.assertEqual((js["bucket_ns"], js["path"]), (5 * 10**9, "raw"), js)
         self.assertTrue(js["rows"], js)
 
+    def compare_labels(self, hub, project, rd, rng, t0, queries=30):
+        """Random /labels listings: the default path (label sets of the
+        aggregate pieces from label_sets_v1, raw rows for the rest) lists
+        the same keys and values as the raw path."""
+        agg = nonempty = 0
+        for i in range(queries):
+            a = t0 - 3600 + rng.randint(0, 3 * DAY + 7200)
+            b = a + rng.choice([rng.randint(1, 7200), rng.randint(3600, 3 * DAY), DAY, 3600, 59])
+            if rng.random() < 0.3:
+                a -= a % rng.choice(RES)
+            params = {"from": str(a), "until": str(b)}
+            if rng.random() < 0.6:
+                params["type"] = rng.choice(["cpu", "wall"])
+            if rng.random() < 0.5:
+                params["service"] = rng.choice(["a", "b"])
+            for k, vals in (("host", ["h1", "h2"]), ("thread", ["t1", "t2", "t3"]), ("env", ["prod", "dev", ""])):
+                if rng.random() < 0.2:
+                    params["label." + k] = rng.choice(vals)
+            if rng.random() < 0.1:
+                params["label.span_id"] = "s1"
+            got = self.labels(hub, project, rd, params)
+            raw = self.labels(hub, project, rd, dict(params, path="raw"))
+            self.assertEqual(raw["path"], "raw")
+            if "label.span_id" in params:
+                self.assertEqual(got["path"], "raw", params)
+            agg += got["path"] == "aggregates"
+            self.assertEqual(got["labels"], raw["labels"], params)
+            nonempty += bool(raw["labels"])
+        self.assertGreater(nonempty, queries // 4)
+        self.assertGreater(agg, queries // 4)
+
+    def labels(self, hub, project, rd, params):
+        st, js = hub.request("GET", f"/v1/projects/{project}/labels?" + urllib.parse.urlencode(params), token=rd)
+        self.assertEqual(st, 200, js)
+        return js
+
     def test_views_equal_raw(self):
         hub = self.make_hub()
         t0 = (int(time.time()) // DAY - 5) * DAY + 1234
@@ -215,6 +251,7 @@ class AggregatesTest(unittest.TestCase):
         self.check_invariant()
         self.compare(hub, "agg", rd, random.Random(2), t0, queries=60)
         self.compare_timeline(hub, "agg", rd, random.Random(3), t0)
+        self.compare_labels(hub, "agg", rd, random.Random(4), t0)
         # a second pass answers from the frames cache: still equal
         self.compare(hub, "agg", rd, random.Random(2), t0, queries=9)
         # many stacks and no frames cache: the misses are read by a subquery

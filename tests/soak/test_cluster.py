@@ -158,7 +158,8 @@ class ClusterSoak(unittest.TestCase):
         t0 = (int(time.time()) // day - 2) * day + 100
         for k in range(2):
             st, js = a.upload(self.data, token=self.upload_tok, service="vcache", format="folded",
-                              idempotency_key=f"vcache-{k}", **{"from": str(t0)})
+                              idempotency_key=f"vcache-{k}",
+                              **{"from": str(t0), "label.host": f"h{k}", "label.env": "prod"})
             self.assertEqual(st, 200, js)
         params = {"service": "vcache", "from": str(t0 - 60), "until": str(t0 + 3600)}
 
@@ -202,7 +203,18 @@ class ClusterSoak(unittest.TestCase):
             strip = lambda js: {k: v for k, v in js.items() if k != "path"}  # noqa: E731
             self.assertEqual(strip(answers["auto"]), strip(answers["raw"]), by)
             self.assertEqual(sum(r["total"] for r in answers["auto"]["rows"]), 3 * self.per, answers["auto"])
-        print(f"phase 1b: view cache hit at hub A, invalidated by hub B's upload (total {got}); timelines equal the raw rows'", flush=True)
+        # the label listing from label_sets_v1 (GLOBAL IN over the
+        # sharded series_agg_v1) equals the raw rows'
+        answers = {}
+        for path in ("auto", "raw"):
+            st, js = a.request("GET", "/v1/projects/demo/labels?" + urllib.parse.urlencode(
+                dict(params, path=path)), token=self.read)
+            self.assertEqual(st, 200, js)
+            answers[path] = js
+        self.assertEqual(answers["auto"]["path"], "aggregates", answers["auto"])
+        self.assertTrue(answers["raw"]["labels"], answers["raw"])
+        self.assertEqual(answers["auto"]["labels"], answers["raw"]["labels"])
+        print(f"phase 1b: view cache hit at hub A, invalidated by hub B's upload (total {got}); timelines and labels equal the raw rows'", flush=True)
 
     def phase_hub_failover(self):
         """two edges replicate to both hubs; hub A is SIGKILLed mid-replication"""
