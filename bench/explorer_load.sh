@@ -127,6 +127,8 @@ grep -q '"path":"aggregates"' "$tmp/fg.json" || echo "explorer_load: warning: th
 grep -q '"truncated":true' "$tmp/fg.json" && echo "explorer_load: note: the flame graph is truncated (the page also loads the table)"
 hub_ms 1 1 >/dev/null # fills the view cache (the page's entry may have been evicted since)
 hub_ms 1 7 >"$tmp/hub1"
+url=${url/max_nodes=250000/max_nodes=8192} # app.js FIRST_NODES
+hub_ms 0 5 >"$tmp/hubf"
 
 stats() { sort -n | awk '{ a[NR] = $1 } END { printf "median %d ms, max %d ms", NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, a[NR] }'; }
 col() { awk -v k="$1" -v c="$2" '$1 == "LOAD" && $2 ~ ("^(" k ")$") { print $c }' "$tmp/loads"; }
@@ -134,10 +136,14 @@ first=$(col first 3)
 echo "explorer loaded in ($(fmt "$N") samples, 1 h$([[ -n $CLUSTER ]] && echo ", cluster $CLUSTER")):" \
 	"uncached $(col 'first|shifted' 3 | stats) (n=6: the first load after the hub started $first ms, then the range" \
 	"starting 1..5 min earlier); cached $(col cached 3 | stats) (n=7; the hub's view cache answered $((hits1 - hits0)) requests)"
-echo "  of which the flame graph request until its $(fmt "$bytes")-byte JSON was parsed: uncached $(col 'first|shifted' 4 | stats)," \
-	"cached $(col cached 4 | stats); until its first byte: uncached $(col 'first|shifted' 5 | stats), cached $(col cached 5 | stats)"
+echo "  all nodes drawn (the page's whole tree after its first paint of app.js FIRST_NODES): uncached" \
+	"$(col 'first|shifted' 7 | stats), cached $(col cached 7 | stats)"
+echo "  the first flame graph request until its first byte: uncached $(col 'first|shifted' 5 | stats), cached" \
+	"$(col cached 5 | stats); the whole tree's request until its $(fmt "$bytes")-byte JSON was parsed: uncached" \
+	"$(col 'first|shifted' 4 | stats), cached $(col cached 4 | stats)"
 req() { awk -v p="$1" '$1 == "REQ" && $3 == p { print $4 }' "$tmp/loads" | stats; }
 echo "  the page's other requests meanwhile (all 13 loads): /services $(req /services), /labels $(req /labels)," \
 	"/profiles/series $(req /profiles/series)"
-echo "  hub flamegraph request alone (curl): uncached (cache=0) $(stats <"$tmp/hub0") (n=5); cached $(stats <"$tmp/hub1") (n=7)"
+echo "  hub flamegraph request alone (curl, max_nodes 250000): uncached (cache=0) $(stats <"$tmp/hub0") (n=5); cached" \
+	"$(stats <"$tmp/hub1") (n=7); max_nodes 8192 uncached $(stats <"$tmp/hubf") (n=5)"
 echo "  load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -162,8 +162,22 @@ async function cached(view, params) {
 
 let current = null; // {raw, tree, rows, unit, total, truncated}
 
-async function loadProfile() {
-  const params = selection({ max_nodes: MAX_NODES });
+// The first paint asks for FIRST_NODES nodes, a few times the pixels
+// across a screen (frames under a third of a pixel are not drawn): at full
+// width it looks like the whole tree. When that tree is cut, the whole one
+// (MAX_NODES) is fetched next and replaces it (render; docs/ui.md).
+const FIRST_NODES = 8192;
+
+function statusText(j, firstMs, allMs) {
+  const cut = j.truncated ? 'truncated at ' + (allMs === undefined ? FIRST_NODES : MAX_NODES) + ' nodes · ' : '';
+  const rest = allMs === undefined ? '' : ` (all nodes in ${Math.round(allMs)} ms)`;
+  return `${fmtValue(j.total, j.unit)} ${j.type || ''} · ${cut}loaded in ${Math.round(firstMs)} ms${rest}`;
+}
+
+// first: the first paint's smaller tree (its function table is the tree's;
+// the whole tree's comes with it, from the hub when that is cut too)
+async function loadProfile(first = false) {
+  const params = selection({ max_nodes: first ? FIRST_NODES : MAX_NODES });
   const t0 = performance.now();
   const j = await cached('flamegraph', params);
   const tFetched = performance.now();
@@ -172,15 +186,15 @@ async function loadProfile() {
   const tree = hid.length ? hideFrames(raw, hid) : raw;
   const tImported = performance.now();
   let rows;
-  if (j.truncated && !hid.length) {
+  if (j.truncated && !hid.length && !first) {
     const t = await cached('table', selection({ limit: 100000 }));
     rows = t.rows;
   } else {
     rows = tableFromTree(tree);
   }
-  current = { json: j, raw, tree, rows, unit: j.unit, total: j.total, truncated: j.truncated, type: j.type, ms: performance.now() - t0, fetchMs: tFetched - t0, tFetched, importMs: tImported - tFetched, rowsMs: performance.now() - tImported };
+  current = { json: j, raw, tree, rows, unit: j.unit, total: j.total, truncated: j.truncated, type: j.type, first, ms: performance.now() - t0, fetchMs: tFetched - t0, tFetched, importMs: tImported - tFetched, rowsMs: performance.now() - tImported };
   if (!S.type && j.type) { S.type = j.type; writeUrl(false); syncPickers(); }
-  $('status').textContent = `${fmtValue(j.total, j.unit)} ${j.type || ''} · ${j.truncated ? 'truncated at ' + MAX_NODES + ' nodes · ' : ''}loaded in ${Math.round(current.ms)} ms`;
+  $('status').textContent = statusText(j, current.ms);
   document.body.dataset.loaded = String(Date.now());
   return current;
 }
@@ -291,6 +305,16 @@ function flameOpts(extra = {}) {
 
 let flame = null, table = null;
 
+// Requests that wait for the first paint of the view (start): a hub worker
+// serves the requests of the connections it accepted one at a time, so
+// they would otherwise hold up the view's own.
+let afterFirstPaint = null;
+function runAfterFirstPaint() {
+  const f = afterFirstPaint;
+  afterFirstPaint = null;
+  if (f) f();
+}
+
 async function render() {
   const seq = ++renderSeq;
   syncPickers();
@@ -307,9 +331,23 @@ async function render() {
     } else if (EXTRA_VIEWS.some((v) => v.id === S.view)) {
       await renderExtra(S.view, host, { api, S, selection, set, widgets });
     } else {
-      await loadProfile();
+      const tStart = performance.now();
+      await loadProfile(true);
       if (seq !== renderSeq) return;
       drawProfileView(host);
+      runAfterFirstPaint();
+      if (current.truncated) {
+        // the whole tree replaces the first paint's (zoom and search
+        // are in S and kept); the view stays busy until it is drawn
+        const firstMs = current.ms;
+        $('status').textContent += ' · loading all nodes…';
+        await loadProfile();
+        if (seq !== renderSeq) return;
+        $('status').textContent = statusText(current.json, firstMs, performance.now() - tStart);
+        clearWidgets();
+        flame = table = null;
+        drawProfileView(host);
+      }
       // timings for the docs and the browser test: hub request, page work
       // before the first draw, the first draw, all page work after the data
       const tEnd = performance.now();
@@ -327,6 +365,7 @@ async function render() {
     if (e instanceof ApiError && e.status === 401) { sessionStorage.removeItem('wt.token'); showLogin('The session token was rejected; sign in again.'); return; }
     host.innerHTML = `<div class="error" role="alert">${esc(e.message || String(e))}</div>`;
   } finally {
+    runAfterFirstPaint();
     if (seq === renderSeq) host.setAttribute('aria-busy', 'false');
   }
 }
@@ -633,8 +672,7 @@ async function start() {
   // tabs of optional views appear when their probes answer; the data
   // view does not wait for them
   const probes = detectFeatures();
-  loadSeries();
-  loadLabels();
+  afterFirstPaint = () => { loadSeries(); loadLabels(); };
   await Promise.all([render(), probes]);
 }
 

@@ -307,6 +307,9 @@ async function main() {
       });
       check('large profile: flame graph total equals the API total', bigMeta.total === bigFg.total, `${bigMeta.total} vs ${bigFg.total}`);
       check('large profile: the page holds >= 100k flame nodes', bigMeta.nodes >= 100000 && bigMeta.nodes === apiNodes, `${bigMeta.nodes} nodes in the page, ${apiNodes} in the API tree`);
+      // a tree larger than the first paint's: drawn first from fewer nodes, then whole
+      const bigStatus = await page.$eval('#status', (e) => e.textContent);
+      check('large profile: first paint from a smaller tree, then all nodes', /loaded in \d+ ms \(all nodes in \d+ ms\)/.test(bigStatus) && !bigStatus.includes('truncated'), bigStatus);
       timing('large profile: select service -> flame graph drawn (wall, incl. hub query)', selMs);
       timing('large profile: hub flamegraph request (in page)', bigMeta.fetch);
       timing('large profile: import + table + layout (in page)', bigMeta.prep);
