@@ -1,6 +1,6 @@
 // explorer_load.mjs — run by bench/explorer_load.sh: opens the explorer
 // once per entry of WT_LOADS in headless Debian chromium (npm
-// playwright-core, as tests/browser/ui.spec.mjs does), each a fresh
+// playwright-core: tests/browser/chromium.mjs), each a fresh
 // navigation (the page's own request cache starts empty), and prints one
 // line per load: `LOAD <kind> <ms> <fetch ms> <ttfb ms> <total> <all ms>`:
 // ms parsed from the status text "… loaded in N ms" (hub/ui/app.js: the
@@ -16,24 +16,13 @@
 // env: WT_HUB_URL WT_READ_TOKEN WT_PROJECT WT_SERVICE WT_CHROMIUM
 //      WT_PLAYWRIGHT (path of playwright-core's index.js)
 //      WT_LOADS (JSON array of {kind, from, until}, unix seconds)
-import { createRequire } from 'module';
-import fs from 'fs';
-import os from 'os';
-import path from 'path';
+import { launch } from '../tests/browser/chromium.mjs';
 
-const require = createRequire(import.meta.url);
-const { chromium } = require(process.env.WT_PLAYWRIGHT || 'playwright-core');
 const E = process.env;
 
 async function main() {
-  const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wt-chromium-'));
-  const ctx = await chromium.launchPersistentContext(userDir, {
-    executablePath: E.WT_CHROMIUM || '/usr/bin/chromium', headless: true, viewport: { width: 1500, height: 950 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', '--disable-quic'],
-  });
+  const { page, close } = await launch();
   try {
-    const page = ctx.pages()[0] || await ctx.newPage();
     for (const l of JSON.parse(E.WT_LOADS)) {
       const q = new URLSearchParams({ project: E.WT_PROJECT, service: E.WT_SERVICE, type: 'cpu', from: l.from, until: l.until });
       await page.goto(`${E.WT_HUB_URL}/?${q}#token=${E.WT_READ_TOKEN}`);
@@ -57,8 +46,7 @@ async function main() {
       for (const [p, d] of other) console.log(`REQ ${l.kind} /${p} ${d}`);
     }
   } finally {
-    await ctx.close();
-    fs.rmSync(userDir, { recursive: true, force: true });
+    await close();
   }
 }
 

@@ -14,13 +14,10 @@
 //      WT_UNTIL WT_LABELS (JSON object, e.g. {"pid": "123"}) WT_EXPECT
 //      WT_ABSENT (JSON arrays of regular expressions) WT_ARTIFACTS
 //      WT_CHROMIUM WT_PLAYWRIGHT (path of playwright-core's index.js)
-import { createRequire } from 'module';
-import fs from 'fs';
-import os from 'os';
 import path from 'path';
 
-const require = createRequire(import.meta.url);
-const { chromium } = require(process.env.WT_PLAYWRIGHT || 'playwright-core');
+import { launch } from './chromium.mjs';
+
 const E = process.env;
 const labels = JSON.parse(E.WT_LABELS || '{}');
 const expect = JSON.parse(E.WT_EXPECT || '[]').map((s) => new RegExp(s));
@@ -44,14 +41,8 @@ async function main() {
   const apiNames = new Set();
   for (const st = [fg.root]; st.length;) { const n = st.pop(); apiNames.add(n.name); st.push(...(n.children || [])); }
 
-  const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wt-chromium-'));
-  const ctx = await chromium.launchPersistentContext(userDir, {
-    executablePath: E.WT_CHROMIUM || '/usr/bin/chromium', headless: true, viewport: { width: 1500, height: 950 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', '--disable-quic'],
-  });
+  const { page, close } = await launch();
   try {
-    const page = ctx.pages()[0] || await ctx.newPage();
     await page.goto(`${E.WT_HUB_URL}/?${new URLSearchParams(sel)}#token=${E.WT_READ_TOKEN}`);
     await page.waitForSelector('.flame[data-root]', { timeout: 30000 });
     await page.waitForFunction(() => document.querySelector('#view').getAttribute('aria-busy') === 'false', null, { timeout: 30000 });
@@ -69,8 +60,7 @@ async function main() {
     }
     if (E.WT_ARTIFACTS) await page.screenshot({ path: path.join(E.WT_ARTIFACTS, 'appliance-python-names.png') });
   } finally {
-    await ctx.close();
-    fs.rmSync(userDir, { recursive: true, force: true });
+    await close();
   }
 }
 

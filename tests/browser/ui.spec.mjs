@@ -15,14 +15,12 @@
 //      WT_CHROMIUM WT_PLAYWRIGHT (path of playwright-core's index.js)
 //      WT_ADMIN_TOKEN (project admin) WT_REG_FROM WT_REG_UNTIL (range of
 //      the regression data of service regsvc)
-import { createRequire } from 'module';
 import fs from 'fs';
 import { spawnSync } from 'child_process';
 import os from 'os';
 import path from 'path';
 
-const require = createRequire(import.meta.url);
-const { chromium } = require(process.env.WT_PLAYWRIGHT || 'playwright-core');
+import { launch } from './chromium.mjs';
 
 const HUB = process.env.WT_HUB_URL;
 const TOKEN = process.env.WT_READ_TOKEN;
@@ -101,19 +99,10 @@ async function tableRows(page) {
 }
 
 async function main() {
-  const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wt-chromium-'));
-  // a fresh profile directory (playwright passes it as --user-data-dir)
-  const ctx = await chromium.launchPersistentContext(userDir, {
-    executablePath: process.env.WT_CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1500, height: 950 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', '--disable-quic'],
-  });
+  const { page, close } = await launch();
   const errors = [];
   const external = [];
   try {
-    const page = ctx.pages()[0] || await ctx.newPage();
     page.on('pageerror', (e) => errors.push(String(e)));
     // feature probes answer 404 for APIs the hub lacks: chromium logs those
     // as "Failed to load resource"; they are expected, anything else is not
@@ -585,8 +574,7 @@ async function main() {
   } catch (e) {
     check('spec ran to the end', false, String(e && e.stack || e));
   } finally {
-    await ctx.close();
-    fs.rmSync(userDir, { recursive: true, force: true });
+    await close();
   }
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed ? 1 : 0);
