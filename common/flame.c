@@ -629,16 +629,13 @@ static void sort_by_name(uint64_t *v, size_t n, uint64_t *tmp, unsigned name_bit
 	}
 }
 
-/* A stack still being placed by tree_bulk: where its frames are, how
- * many, its value and its node one level up. Moved along in group order
- * from depth to depth, so what a stack needs is read with it and not
- * looked up by stack index (three cache misses per stack and depth once
- * the stacks outgrow the cache). */
-/* A stack still being placed by tree_bulk: where its frames are (pos,
- * see tree_bulk), how many, its value and its node one level up.
- * Moved along in group order from depth to depth, so what a stack needs
- * is read with it and not looked up by stack index. */
 size_t wt_flame_bulk_cols_frames = (size_t)4 << 20;
+
+/* A stack still being placed by tree_bulk: where its frames are (pos,
+ * see tree_bulk), how many, its value and its node one level up. Moved
+ * along in group order from depth to depth, so what a stack needs is read
+ * with it and not looked up by stack index (three cache misses per stack
+ * and depth once the stacks outgrow the cache). */
 typedef struct bulk_rec {
 	uint32_t pos, len, node;
 	int64_t value;

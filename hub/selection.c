@@ -832,7 +832,7 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	wt_buf sql = WT_BUF_INIT, uq = WT_BUF_INIT, res = WT_BUF_INIT, arena = WT_BUF_INIT;
 	wt_u64map idx = {0};
 	agg_row *rows = NULL;
-	size_t nrows = 0, nmiss = 0, i, k, slot;
+	size_t nrows = 0, nmiss = 0, i, slot;
 	uint32_t *soff = NULL, *slen = NULL, unknown_id = UINT32_MAX;
 	int64_t *svals = NULL;
 	wt_buf sbids = WT_BUF_INIT;
@@ -912,7 +912,6 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 	pv = NULL;
 	wt_buf_free(&res);
 	phs = cpu_ns();
-	wt_u64map_clear(&idx);
 	if (!nrows) { /* no stack: no unit either, as on the raw path */
 		free(*unit);
 		*unit = NULL;
@@ -944,18 +943,15 @@ static int load_flame_agg(hub_ch *ch, hub_sel *s, wt_flame *f, char **unit, wt_e
 		}
 	}
 	ph2 = cpu_ns();
-	/* stack id → row, to place the misses (kept from the summing unless
-	 * rows were dropped) */
-	for (i = 0, k = !idx.n; nmiss && k && i < nrows; i++) {
+	/* stack id → row, to place the misses (the rows' ids are distinct) */
+	for (i = 0; nmiss && i < nrows; i++) {
 		if (wt_u64map_slot(&idx, rows[i].sid, &slot)) {
 			rc = wt_err_set(err, WT_ENOMEM, "out of memory");
 			goto out;
 		}
-		if (idx.vals[slot] == WT_U64MAP_EMPTY) {
-			idx.keys[slot] = rows[i].sid;
-			idx.vals[slot] = (uint32_t)i;
-			idx.n++;
-		}
+		idx.keys[slot] = rows[i].sid;
+		idx.vals[slot] = (uint32_t)i;
+		idx.n++;
 	}
 	if (nmiss && (rc = fetch_missing(ch, s, c, d, rows, nrows, &idx, nmiss, &arena, err)))
 		goto out;

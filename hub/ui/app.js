@@ -192,7 +192,7 @@ async function loadProfile(first = false) {
   } else {
     rows = tableFromTree(tree);
   }
-  current = { json: j, raw, tree, rows, unit: j.unit, total: j.total, truncated: j.truncated, type: j.type, first, ms: performance.now() - t0, fetchMs: tFetched - t0, tFetched, importMs: tImported - tFetched, rowsMs: performance.now() - tImported };
+  current = { json: j, raw, tree, rows, unit: j.unit, total: j.total, truncated: j.truncated, type: j.type, ms: performance.now() - t0, fetchMs: tFetched - t0, tFetched, importMs: tImported - tFetched, rowsMs: performance.now() - tImported };
   if (!S.type && j.type) { S.type = j.type; writeUrl(false); syncPickers(); }
   $('status').textContent = statusText(j, current.ms);
   document.body.dataset.loaded = String(Date.now());
