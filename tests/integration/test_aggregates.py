@@ -34,6 +34,14 @@ def folded(rng, nstacks):
     return ("\n".join(lines) + "\n").encode()
 
 
+def random_label_filters(rng, params, p):
+    """Each of the loaded data's labels (host, thread, env) as a filter in
+    params, with probability p each."""
+    for k, vals in (("host", ["h1", "h2"]), ("thread", ["t1", "t2", "t3"]), ("env", ["prod", "dev", ""])):
+        if rng.random() < p:
+            params["label." + k] = rng.choice(vals)
+
+
 def norm(x):
     """JSON with list order removed (ties may come out in any order)."""
     if isinstance(x, dict):
@@ -120,9 +128,7 @@ class AggregatesTest(unittest.TestCase):
             params = {"from": str(a), "until": str(b), "type": rng.choice(["cpu", "wall"])}
             if rng.random() < 0.5:
                 params["service"] = rng.choice(["a", "b"])
-            for k, vals in (("host", ["h1", "h2"]), ("thread", ["t1", "t2", "t3"]), ("env", ["prod", "dev", ""])):
-                if rng.random() < 0.3:
-                    params["label." + k] = rng.choice(vals)
+            random_label_filters(rng, params, 0.3)
             span = rng.random() < 0.1
             if span:
                 params["label.span_id"] = "s1"
@@ -174,9 +180,7 @@ class AggregatesTest(unittest.TestCase):
                 params["buckets"] = str(rng.choice([1, 7, 48, 200, 2000]))
             if rng.random() < 0.4:
                 params["service"] = rng.choice(["a", "b"])
-            for k, vals in (("host", ["h1", "h2"]), ("thread", ["t1", "t2", "t3"]), ("env", ["prod", "dev", ""])):
-                if rng.random() < 0.3:
-                    params["label." + k] = rng.choice(vals)
+            random_label_filters(rng, params, 0.3)
             if rng.random() < 0.2:
                 params["limit"] = str(rng.choice([1, 2]))
             got = self.timeline(hub, project, rd, params)
@@ -223,9 +227,7 @@ class AggregatesTest(unittest.TestCase):
                 params["type"] = rng.choice(["cpu", "wall"])
             if rng.random() < 0.5:
                 params["service"] = rng.choice(["a", "b"])
-            for k, vals in (("host", ["h1", "h2"]), ("thread", ["t1", "t2", "t3"]), ("env", ["prod", "dev", ""])):
-                if rng.random() < 0.2:
-                    params["label." + k] = rng.choice(vals)
+            random_label_filters(rng, params, 0.2)
             if rng.random() < 0.1:
                 params["label.span_id"] = "s1"
             got = self.labels(hub, project, rd, params)
