@@ -163,9 +163,10 @@ static int label_row(void *vctx, char **f, size_t n)
 	return 0;
 }
 
-/* The label rows (k, v) of profile_samples_v1 under where + cond (column
- * labels first: host, thread, container; not span/trace ids: those are
- * looked up, not picked; then the Nested label keys), as a UNION ALL. */
+/* The label rows (k, v) of table (profile_samples_v1, or label_sets_v1:
+ * the same label columns) under where + cond (column labels first: host,
+ * thread, container; not span/trace ids: those are looked up, not picked;
+ * then the Nested label keys), as a UNION ALL. */
 static void label_selects(wt_buf *sql, const char *table, const char *where, const char *cond)
 {
 	size_t j;
